@@ -1,0 +1,52 @@
+# Self-Attention in Vision: every command a reader, student, instructor or
+# contributor needs. `make help` lists them.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+BUILD := _build/html
+PORT ?= 8000
+SUBMISSIONS ?= submissions
+NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
+
+.DEFAULT_GOAL := help
+.PHONY: help install book test unit execute assignments grade bench serve clean
+
+help:  ## List the commands
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
+	  awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+install: $(STAMP)  ## Create .venv with the pinned versions (done on first use)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check \
+	  -c constraints.txt -e ".[dev]"
+	touch $@
+
+book: $(STAMP)  ## Build the HTML book strictly (warnings are errors)
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "Open $(abspath $(BUILD))/index.html"
+
+unit: $(STAMP)  ## Library tests only (fast)
+	$(PY) -m pytest tests -q -n 2 --dist loadfile
+
+test: book  ## Every check: strict build, library tests, nbval on every chapter
+	$(PY) -m pytest tests chapters -n 2 --dist loadfile \
+	  --nbval --nbval-current-env \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
+	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
+
+bench: $(STAMP)  ## Time every chapter and the build; print a table
+	$(PY) scripts/bench.py
+
+serve: book  ## Serve the built book on http://127.0.0.1:$(PORT)
+	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(BUILD)
+
+clean:  ## Remove the built book and caches (keeps .venv)
+	rm -rf _build build .pytest_cache .hypothesis
+	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +

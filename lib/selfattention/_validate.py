@@ -1,0 +1,81 @@
+"""Input checks shared by the library (not part of the public API).
+
+Every check raises ``TypeError`` or ``ValueError`` with a message that names
+the argument, what was expected and what arrived, in the style of
+scikit-learn.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def as_float_array(x, name: str, min_ndim: int = 1) -> np.ndarray:
+    """Return ``x`` as a floating-point array, or raise a clear error.
+
+    Integer and boolean input is promoted to float64; float32 stays float32.
+    """
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(
+            f"{name} must be an array of numbers, got {type(x).__name__}"
+        )
+    try:
+        arr = np.asarray(x)
+    except Exception as err:  # pragma: no cover - numpy's own message
+        raise TypeError(f"{name} must be an array of numbers: {err}") from err
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
+    ):
+        raise TypeError(
+            f"{name} must be an array of real numbers, got dtype {arr.dtype}"
+        )
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    if arr.ndim < min_ndim:
+        raise ValueError(
+            f"{name} must have at least {min_ndim} dimension(s), "
+            f"got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(
+            f"{name} must be finite, got {bad} NaN or infinite value(s)"
+        )
+    return arr
+
+
+def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
+    """Return ``mask`` as a boolean array; refuse any other dtype."""
+    arr = np.asarray(mask)
+    if arr.dtype != bool:
+        raise TypeError(
+            f"{name} must be a boolean array (True = this query may use this "
+            f"key), got dtype {arr.dtype}"
+        )
+    return arr
+
+
+def positive_int(value, name: str) -> int:
+    """Return ``value`` as a positive ``int`` or raise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be a positive integer, got {type(value).__name__}"
+        )
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return int(value)
+
+
+def broadcast_shape(a: tuple, b: tuple, names: tuple[str, str]) -> tuple:
+    """Broadcast two batch shapes, naming both arguments on failure."""
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        raise ValueError(
+            f"the leading (batch) dimensions of {names[0]} {a} and "
+            f"{names[1]} {b} do not broadcast"
+        ) from None

@@ -1,0 +1,73 @@
+"""The book's running example and its random stream (chapters 1–4).
+
+Chapters 1 to 4 share one example: the two-squares image of
+:func:`selfattention.patches.two_squares`, cut into 64 centred tokens of
+4 × 4 pixels, then a chain of random projections. All of them come from one
+generator, ``np.random.default_rng(0)``, drawn in a fixed order, so that each
+chapter can pick the example up where the previous one left it and print the
+same numbers:
+
+1. the image noise (32 × 32 normals);
+2. an orthogonal matrix ``R`` (QR of 16 × 16 normals); ``W_Q = W_K = 2R``;
+3. the value projection ``W_V`` (16 × 16);
+4. four projections ``Wq, Wk, Wv, Wo`` for four heads (16 × 16 each);
+5. a permutation of the 64 patches.
+
+:func:`running_example` replays this chain and returns the generator in the
+state it is left in, ready for the next draw (chapter 2's digit experiment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .patches import center, patchify, two_squares
+
+__all__ = ["RunningExample", "running_example", "random_orthogonal"]
+
+GRID = (8, 8)
+PATCH = 4
+QUERY = 1      # patch (0, 1): the top edge of the first square
+
+
+def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
+    """A random (d, d) orthogonal matrix: the Q factor of a Gaussian matrix."""
+    R, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    return R
+
+
+@dataclass(frozen=True)
+class RunningExample:
+    """Every array of the running example (see the module docstring)."""
+
+    img: np.ndarray       # (32, 32) image
+    X: np.ndarray         # (64, 16) centred patch tokens
+    W_q: np.ndarray       # (16, 16) tied query projection 2R
+    W_k: np.ndarray       # (16, 16) tied key projection, equal to W_q
+    W_v: np.ndarray       # (16, 16) value projection
+    Wq: np.ndarray        # (16, 16) four-head query projections
+    Wk: np.ndarray        # (16, 16) four-head key projections
+    Wv: np.ndarray        # (16, 16) four-head value projections
+    Wo: np.ndarray        # (16, 16) output projection
+    perm: np.ndarray      # (64,) a permutation of the patches
+    rng: np.random.Generator   # the stream, after all of the above
+    grid: tuple = GRID
+    patch: int = PATCH
+    query: int = QUERY
+    h: int = 4
+
+
+def running_example(seed: int = 0) -> RunningExample:
+    """Replay the running example's random chain from ``seed``."""
+    rng = np.random.default_rng(seed)
+    img = two_squares(rng)                              # (32, 32)
+    X = center(patchify(img, PATCH))                    # (64, 16)
+    d = X.shape[1]
+    W_q = W_k = 2.0 * random_orthogonal(d, rng)         # scores = patch dot products
+    W_v = rng.standard_normal((d, d)) / np.sqrt(d)
+    Wq, Wk, Wv, Wo = (rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(4))
+    perm = rng.permutation(X.shape[0])
+    return RunningExample(img=img, X=X, W_q=W_q, W_k=W_k, W_v=W_v, Wq=Wq,
+                          Wk=Wk, Wv=Wv, Wo=Wo, perm=perm, rng=rng)

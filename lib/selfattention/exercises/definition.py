@@ -1,0 +1,121 @@
+"""Checks for the exercises of chapter 1, Definition."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import attention, softmax
+from ..example import running_example
+from .core import NotDone, Wrong, call, check
+
+__all__ = ["check_softmax", "check_attention", "check_cross_attention",
+           "cross_attention_pair"]
+
+
+@check("ex-definition-softmax", points=1.0,
+       success="rows are non-negative, sum to one, match the reference and "
+               "survive scores of size 1000.")
+def check_softmax(my_softmax):
+    """Exercise 1.1: a numerically stable softmax over the last axis."""
+    rng = np.random.default_rng(11)
+    S = rng.standard_normal((2, 3, 5))
+    P = np.asarray(call(my_softmax, S.copy(), what="my_softmax"))
+    if P.shape != S.shape:
+        raise Wrong(f"my_softmax returned shape {P.shape} for scores of shape "
+                    f"{S.shape}; the weights have the shape of the scores")
+    if np.allclose(P.sum(axis=-2), 1) and not np.allclose(P.sum(axis=-1), 1):
+        raise Wrong("the columns sum to one, not the rows: normalise over the "
+                    "last axis (axis=-1), one distribution per query")
+    if (P < 0).any():
+        raise Wrong("some weights are negative; exp() never is")
+    if not np.allclose(P.sum(axis=-1), 1):
+        raise Wrong("the rows do not sum to one: divide each exponentiated "
+                    "row by its own sum (keepdims=True helps broadcasting)")
+    if not np.allclose(P, softmax(S)):
+        raise Wrong("rows sum to one but the values differ from "
+                    "exp(s_j) / sum_k exp(s_k)")
+    big = np.array([[1000.0, 1001.0, 1002.0]])
+    with np.errstate(all="ignore"):
+        Pb = np.asarray(call(my_softmax, big, what="my_softmax"))
+    if not np.all(np.isfinite(Pb)):
+        raise Wrong("scores of size 1000 give NaN: exp(1000) overflows. "
+                    "Subtract each row's maximum first; the result is unchanged")
+    if not np.allclose(Pb, softmax(big)):
+        raise Wrong("large scores give wrong weights; subtract the row maximum "
+                    "(keepdims=True) before exp")
+
+
+@check("ex-definition-attention", points=1.0,
+       success="shapes, scaling by √d_k and the weighted sum of values are right.")
+def check_attention(my_attention):
+    """Exercise 1.2: scaled dot-product attention returning (Y, A)."""
+    rng = np.random.default_rng(12)
+    n_q, n_k, d_k, d_v = 3, 5, 4, 2          # all different: catches transposes
+    Q = rng.standard_normal((n_q, d_k))
+    K = rng.standard_normal((n_k, d_k))
+    V = rng.standard_normal((n_k, d_v))
+    out = call(my_attention, Q, K, V, what="my_attention")
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise Wrong("my_attention should return a pair (Y, A): outputs and "
+                    "weights")
+    Y, A = (np.asarray(a) for a in out)
+    if A.shape != (n_q, n_k):
+        raise Wrong(f"A has shape {A.shape}, expected (n_q, n_k) = "
+                    f"{(n_q, n_k)}: one row per query, one column per key")
+    if Y.shape != (n_q, d_v):
+        raise Wrong(f"Y has shape {Y.shape}, expected (n_q, d_v) = "
+                    f"{(n_q, d_v)}")
+    Y_ref, A_ref = attention(Q, K, V)
+    if np.allclose(A, softmax(Q @ K.T)):
+        raise Wrong("the weights are softmax(Q Kᵀ): divide the scores by "
+                    "√d_k before the softmax")
+    if np.allclose(A, softmax(Q @ K.T / d_k)):
+        raise Wrong("you divided by d_k; the scale is 1/√d_k")
+    if not np.allclose(A.sum(axis=-1), 1):
+        raise Wrong("the rows of A do not sum to one: apply the softmax "
+                    "over keys (the last axis)")
+    if not np.allclose(A, A_ref):
+        raise Wrong("A differs from softmax(Q Kᵀ / √d_k)")
+    if not np.allclose(Y, Y_ref):
+        raise Wrong("A is right but Y is not: Y = A @ V")
+
+
+def cross_attention_pair():
+    """The two images of exercise 1.3 and the tied projections.
+
+    Returns ``(img1, img2, W_q, W_k, W_v)``: the running example's image and
+    the same image rolled cyclically by one patch down and one patch right.
+    """
+    ex = running_example()
+    img2 = np.roll(ex.img, shift=(ex.patch, ex.patch), axis=(0, 1))
+    return ex.img, img2, ex.W_q, ex.W_k, ex.W_v
+
+
+@check("ex-definition-cross", points=1.0,
+       success="the query finds the top edges of the moved squares.")
+def check_cross_attention(answer):
+    """Exercise 1.3: the patch of image 2 that patch (0, 1) of image 1 attends to most."""
+    from ..patches import center, patchify
+
+    if answer is None or answer is Ellipsis:
+        raise NotDone("`answer` is still empty; set it to a pair (row, col)")
+    if isinstance(answer, (int, np.integer)):
+        raise Wrong(f"{answer} is a token index; give the patch as (row, col), "
+                    f"e.g. divmod(index, 8)")
+    try:
+        r, c = (int(v) for v in answer)
+    except (TypeError, ValueError):
+        raise Wrong(f"answer should be a pair (row, col), got {answer!r}") from None
+    img1, img2, W_q, W_k, W_v = cross_attention_pair()
+    X1, X2 = center(patchify(img1, 4)), center(patchify(img2, 4))
+    _, A = attention(X1 @ W_q, X2 @ W_k, X2 @ W_v)
+    best = divmod(int(np.argmax(A[1])), 8)
+    _, A_self = attention(X1 @ W_q, X1 @ W_k, X1 @ W_v)
+    if (r, c) == best:
+        return None
+    if (r, c) == divmod(int(np.argmax(A_self[1])), 8):
+        raise Wrong(f"{(r, c)} is where the query looks in its own image "
+                    f"(self-attention); take the keys and values from image 2")
+    raise Wrong(f"patch {(r, c)} gets weight {A[1, r * 8 + c]:.3f}; another "
+                f"patch of image 2 gets more. Use queries from image 1 and "
+                f"keys from image 2, then take the argmax of row 1")

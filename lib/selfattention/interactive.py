@@ -1,0 +1,168 @@
+"""Interactive figures, in two layers (every chapter's "Try it" section).
+
+* :func:`patch_explorer` returns a self-contained HTML/JavaScript figure
+  built from precomputed weights. It needs no kernel, so it works in the
+  static book: click a patch, see where it attends.
+* :func:`live` wraps ``ipywidgets.interactive`` for Jupyter, Colab and
+  Binder, where sliders recompute the figure with Python.
+
+The HTML is a pure function of its inputs (numbers printed with fixed
+precision, an id derived from a hash of the data), so it is byte-for-byte
+stable and nbval can compare it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+__all__ = ["patch_explorer", "live"]
+
+
+def _viridis_stops(k: int = 16) -> list[list[int]]:
+    from matplotlib import colormaps
+
+    rgba = colormaps["viridis"](np.linspace(0, 1, k))
+    return [[int(round(255 * c)) for c in rgb[:3]] for rgb in rgba]
+
+
+def patch_explorer(img, A, grid: tuple[int, int], patch: int,
+                   query: int = 0, title: str = "", scale: int = 8):
+    """A kernel-free figure: click a patch to see its attention map.
+
+    Parameters
+    ----------
+    img : array_like, shape (H, W)
+        Grayscale image with values roughly in [0, 1].
+    A : array_like, shape (n, n) or (h, n, n)
+        Attention weights, one row per query patch (``n = rows·cols``). With
+        a head axis, buttons switch between heads.
+    grid : (rows, cols)
+        Patch grid.
+    patch : int
+        Patch side in pixels.
+    query : int
+        Patch selected when the page loads.
+    title : str
+        Caption shown above the figure.
+    scale : int
+        Screen pixels per image pixel.
+
+    Returns
+    -------
+    IPython.display.HTML
+        Renders as ``text/html`` in Jupyter and in the built book.
+    """
+    from IPython.display import HTML
+
+    img = np.asarray(img, dtype=float)
+    A = np.asarray(A, dtype=float)
+    if A.ndim == 2:
+        A = A[None]
+    rows, cols = grid
+    n = rows * cols
+    if A.shape[-2:] != (n, n):
+        raise ValueError(f"A must have shape (h, {n}, {n}), got {A.shape}")
+    if img.shape != (rows * patch, cols * patch):
+        raise ValueError(
+            f"img must have shape {(rows * patch, cols * patch)}, got {img.shape}"
+        )
+    pixels = np.clip(np.round(255 * img), 0, 255).astype(int)
+    data = {
+        "pixels": pixels.tolist(),
+        "weights": [[[float(f"{w:.3f}") for w in row] for row in head]
+                    for head in A],
+        "rows": rows, "cols": cols, "patch": patch, "scale": scale,
+        "query": int(query), "lut": _viridis_stops(),
+    }
+    payload = json.dumps(data, separators=(",", ":"))
+    uid = "sa-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
+    head_buttons = "".join(
+        f'<button type="button" data-head="{k}">head {k + 1}</button>'
+        for k in range(A.shape[0])) if A.shape[0] > 1 else ""
+    html = _TEMPLATE.format(uid=uid, title=title, payload=payload,
+                            heads=head_buttons,
+                            size=cols * patch * scale,
+                            height=rows * patch * scale)
+    return HTML(html)
+
+
+_TEMPLATE = """<div id="{uid}" class="sa-explorer" data-testid="patch-explorer" \
+style="font-family:sans-serif;max-width:{size}px">
+<p style="margin:0 0 4px 0"><strong>{title}</strong></p>
+<div class="sa-heads">{heads}</div>
+<canvas width="{size}" height="{height}" role="img" \
+aria-label="Image with the attention map of the selected patch; click a patch \
+to select it" style="cursor:pointer;max-width:100%;border:1px solid #ccc"></canvas>
+<p class="sa-caption" data-testid="explorer-caption" aria-live="polite" \
+style="margin:4px 0;font-size:0.9em"></p>
+</div>
+<script>
+(function() {{
+  var D = {payload};
+  var root = document.getElementById("{uid}");
+  var cv = root.querySelector("canvas"), cx = cv.getContext("2d");
+  var cap = root.querySelector(".sa-caption");
+  var head = 0, q = D.query, s = D.scale, P = D.patch;
+  function colour(t) {{
+    var k = Math.min(D.lut.length - 1, Math.max(0, t * (D.lut.length - 1)));
+    var i = Math.floor(k), f = k - i, j = Math.min(i + 1, D.lut.length - 1);
+    return D.lut[i].map(function(c, m) {{
+      return Math.round(c + f * (D.lut[j][m] - c)); }});
+  }}
+  function draw() {{
+    var w = D.weights[head][q], top = Math.max.apply(null, w);
+    for (var y = 0; y < D.pixels.length; y++) {{
+      for (var x = 0; x < D.pixels[0].length; x++) {{
+        var g = D.pixels[y][x];
+        var t = w[Math.floor(y / P) * D.cols + Math.floor(x / P)] / top;
+        var c = colour(t), a = 0.7;
+        cx.fillStyle = "rgb(" + Math.round((1 - a) * g + a * c[0]) + "," +
+          Math.round((1 - a) * g + a * c[1]) + "," +
+          Math.round((1 - a) * g + a * c[2]) + ")";
+        cx.fillRect(x * s, y * s, s, s);
+      }}
+    }}
+    var r = Math.floor(q / D.cols), c0 = q % D.cols;
+    cx.strokeStyle = "#ff7f0e"; cx.lineWidth = 3;
+    cx.strokeRect(c0 * P * s + 1.5, r * P * s + 1.5, P * s - 3, P * s - 3);
+    var order = w.map(function(v, j) {{ return [v, j]; }})
+      .sort(function(a, b) {{ return b[0] - a[0] || a[1] - b[1]; }}).slice(0, 3);
+    cap.textContent = "query patch (" + r + ", " + c0 + ")" +
+      (D.weights.length > 1 ? ", head " + (head + 1) : "") +
+      ": strongest keys " + order.map(function(o) {{
+        return "(" + Math.floor(o[1] / D.cols) + ", " + (o[1] % D.cols) +
+          ") " + o[0].toFixed(3); }}).join(", ");
+  }}
+  cv.addEventListener("click", function(e) {{
+    var b = cv.getBoundingClientRect();
+    var x = (e.clientX - b.left) * cv.width / b.width;
+    var y = (e.clientY - b.top) * cv.height / b.height;
+    q = Math.floor(y / (P * s)) * D.cols + Math.floor(x / (P * s));
+    draw();
+  }});
+  root.querySelectorAll("button[data-head]").forEach(function(btn) {{
+    btn.addEventListener("click", function() {{
+      head = +btn.getAttribute("data-head"); draw(); }});
+  }});
+  draw();
+}})();
+</script>"""
+
+
+def live(function, **widgets):
+    """Wrap ``ipywidgets.interactive`` with the book's defaults.
+
+    ``function`` draws a figure from keyword arguments; each keyword in
+    ``widgets`` is an ipywidgets control (or an abbreviation such as a
+    ``(min, max, step)`` tuple). Returns the widget; display it as the last
+    line of a cell. Runs in Jupyter, Colab and Binder, where a kernel is
+    attached; the static book shows the figure drawn just before it.
+    """
+    import ipywidgets
+
+    widget = ipywidgets.interactive(function, **widgets)
+    widget.children[-1].layout.min_height = "320px"
+    return widget

@@ -1,0 +1,63 @@
+"""``make bench``: how long the book takes, as a table.
+
+Executes every chapter top to bottom in a fresh kernel (a copy, so the
+committed outputs stay untouched), then times a full HTML build. Budgets:
+20 s per chapter and 2 minutes for the whole book on a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER_BUDGET = 20.0
+BOOK_BUDGET = 120.0
+
+
+def time_chapter(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return time.perf_counter() - start
+
+
+def time_build() -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        subprocess.run([str(Path(sys.executable).parent / "jupyter-book"),
+                        "build", str(ROOT), "--path-output", tmp, "-q"],
+                       check=True, capture_output=True)
+        return time.perf_counter() - start
+
+
+def main() -> int:
+    rows, total = [], 0.0
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        seconds = time_chapter(path)
+        total += seconds
+        rows.append((path.stem, seconds, CHAPTER_BUDGET))
+    build = time_build()
+    width = max(len(r[0]) for r in rows + [("whole book (sum)", 0, 0)])
+    print(f"{'what':{width}s}  {'seconds':>8s}  {'budget':>7s}  status")
+    for name, seconds, budget in rows + [("whole book (sum)", total, BOOK_BUDGET),
+                                         ("HTML build", build, float("nan"))]:
+        status = "" if budget != budget else ("ok" if seconds <= budget else "OVER")
+        shown = "" if budget != budget else f"{budget:7.0f}"
+        print(f"{name:{width}s}  {seconds:8.1f}  {shown:>7s}  {status}")
+    extra = ROOT / "scripts" / "bench_attention.py"
+    if extra.exists():
+        print()
+        subprocess.run([sys.executable, str(extra)], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Book-level checks: configuration, lock, chapter template, citations."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+
+
+def toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc["parts"]:
+        files += [c["file"] for c in part["chapters"]]
+    return files
+
+
+def lock():
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.lower().replace("_", "-")] = version
+    return pins
+
+
+def text_of(nb, kind):
+    return ["".join(c.source) for c in nb.cells if c.cell_type == kind]
+
+
+# ------------------------------------------------------------ layout and toc
+def test_every_chapter_is_in_the_toc_and_every_toc_entry_exists():
+    files = toc_files()
+    for name in files:
+        assert any((ROOT / f"{name}{ext}").exists() for ext in (".md", ".ipynb")), name
+    for path in CHAPTERS:
+        assert f"chapters/{path.stem}" in files, f"{path.name} missing from _toc.yml"
+
+
+def test_book_renders_stored_outputs():
+    assert CONFIG["execute"]["execute_notebooks"] == "off"
+
+
+# ------------------------------------------------------------ one repository
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_colab_setup_cell_installs_from_the_configured_repository(path):
+    nb = nbformat.read(path, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert "remove-cell" in first.metadata.get("tags", [])
+    assert '"google.colab" in sys.modules' in first.source
+    repo = CONFIG["repository"]
+    want = f"git+{repo['url']}@{repo['branch']}"
+    assert want in first.source, f"setup cell should install from {want}"
+
+
+# ------------------------------------------------------------ versions
+def test_pyproject_lock_and_environment_agree():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = lock()
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    env_pins = {}
+    for line in pip_section:
+        if not line.startswith("-"):
+            name, version = line.split("==")
+            env_pins[name.lower()] = version
+    deps = project["dependencies"] + project["optional-dependencies"]["dev"]
+    for spec in map(Requirement, deps):
+        name = spec.name.lower()
+        assert name in pins, f"{name} is not pinned in constraints.txt"
+        assert spec.specifier.contains(pins[name], prereleases=True), (
+            f"constraints.txt pins {name}=={pins[name]}, outside {spec}")
+    for spec in map(Requirement, project["dependencies"]):
+        name = spec.name.lower()
+        assert name in env_pins, f"{name} missing from environment.yml"
+        assert env_pins[name].split("+")[0] == pins[name], (
+            f"environment.yml has {name}=={env_pins[name]}, lock {pins[name]}")
+    # Binder must get the CPU build of PyTorch, not the CUDA wheel
+    assert env_pins["torch"].endswith("+cpu")
+    assert any("download.pytorch.org/whl/cpu" in line for line in pip_section)
+
+
+# ------------------------------------------------------------ chapter template
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_follows_the_template(path):
+    nb = nbformat.read(path, as_version=4)
+    md = "\n".join(text_of(nb, "markdown"))
+    assert re.search(r"^\(ch-[a-z-]+\)=\n# ", md, re.M), "chapter label + title"
+    assert "**After this chapter you can**" in md, "learning objectives"
+    assert "## Try it" in md and "## Exercises" in md and "## Summary" in md
+    exercises = re.findall(r":::\{exercise\}\n:label: (ex-[a-z0-9-]+)", md)
+    assert 2 <= len(exercises) <= 4, "2-4 exercises"
+    starts = re.findall(r":::\{solution-start\} (ex-[a-z0-9-]+)", md)
+    assert starts == exercises, "every exercise has one gated solution"
+    assert md.count(":::{solution-end}") == len(exercises)
+    code = "\n".join(text_of(nb, "code"))
+    assert code.count("### BEGIN SOLUTION") == code.count("### END SOLUTION") \
+        >= len(exercises)
+    assert "{cite" in md, "citations for external claims"
+    assert "patch_explorer" in code or "interactive." in code, "interactive figure"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_outputs_are_committed_and_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        assert cell.execution_count is not None, f"cell {i} never executed"
+        for out in cell.outputs:
+            assert out.output_type != "error", f"cell {i} stored an error"
+            if out.output_type == "stream":
+                assert out.name == "stdout", f"cell {i} wrote to stderr"
+    assert "widgets" not in nb.metadata, "widget state is not embedded"
+
+
+# ------------------------------------------------------------ citations
+def bib_entries():
+    text = (ROOT / "references.bib").read_text()
+    return dict(re.findall(r"@\w+\{([^,]+),(.*?)\n\}", text, re.S))
+
+
+def test_every_reference_has_a_doi_or_arxiv_id():
+    for key, body in bib_entries().items():
+        assert "doi" in body or "eprint" in body, key
+
+
+def test_every_citation_is_in_the_bibliography():
+    keys = set(bib_entries())
+    sources = [p.read_text() for p in ROOT.glob("**/*.md")
+               if ".venv" not in p.parts and "_build" not in p.parts]
+    sources += ["\n".join(text_of(nbformat.read(p, 4), "markdown"))
+                for p in CHAPTERS]
+    for text in sources:
+        for group in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]+)`", text):
+            for key in group.split(","):
+                assert key.strip() in keys, f"unknown citation {key}"
