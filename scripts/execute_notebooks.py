@@ -3,14 +3,22 @@
 Each notebook runs top to bottom in a fresh kernel started in its own folder,
 exactly as nbval will re-run it. Afterwards the file keeps its cell tags and
 kernelspec and loses what changes from run to run (execution timestamps,
-widget state (the book shows a static figure instead, see README), per-cell ``execution`` metadata), so a re-run of unchanged code
-gives an unchanged file.
+widget state (the book shows a static figure instead, see README), per-cell
+``execution`` metadata), so a re-run of unchanged code on the same day gives
+an unchanged file.
+
+It also stamps the notebook with the date and the versions the kernel ran
+with, ``metadata.selfattention = {executed, python, numpy, torch}``; the book
+prints them under each chapter's title (``_ext/book_assets.py``). nbval
+ignores notebook metadata, so the stamp never makes a test fail.
 
 Usage: python scripts/execute_notebooks.py chapters/01_definition.ipynb ...
 """
 
 from __future__ import annotations
 
+import datetime
+import json
 import sys
 import time
 from pathlib import Path
@@ -20,6 +28,27 @@ from nbclient import NotebookClient
 
 KERNEL = "python3"
 TIMEOUT = 300          # seconds per cell
+STAMP_MARK = "selfattention-versions:"
+
+# Run in the notebook's own kernel after its last cell, then removed again:
+# the versions of what the chapter really ran with. Installed versions come
+# from the package metadata, so the query itself imports nothing heavy.
+VERSIONS_CELL = f"""\
+import json as _json, platform as _platform
+from importlib import metadata as _metadata
+
+def _version(name):
+    try:
+        return _metadata.version(name)
+    except _metadata.PackageNotFoundError:
+        return "not installed"
+
+print({STAMP_MARK!r} + _json.dumps({{
+    "python": _platform.python_version(),
+    "numpy": _version("numpy"),
+    "torch": _version("torch").split("+")[0],
+}}))
+"""
 
 
 def normalise(nb: nbformat.NotebookNode) -> None:
@@ -40,14 +69,28 @@ def normalise(nb: nbformat.NotebookNode) -> None:
                 out.get("metadata", {}).pop("execution", None)
 
 
+def stamp(nb: nbformat.NotebookNode, cell: nbformat.NotebookNode) -> None:
+    """Record the executed versions printed by VERSIONS_CELL in ``nb``."""
+    text = "".join(out.get("text", "") for out in cell.outputs
+                   if out.output_type == "stream")
+    line = next(ln for ln in text.splitlines() if ln.startswith(STAMP_MARK))
+    versions = json.loads(line[len(STAMP_MARK):])
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    nb.metadata["selfattention"] = {"executed": today, **versions}
+
+
 def execute(path: Path) -> float:
     """Run one notebook in place; return its wall-clock time in seconds."""
     nb = nbformat.read(path, as_version=4)
+    query = nbformat.v4.new_code_cell(VERSIONS_CELL)
+    nb.cells.append(query)
     start = time.perf_counter()
     NotebookClient(nb, timeout=TIMEOUT, kernel_name=KERNEL,
                    resources={"metadata": {"path": str(path.parent)}},
                    store_widget_state=True).execute()
     elapsed = time.perf_counter() - start
+    nb.cells.remove(query)
+    stamp(nb, query)
     normalise(nb)
     nbformat.write(nb, path)
     return elapsed
