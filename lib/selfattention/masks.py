@@ -13,7 +13,7 @@ import numpy as np
 from ._validate import positive_int
 
 __all__ = ["causal_mask", "padding_mask", "local_mask", "grid_positions",
-           "window_ids", "window_mask"]
+           "window_ids", "window_mask", "neighborhood_mask"]
 
 
 def causal_mask(n: int) -> np.ndarray:
@@ -116,3 +116,48 @@ def _grid_and_window(grid, window):
             f"exactly; pad the grid or choose a window that divides it"
         )
     return (rows, cols), (wr, wc)
+
+
+def neighborhood_mask(grid: tuple[int, int], radius: int) -> np.ndarray:
+    """Each token may attend to the patches around it on the grid.
+
+    Query ``(r, c)`` may use key ``(r', c')`` when ``|r - r'| ≤ radius`` and
+    ``|c - c'| ≤ radius``: a ``(2·radius + 1)²`` square centred on the query,
+    cut off at the borders of the grid. Unlike :func:`window_mask`, the
+    neighbourhood moves with the query, so neighbours on both sides of any
+    border see each other (chapter 4). :func:`local_mask` is the same idea
+    for a 1-D sequence.
+
+    Parameters
+    ----------
+    grid : (int, int)
+        Patch grid (rows, cols); tokens are numbered row-major.
+    radius : int
+        Reach in patches, ``0`` (each token sees only itself) or more.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (rows·cols, rows·cols)
+        Symmetric, with a True diagonal.
+
+    Raises
+    ------
+    TypeError
+        If ``grid`` is not a pair of integers.
+    ValueError
+        If ``radius`` is not a non-negative integer.
+    """
+    try:
+        rows, cols = grid
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"grid must be a pair (rows, cols), got {grid!r}"
+        ) from None
+    if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) \
+            or radius < 0:
+        raise ValueError(
+            f"radius must be a non-negative integer, got {radius!r}"
+        )
+    rc = grid_positions(rows, cols)                          # (n, 2)
+    offset = np.abs(rc[:, None, :] - rc[None, :, :])         # (n, n, 2)
+    return (offset <= radius).all(axis=-1)                   # (n, n)
