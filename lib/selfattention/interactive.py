@@ -166,3 +166,150 @@ def live(function, **widgets):
     widget = ipywidgets.interactive(function, **widgets)
     widget.children[-1].layout.min_height = "320px"
     return widget
+
+
+def bar_explorer(values, choices, series, title: str = "",
+                 xlabel: str = "", ymax: float | None = None,
+                 choice: int = 0, width: int = 300, height: int = 180):
+    """A kernel-free figure: buttons switch between precomputed bar charts.
+
+    Each choice (a button) shows ``len(series)`` panels side by side, each a
+    bar chart of ``n`` values; the caption gives each panel's largest bar.
+    Chapter 2 uses it for one attention row at several ``d_k``, unscaled
+    and scaled.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_choices, n_series, n)
+        The bars: ``values[c, s]`` is panel ``s`` under choice ``c``.
+    choices : sequence of str, length n_choices
+        Button labels.
+    series : sequence of str, length n_series
+        Panel titles.
+    title : str
+        Caption shown above the figure.
+    xlabel : str
+        Label under every panel (what the bars are indexed by).
+    ymax : float, optional
+        Top of the vertical axis; defaults to the largest value.
+    choice : int
+        Choice shown when the page loads.
+    width, height : int
+        Size of one panel in screen pixels.
+
+    Returns
+    -------
+    IPython.display.HTML
+        Self-contained HTML and JavaScript, byte-for-byte stable for the
+        same inputs (values are stored with 4 decimals).
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is not a finite non-negative 3-D array, the number of
+        labels does not match its shape, or ``choice`` is out of range.
+    """
+    from IPython.display import HTML
+
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 3:
+        raise ValueError(
+            f"values must have shape (n_choices, n_series, n), got shape "
+            f"{values.shape}"
+        )
+    if not np.all(np.isfinite(values)) or (values < 0).any():
+        raise ValueError("values must be finite and non-negative")
+    choices, series = [str(c) for c in choices], [str(s) for s in series]
+    if len(choices) != values.shape[0]:
+        raise ValueError(
+            f"choices must have one label per choice ({values.shape[0]}), "
+            f"got {len(choices)}"
+        )
+    if len(series) != values.shape[1]:
+        raise ValueError(
+            f"series must have one title per panel ({values.shape[1]}), "
+            f"got {len(series)}"
+        )
+    if not 0 <= int(choice) < len(choices):
+        raise ValueError(
+            f"choice must be between 0 and {len(choices) - 1}, got {choice}"
+        )
+    top = float(values.max()) if ymax is None else float(ymax)
+    data = {
+        "values": [[[float(f"{v:.4f}") for v in row] for row in panel]
+                   for panel in values],
+        "choices": choices, "series": series, "xlabel": xlabel,
+        "ymax": float(f"{top:.4f}") or 1.0, "choice": int(choice),
+        "w": int(width), "h": int(height), "colour": _viridis_stops(5)[1],
+    }
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    payload = payload.replace("<", "\\u003c")     # no "</script>" inside
+    uid = "sa-bars-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
+    buttons = "".join(
+        f'<button type="button" data-choice="{k}">{_html_escape(c)}</button>'
+        for k, c in enumerate(choices))
+    n_panels = values.shape[1]
+    return HTML(_BARS_TEMPLATE.format(
+        uid=uid, title=_html_escape(title), payload=payload, buttons=buttons,
+        size=n_panels * int(width), height=int(height)))
+
+
+def _html_escape(text: str) -> str:
+    """Escape ``&``, ``<``, ``>`` and quotes for HTML text and attributes."""
+    import html
+
+    return html.escape(str(text), quote=True)
+
+
+_BARS_TEMPLATE = """<div id="{uid}" class="sa-bars" data-testid="bar-explorer" \
+style="font-family:sans-serif;max-width:{size}px">
+<p style="margin:0 0 4px 0"><strong>{title}</strong></p>
+<div class="sa-choices">{buttons}</div>
+<canvas width="{size}" height="{height}" role="img" \
+aria-label="Bar charts of the selected choice, one panel per series; use the \
+buttons to switch" style="max-width:100%;border:1px solid #ccc"></canvas>
+<p class="sa-caption" data-testid="bar-caption" aria-live="polite" \
+style="margin:4px 0;font-size:0.9em"></p>
+</div>
+<script>
+(function() {{
+  var D = {payload};
+  var root = document.getElementById("{uid}");
+  var cv = root.querySelector("canvas"), cx = cv.getContext("2d");
+  var cap = root.querySelector(".sa-caption");
+  var btns = root.querySelectorAll("button[data-choice]");
+  var k = D.choice, pad = 28, top = 22, foot = 26;
+  function draw() {{
+    cx.clearRect(0, 0, cv.width, cv.height);
+    cx.font = "12px sans-serif"; cx.textAlign = "center";
+    var parts = [];
+    D.series.forEach(function(name, s) {{
+      var v = D.values[k][s], x0 = s * D.w + pad, pw = D.w - pad - 8;
+      var ph = D.h - top - foot, bw = pw / v.length;
+      cx.fillStyle = "#000"; cx.fillText(name, x0 + pw / 2, 14);
+      cx.strokeStyle = "#888"; cx.beginPath();
+      cx.moveTo(x0, top); cx.lineTo(x0, top + ph); cx.lineTo(x0 + pw, top + ph);
+      cx.stroke();
+      cx.textAlign = "right"; cx.fillText("0", x0 - 3, top + ph + 4);
+      cx.fillText(D.ymax.toFixed(2), x0 - 3, top + 8); cx.textAlign = "center";
+      cx.fillStyle = "rgb(" + D.colour.join(",") + ")";
+      v.forEach(function(y, j) {{
+        var hh = Math.min(1, y / D.ymax) * ph;
+        cx.fillRect(x0 + j * bw + 1, top + ph - hh, Math.max(1, bw - 2), hh);
+      }});
+      cx.fillStyle = "#000";
+      cx.fillText(D.xlabel, x0 + pw / 2, D.h - 6);
+      parts.push(name + " " + Math.max.apply(null, v).toFixed(3));
+    }});
+    btns.forEach(function(b, j) {{ b.style.fontWeight = j === k ? "bold" : ""; }});
+    cap.textContent = D.choices[k] + ": largest bar " + parts.join(", ");
+  }}
+  btns.forEach(function(b) {{
+    b.addEventListener("click", function() {{
+      k = +b.getAttribute("data-choice"); draw(); }});
+  }});
+  draw();
+}})();
+</script>"""
+
+__all__ += ["bar_explorer"]
