@@ -144,7 +144,8 @@ def attention(Q, K, V, mask=None, bias=None, scale=None):
             raise ValueError(
                 f"mask leaves query {where[-1]} (index {where}) with no key to "
                 f"attend to: every entry of its row is False, so its softmax "
-                f"is undefined (PyTorch returns NaN there)"
+                f"is undefined (PyTorch returns NaN or zeros there, depending "
+                f"on the function)"
             )
         S = np.where(mask, S, -np.inf)
     A = softmax(S)                                        # (..., n_q, n_k)
