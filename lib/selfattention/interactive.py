@@ -313,3 +313,201 @@ style="margin:4px 0;font-size:0.9em"></p>
 </script>"""
 
 __all__ += ["bar_explorer"]
+
+
+def frames_explorer(frames, A, grid: tuple[int, int], patch: int,
+                    query: int = 0, keys=None, title: str = "",
+                    labels=None, key_labels=None, scale: int = 6):
+    """A kernel-free figure: click a patch of one frame, see where it looks.
+
+    Attention between the patches of several frames: the frames of a video
+    (self-attention over space and time, chapter 8) or two different images
+    (cross-attention, chapter 9). Clicking a patch of a query frame draws its
+    weights over every key frame on one shared colour scale; the caption
+    names the strongest keys and the displacement to the strongest one.
+
+    Parameters
+    ----------
+    frames : array_like, shape (F, H, W)
+        Query frames, grayscale with values roughly in [0, 1].
+    A : array_like, shape (F·n, G·n)
+        Attention weights, ``n = rows·cols`` patches per frame; query
+        ``f·n + r·cols + c`` is patch (r, c) of frame ``f``, keys likewise.
+    grid : (rows, cols)
+        Patch grid of every frame.
+    patch : int
+        Patch side in pixels.
+    query : int
+        Query selected when the page loads.
+    keys : array_like, shape (G, H, W), optional
+        Key frames (cross-attention): drawn in a second row that shows the
+        map, while the query frames above only take clicks. By default the
+        keys are the query frames themselves, which then show the map.
+    title : str
+        Caption shown above the figure.
+    labels, key_labels : sequence of str, optional
+        Names of the frames (default "frame 0", "frame 1", ...).
+    scale : int
+        Screen pixels per image pixel.
+
+    Returns
+    -------
+    IPython.display.HTML
+        Self-contained HTML and JavaScript, byte-for-byte stable for the
+        same inputs (weights are stored with 3 decimals).
+
+    Raises
+    ------
+    ValueError
+        If the frames do not fit the grid, ``A`` does not fit the frames,
+        a label list has the wrong length, or ``query`` is out of range.
+    """
+    from IPython.display import HTML
+
+    frames = np.asarray(frames, dtype=float)
+    cross = keys is not None
+    key_frames = np.asarray(keys, dtype=float) if cross else frames
+    rows, cols = grid
+    n = rows * cols
+    for arr, name in ((frames, "frames"), (key_frames, "keys")):
+        if arr.ndim != 3 or arr.shape[1:] != (rows * patch, cols * patch):
+            raise ValueError(
+                f"{name} must have shape (count, {rows * patch}, "
+                f"{cols * patch}) for a {rows}x{cols} grid of {patch}-pixel "
+                f"patches, got {arr.shape}"
+            )
+    A = np.asarray(A, dtype=float)
+    want = (len(frames) * n, len(key_frames) * n)
+    if A.shape != want:
+        raise ValueError(f"A must have shape {want}, got {A.shape}")
+    if not 0 <= int(query) < want[0]:
+        raise ValueError(f"query must be between 0 and {want[0] - 1}, "
+                         f"got {query}")
+    labels = [f"frame {t}" for t in range(len(frames))] if labels is None \
+        else [str(s) for s in labels]
+    key_labels = labels if not cross and key_labels is None else (
+        [f"frame {t}" for t in range(len(key_frames))] if key_labels is None
+        else [str(s) for s in key_labels])
+    if len(labels) != len(frames) or len(key_labels) != len(key_frames):
+        raise ValueError(
+            f"labels need one name per frame ({len(frames)} and "
+            f"{len(key_frames)}), got {len(labels)} and {len(key_labels)}"
+        )
+
+    def pixels(arr):
+        return np.clip(np.round(255 * arr), 0, 255).astype(int).tolist()
+
+    data = {
+        "q": pixels(frames), "k": pixels(key_frames), "cross": cross,
+        "weights": [[float(f"{w:.3f}") for w in row] for row in A],
+        "rows": rows, "cols": cols, "patch": int(patch), "scale": int(scale),
+        "query": int(query), "lut": _viridis_stops(),
+        "labels": labels, "keyLabels": key_labels,
+    }
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    payload = payload.replace("<", "\\u003c")     # no "</script>" inside
+    uid = "sa-frames-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
+    w, h = cols * patch * int(scale), rows * patch * int(scale)
+    width = max(len(frames), len(key_frames)) * (w + 8)
+    return HTML(_FRAMES_TEMPLATE.format(uid=uid, title=_html_escape(title),
+                                        payload=payload, width=width))
+
+
+_FRAMES_TEMPLATE = """<div id="{uid}" class="sa-frames" \
+data-testid="frames-explorer" style="font-family:sans-serif;max-width:{width}px">
+<p style="margin:0 0 4px 0"><strong>{title}</strong></p>
+<div class="sa-qrow" style="display:flex;gap:8px;flex-wrap:wrap"></div>
+<div class="sa-krow" style="display:flex;gap:8px;flex-wrap:wrap;margin-top:6px">\
+</div>
+<p class="sa-caption" data-testid="frames-caption" aria-live="polite" \
+style="margin:4px 0;font-size:0.9em"></p>
+</div>
+<script>
+(function() {{
+  var D = {payload};
+  var root = document.getElementById("{uid}");
+  var cap = root.querySelector(".sa-caption");
+  var P = D.patch, s = D.scale, n = D.rows * D.cols, q = D.query;
+  var W = D.cols * P * s, H = D.rows * P * s;
+  function panel(row, label, clickable) {{
+    var box = document.createElement("figure");
+    box.style.margin = "0";
+    var cv = document.createElement("canvas");
+    cv.width = W; cv.height = H;
+    cv.style.maxWidth = "100%"; cv.style.border = "1px solid #ccc";
+    cv.setAttribute("role", "img");
+    cv.setAttribute("aria-label", label + (clickable ?
+      ": click a patch to make it the query" : ": attention of the query"));
+    if (clickable) cv.style.cursor = "pointer";
+    var fc = document.createElement("figcaption");
+    fc.textContent = label; fc.style.fontSize = "0.85em";
+    fc.style.textAlign = "center";
+    box.appendChild(cv); box.appendChild(fc); row.appendChild(box);
+    return cv;
+  }}
+  var qc = D.q.map(function(f, t) {{
+    return panel(root.querySelector(".sa-qrow"), D.labels[t], true); }});
+  var kc = D.cross ? D.k.map(function(f, t) {{
+    return panel(root.querySelector(".sa-krow"), D.keyLabels[t], false); }})
+    : qc;
+  function colour(t) {{
+    var k = Math.min(D.lut.length - 1, Math.max(0, t * (D.lut.length - 1)));
+    var i = Math.floor(k), f = k - i, j = Math.min(i + 1, D.lut.length - 1);
+    return D.lut[i].map(function(c, m) {{
+      return Math.round(c + f * (D.lut[j][m] - c)); }});
+  }}
+  function paint(cv, img, w) {{
+    var cx = cv.getContext("2d");
+    for (var y = 0; y < img.length; y++) {{
+      for (var x = 0; x < img[0].length; x++) {{
+        var g = img[y][x], a = w ? 0.7 : 0, c = [g, g, g];
+        if (w) c = colour(w[Math.floor(y / P) * D.cols + Math.floor(x / P)]);
+        cx.fillStyle = "rgb(" + Math.round((1 - a) * g + a * c[0]) + "," +
+          Math.round((1 - a) * g + a * c[1]) + "," +
+          Math.round((1 - a) * g + a * c[2]) + ")";
+        cx.fillRect(x * s, y * s, s, s);
+      }}
+    }}
+  }}
+  function where(j) {{
+    var f = Math.floor(j / n), r = Math.floor((j % n) / D.cols);
+    return [f, r, j % D.cols];
+  }}
+  function draw() {{
+    var w = D.weights[q];
+    var top = Math.max.apply(null, w.map(Math.abs)) || 1;
+    if (D.cross) qc.forEach(function(cv, t) {{ paint(cv, D.q[t], null); }});
+    kc.forEach(function(cv, t) {{
+      paint(cv, D.k[t], w.slice(t * n, (t + 1) * n).map(function(v) {{
+        return v / top; }}));
+    }});
+    var a = where(q), cx = qc[a[0]].getContext("2d");
+    cx.strokeStyle = "#ff7f0e"; cx.lineWidth = 3;
+    cx.strokeRect(a[2] * P * s + 1.5, a[1] * P * s + 1.5, P * s - 3, P * s - 3);
+    var order = w.map(function(v, j) {{ return [v, j]; }})
+      .sort(function(x, y) {{ return y[0] - x[0] || x[1] - y[1]; }})
+      .slice(0, 3);
+    var b = where(order[0][1]);
+    cap.textContent = "query: " + D.labels[a[0]] + ", patch (" + a[1] + ", " +
+      a[2] + "); strongest keys " + order.map(function(o) {{
+        var k = where(o[1]);
+        return D.keyLabels[k[0]] + " (" + k[1] + ", " + k[2] + ") " +
+          o[0].toFixed(3); }}).join(", ") +
+      "; the strongest lies " + (b[1] - a[1]) + " rows and " +
+      (b[2] - a[2]) + " columns away";
+  }}
+  qc.forEach(function(cv, t) {{
+    cv.addEventListener("click", function(e) {{
+      var r = cv.getBoundingClientRect();
+      var x = (e.clientX - r.left) * cv.width / r.width;
+      var y = (e.clientY - r.top) * cv.height / r.height;
+      q = t * n + Math.min(D.rows - 1, Math.floor(y / (P * s))) * D.cols +
+        Math.min(D.cols - 1, Math.floor(x / (P * s)));
+      draw();
+    }});
+  }});
+  draw();
+}})();
+</script>"""
+
+__all__ += ["frames_explorer"]

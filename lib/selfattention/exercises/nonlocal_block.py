@@ -1,0 +1,115 @@
+"""Checks for the exercises of chapter 8, Non-local blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import softmax
+from ..nonlocal_block import scope_mask
+from .core import NotDone, Wrong, call, check
+
+__all__ = ["check_dot_product", "check_time_mask", "check_gate"]
+
+
+@check("ex-nonlocal-dotproduct", points=1.0,
+       success="scores θ·φ divided by the number of positions N, then "
+               "applied to g: the non-local operation without a softmax.")
+def check_dot_product(my_dot_product):
+    """Exercise 8.1: the dot-product form, returning ``(Y, F)``."""
+    rng = np.random.default_rng(81)
+    N, C, d_k, d_v = 6, 5, 3, 2                 # all different: no transpose hides
+    x = rng.standard_normal((N, C))
+    W_theta, W_phi = rng.standard_normal((2, C, d_k))
+    W_g = rng.standard_normal((C, d_v))
+    out = call(my_dot_product, x, W_theta, W_phi, W_g, what="my_dot_product")
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise Wrong("my_dot_product should return a pair (Y, F): responses "
+                    "and pairwise weights")
+    Y, F = (np.asarray(a, dtype=float) for a in out)
+    if F.shape != (N, N):
+        raise Wrong(f"F has shape {F.shape}, expected (N, N) = {(N, N)}: one "
+                    f"weight per pair of positions")
+    if Y.shape != (N, d_v):
+        raise Wrong(f"Y has shape {Y.shape}, expected (N, d_v) = {(N, d_v)}")
+    S = (x @ W_theta) @ (x @ W_phi).T
+    if np.allclose(F, softmax(S)) or np.allclose(F, softmax(S / np.sqrt(d_k))):
+        raise Wrong("F is a softmax of the scores: that is the embedded "
+                    "Gaussian form. The dot-product form uses f = θ·φ itself")
+    if np.allclose(F, S):
+        raise Wrong("F is the raw scores θ·φ: divide them by C(x) = N, the "
+                    "number of positions")
+    if np.allclose(F, S / np.sqrt(d_k)) or np.allclose(F, S / d_k):
+        raise Wrong("you divided by d_k or √d_k; the dot-product form "
+                    "divides by N, the number of positions")
+    if np.allclose(F, S / S.sum(axis=1, keepdims=True)):
+        raise Wrong("you divided each row by its sum of scores; the "
+                    "dot-product form divides by N, so rows need not sum to 1")
+    if np.allclose(F, S.T / N):
+        raise Wrong("F is transposed: row i holds θ_i · φ_j for every j")
+    if not np.allclose(F, S / N):
+        raise Wrong("F differs from (x W_θ)(x W_φ)ᵀ / N")
+    if not np.allclose(Y, F @ (x @ W_g)):
+        raise Wrong("F is right but Y is not: Y = F @ (x W_g)")
+
+
+@check("ex-nonlocal-time", points=1.0,
+       success="each position sees the same place in every frame: T keys "
+               "per query.")
+def check_time_mask(my_time_mask):
+    """Exercise 8.2: the time-only mask of a (T, H, W) feature map."""
+    T, H, W = 3, 2, 4
+    N = T * H * W
+    M = call(my_time_mask, T, H, W, what="my_time_mask")
+    M = np.asarray(M)
+    if M.shape != (N, N):
+        raise Wrong(f"the mask has shape {M.shape}, expected (N, N) with "
+                    f"N = T·H·W = {N}")
+    if M.dtype != bool:
+        raise Wrong(f"the mask has dtype {M.dtype}; make it boolean "
+                    f"(True = may attend), e.g. with ==")
+    ref = scope_mask(T, H, W, "time")
+    if np.array_equal(M, scope_mask(T, H, W, "space")):
+        raise Wrong("this is the space-only mask (same frame); time-only "
+                    "links the same (h, w) across frames")
+    if np.array_equal(M, np.eye(N, dtype=bool)):
+        raise Wrong("each position sees only itself; it should also see its "
+                    "place in the other frames")
+    if np.array_equal(M, ~ref):
+        raise Wrong("True and False are swapped: True = may attend")
+    if not np.array_equal(M, ref):
+        counts = sorted(set(M.sum(axis=1).tolist()))
+        if counts == [T]:
+            raise Wrong("every row has T Trues, but in the wrong places: "
+                        "position i is frame i // (H·W), place i % (H·W)")
+        raise Wrong(f"rows hold {counts} Trues; a time-only query sees "
+                    f"exactly T = {T} keys, its own place in every frame")
+
+
+@check("ex-nonlocal-gate", points=1.0,
+       success="only gamma: every other gradient is multiplied by gamma = 0.")
+def check_gate(answer):
+    """Exercise 8.3: the parameters with a non-zero gradient at step 0."""
+    if answer is None or answer is Ellipsis:
+        raise NotDone("`answer` is still empty; set it to a set of "
+                      "parameter names")
+    if isinstance(answer, str):
+        answer = {answer}
+    try:
+        names = {str(a) for a in answer}
+    except TypeError:
+        raise Wrong(f"answer should be a set of names such as {{'phi.weight'}},"
+                    f" got {answer!r}") from None
+    others = {"theta.weight", "phi.weight", "g.weight", "out.weight"}
+    if names == {"gamma"}:
+        return None
+    if not names:
+        raise Wrong("the empty set: but the loss does depend on gamma, so its "
+                    "gradient is not zero")
+    if names >= others:
+        raise Wrong("you listed the embeddings too; print p.grad for each: "
+                    "they are multiplied by gamma = 0, so they are exactly 0")
+    if "gamma" not in names:
+        raise Wrong("gamma is missing: it is the one parameter the output "
+                    "depends on at initialisation")
+    raise Wrong(f"{sorted(names - {'gamma'})} get a zero gradient at "
+                f"initialisation; compare p.grad with 0 for every parameter")

@@ -1,0 +1,284 @@
+"""Non-local blocks: self-attention over the positions of a video (chapter 8).
+
+The non-local operation of Wang et al. (2018) computes the response at one
+position of a feature map as a normalised weighted sum of the features at
+*all* positions, over space and time:
+
+    y_i = (1 / C(x)) · Σ_j f(x_i, x_j) · g(x_j),   g(x_j) = x_j W_g.
+
+Two of its forms are implemented here, both with θ = x W_θ and φ = x W_φ:
+
+* ``"embedded_gaussian"``: ``f = exp(θ_i · φ_j)`` and ``C(x) = Σ_j f``, which
+  is a softmax over the positions, i.e. attention with scale 1;
+* ``"dot_product"``: ``f = θ_i · φ_j`` and ``C(x) = N``, the number of
+  positions: no softmax, weights that need not be positive or sum to one.
+
+A video feature map has shape (T, H, W, C); its ``N = T·H·W`` positions are
+numbered ``t·H·W + h·W + w``. :func:`scope_mask` restricts the operation to
+space only (same frame) or time only (same place), the ablation of the paper.
+
+:class:`NonLocalBlock` is the trainable PyTorch block, with the learnable gate
+``gamma`` of SAGAN (Zhang et al., 2019) initialised at zero, so that the block
+starts as the identity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._validate import as_float_array, positive_int
+
+__all__ = ["FORMS", "SCOPES", "moving_square_video", "scope_mask",
+           "nonlocal_op", "mass_per_frame", "NonLocalBlock"]
+
+FORMS = ("embedded_gaussian", "dot_product")
+SCOPES = ("spacetime", "space", "time")
+
+
+def moving_square_video(rng: np.random.Generator, T: int = 4, size: int = 24,
+                        side: int = 8, start: tuple[int, int] = (4, 0),
+                        step: tuple[int, int] = (0, 4), noise: float = 0.05,
+                        distractor: bool = True) -> np.ndarray:
+    """A synthetic video: a bright square moving across dark frames.
+
+    Frame ``t`` holds a square of brightness 1 with its top-left corner at
+    ``start + t·step`` (pixels) and, if ``distractor``, a static square of
+    brightness 0.5 and the same side in the bottom-right corner. Every frame
+    gets its own light Gaussian noise; ``T·size²`` normals are drawn from
+    ``rng``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    T : int
+        Number of frames.
+    size : int
+        Height and width of a frame in pixels.
+    side : int
+        Side of both squares in pixels.
+    start, step : (int, int)
+        Position of the moving square in frame 0 and its motion per frame,
+        as (row, col) in pixels.
+    noise : float
+        Standard deviation of the noise.
+    distractor : bool
+        Add the static dimmer square.
+
+    Returns
+    -------
+    video : ndarray, shape (T, size, size)
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` is not a generator.
+    ValueError
+        If the moving square leaves the frame or meets the static square.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)),"
+            f" got {type(rng).__name__}"
+        )
+    T, size, side = (positive_int(v, name) for v, name in
+                     ((T, "T"), (size, "size"), (side, "side")))
+    video = np.zeros((T, size, size))
+    if distractor:
+        video[:, size - side:, size - side:] = 0.5
+    for t in range(T):
+        r, c = start[0] + t * step[0], start[1] + t * step[1]
+        if not (0 <= r <= size - side and 0 <= c <= size - side):
+            raise ValueError(
+                f"the moving square leaves the {size}x{size} frame at frame "
+                f"{t} (top-left corner ({r}, {c})); shorten T or the step"
+            )
+        if distractor and r + side > size - side and c + side > size - side:
+            raise ValueError(
+                f"the moving square meets the static square at frame {t}; "
+                f"choose another start or step"
+            )
+        video[t, r:r + side, c:c + side] = 1.0
+    return video + noise * rng.standard_normal(video.shape)
+
+
+def scope_mask(T: int, H: int, W: int, scope: str = "spacetime") -> np.ndarray:
+    """Which positions of a (T, H, W) feature map a position may attend to.
+
+    Parameters
+    ----------
+    T, H, W : int
+        Frames, rows and columns; positions are numbered ``t·H·W + h·W + w``.
+    scope : {"spacetime", "space", "time"}
+        ``"spacetime"``: every position; ``"space"``: positions of the same
+        frame; ``"time"``: the same (h, w) in every frame.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (N, N) with ``N = T·H·W``
+        True = may attend. Each row holds ``N``, ``H·W`` or ``T`` Trues.
+    """
+    T, H, W = (positive_int(v, name) for v, name in
+               ((T, "T"), (H, "H"), (W, "W")))
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    frame = np.repeat(np.arange(T), H * W)                # (N,) frame index
+    place = np.tile(np.arange(H * W), T)                  # (N,) h·W + w
+    if scope == "spacetime":
+        return np.ones((T * H * W, T * H * W), dtype=bool)
+    key = frame if scope == "space" else place
+    return key[:, None] == key[None, :]
+
+
+def nonlocal_op(X, W_theta, W_phi, W_g, form: str = "embedded_gaussian",
+                scope: str = "spacetime"):
+    """The non-local operation over every position of a video feature map.
+
+    Parameters
+    ----------
+    X : array_like, shape (..., T, H, W, C)
+        Feature map with ``C`` channels at each of ``N = T·H·W`` positions.
+    W_theta, W_phi : array_like, shape (C, d_k)
+        The embeddings θ and φ (the paper's 1×1×1 convolutions).
+    W_g : array_like, shape (C, d_v)
+        The value embedding g.
+    form : {"embedded_gaussian", "dot_product"}
+        ``f = exp(θ·φ)`` normalised by its sum (a softmax), or ``f = θ·φ``
+        normalised by the number of positions the query may use.
+    scope : {"spacetime", "space", "time"}
+        Positions each query may use (:func:`scope_mask`).
+
+    Returns
+    -------
+    Y : ndarray, shape (..., T, H, W, d_v)
+        The responses ``y_i``.
+    F : ndarray, shape (..., N, N)
+        The normalised pairwise weights ``f(x_i, x_j) / C(x)``; zero outside
+        the scope.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If an input is not a finite real array, the shapes do not fit, or
+        ``form`` or ``scope`` is unknown.
+    """
+    X = as_float_array(X, "X", min_ndim=4)
+    W_theta, W_phi, W_g = (as_float_array(W, name, min_ndim=2) for W, name in
+                           ((W_theta, "W_theta"), (W_phi, "W_phi"),
+                            (W_g, "W_g")))
+    *batch, T, H, W, C = X.shape
+    for Wm, name in ((W_theta, "W_theta"), (W_phi, "W_phi"), (W_g, "W_g")):
+        if Wm.ndim != 2 or Wm.shape[0] != C:
+            raise ValueError(
+                f"{name} must be a matrix with one row per channel of X "
+                f"({C}), got shape {Wm.shape}"
+            )
+    if W_theta.shape != W_phi.shape:
+        raise ValueError(
+            f"W_theta and W_phi must have the same shape (C, d_k), got "
+            f"{W_theta.shape} and {W_phi.shape}"
+        )
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    mask = scope_mask(T, H, W, scope)                     # (N, N)
+    x = X.reshape(*batch, T * H * W, C)                   # (..., N, C)
+    theta, phi, g = x @ W_theta, x @ W_phi, x @ W_g
+    S = theta @ np.swapaxes(phi, -1, -2)                  # (..., N, N)
+    if form == "embedded_gaussian":
+        # exp(s - max) / sum: the factor exp(-max) cancels in f / C(x)
+        S = np.where(mask, S, -np.inf)
+        f = np.exp(S - S.max(axis=-1, keepdims=True))
+        F = f / f.sum(axis=-1, keepdims=True)
+    else:
+        F = np.where(mask, S, 0.0) / mask.sum(axis=-1, keepdims=True)
+    Y = F @ g                                             # (..., N, d_v)
+    return Y.reshape(*batch, T, H, W, g.shape[-1]), F
+
+
+def mass_per_frame(weights, T: int) -> np.ndarray:
+    """Sum one query's weights over the positions of each frame.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., T·H·W)
+        A row (or rows) of the weights ``F`` of :func:`nonlocal_op`.
+    T : int
+        Number of frames.
+
+    Returns
+    -------
+    mass : ndarray, shape (..., T)
+    """
+    w = as_float_array(weights, "weights")
+    T = positive_int(T, "T")
+    if w.shape[-1] % T:
+        raise ValueError(
+            f"weights must hold T·H·W entries, a multiple of T={T}, got "
+            f"{w.shape[-1]}"
+        )
+    return w.reshape(*w.shape[:-1], T, -1).sum(axis=-1)   # (..., T)
+
+
+class NonLocalBlock(nn.Module):
+    """A non-local block with SAGAN's zero-initialised gate (chapter 8).
+
+    ``z = x + gamma · W_z(y)``, where ``y`` is the non-local operation of
+    :func:`nonlocal_op` over every position of ``x`` and ``gamma`` is a
+    learnable scalar that starts at 0, so the block is exactly the identity
+    when created. The embeddings are linear maps of the channels at each
+    position (the paper's 1×1×1 convolutions), without biases.
+
+    Parameters
+    ----------
+    channels : int
+        Channels ``C`` of the input.
+    inner : int, optional
+        Width ``d_k = d_v`` of θ, φ and g; the paper halves ``C``, the
+        default here.
+    form : {"embedded_gaussian", "dot_product"}
+        As in :func:`nonlocal_op`.
+
+    Notes
+    -----
+    ``forward(x)`` takes ``x`` of shape (B, C, *positions), e.g.
+    (B, C, T, H, W) for a video or (B, C, H, W) for an image, and returns a
+    tensor of the same shape.
+    """
+
+    def __init__(self, channels: int, inner: int | None = None,
+                 form: str = "embedded_gaussian"):
+        super().__init__()
+        channels = positive_int(channels, "channels")
+        inner = max(1, channels // 2) if inner is None else \
+            positive_int(inner, "inner")
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+        self.form = form
+        self.theta = nn.Linear(channels, inner, bias=False)
+        self.phi = nn.Linear(channels, inner, bias=False)
+        self.g = nn.Linear(channels, inner, bias=False)
+        self.out = nn.Linear(inner, channels, bias=False)        # W_z
+        self.gamma = nn.Parameter(torch.zeros(()))
+
+    def weights(self, x: torch.Tensor) -> torch.Tensor:
+        """The normalised pairwise weights, shape (B, N, N)."""
+        z = self._tokens(x)                                       # (B, N, C)
+        S = self.theta(z) @ self.phi(z).transpose(1, 2)           # (B, N, N)
+        if self.form == "embedded_gaussian":
+            return torch.softmax(S, dim=-1)
+        return S / S.shape[-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self._tokens(x)                                       # (B, N, C)
+        y = self.out(self.weights(x) @ self.g(z))                 # (B, N, C)
+        y = y.transpose(1, 2).reshape(x.shape)                    # (B, C, ...)
+        return x + self.gamma * y
+
+    def _tokens(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim < 3 or x.shape[1] != self.theta.in_features:
+            raise ValueError(
+                f"x must have shape (B, C={self.theta.in_features}, "
+                f"*positions), got {tuple(x.shape)}"
+            )
+        return x.flatten(2).transpose(1, 2)                       # (B, N, C)

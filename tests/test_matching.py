@@ -1,0 +1,161 @@
+"""Image pairs, cross-attention matching, correlation volumes, frames_explorer."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from selfattention import interactive
+from selfattention.attention import attention
+from selfattention.matching import (argmax_flow, correlation_volume,
+                                    displacements, lookup, normalize,
+                                    offset_encoding, pixel_features,
+                                    repeated_pattern_pair, shifted_pair,
+                                    textured_scene)
+from selfattention.patches import center, patchify
+
+
+# ------------------------------------------------------------ the pair
+def test_second_frame_is_the_first_rolled():
+    scene = textured_scene(np.random.default_rng(0))
+    img1, img2 = shifted_pair(scene, (3, -5), np.random.default_rng(1),
+                              noise=0.0)
+    assert np.array_equal(np.roll(img1, (3, -5), axis=(0, 1)), img2)
+    assert scene.shape == (32, 32) and scene.min() >= 0
+
+
+def test_pair_rejects_bad_input():
+    rng = np.random.default_rng(0)
+    with pytest.raises(TypeError, match="rng"):
+        textured_scene(None)
+    with pytest.raises(ValueError, match="size"):
+        textured_scene(rng, size=8)
+    with pytest.raises(TypeError, match="shift"):
+        shifted_pair(np.zeros((4, 4)), 3, rng)
+    with pytest.raises(ValueError, match="2-D"):
+        shifted_pair(np.zeros((2, 4, 4)), (1, 1), rng)
+
+
+# ------------------------------------------------------------ displacements
+def test_displacements_read_the_argmax_of_each_row():
+    S = np.zeros((6, 6))                   # 2 x 3 grid
+    S[0, 5] = 1.0                          # (0, 0) -> (1, 2)
+    S[4, 0] = 1.0                          # (1, 1) -> (0, 0)
+    D = displacements(S, (2, 3), periodic=False)
+    assert D[0].tolist() == [1, 2] and D[4].tolist() == [-1, -1]
+    Dp = displacements(S, (2, 3))
+    assert Dp[0].tolist() == [-1, -1]      # wrapped into [-1, 1) x [-1, 2)
+    with pytest.raises(ValueError, match="shape"):
+        displacements(np.zeros((5, 6)), (2, 3))
+
+
+@given(st.integers(0, 10**6), st.integers(-4, 4), st.integers(-4, 4))
+def test_cross_attention_recovers_a_whole_patch_shift(seed, dr, dc):
+    rng = np.random.default_rng(seed)
+    img1, img2 = shifted_pair(textured_scene(rng), (4 * dr, 4 * dc), rng)
+    X1, X2 = (normalize(center(patchify(im, 4))) for im in (img1, img2))
+    _, A = attention(X1, X2, X2, scale=16.0)
+    D = displacements(A, (8, 8))
+    agree = (D == [dr if dr < 4 else dr - 8, dc if dc < 4 else dc - 8])
+    assert agree.all(axis=1).mean() >= 0.95
+
+
+def test_normalize_gives_unit_rows_and_keeps_zero_rows():
+    X = np.array([[3.0, 4.0], [0.0, 0.0]])
+    assert np.allclose(normalize(X), [[0.6, 0.8], [0.0, 0.0]])
+
+
+# ------------------------------------------------------------ correlation volume
+def test_correlation_volume_is_a_score_matrix_between_frames():
+    rng = np.random.default_rng(0)
+    F1, F2 = rng.standard_normal((2, 3, 4, 5))
+    C = correlation_volume(F1, F2)
+    assert C.shape == (3, 4, 3, 4)
+    assert np.isclose(C[1, 2, 0, 3], F1[1, 2] @ F2[0, 3])
+    S = C.reshape(12, 12)
+    assert np.allclose(S, F1.reshape(12, 5) @ F2.reshape(12, 5).T)
+    with pytest.raises(ValueError, match="same|shape"):
+        correlation_volume(F1, F2[:, :3])
+
+
+@given(st.integers(0, 10**6), st.integers(-6, 6), st.integers(-6, 6))
+def test_argmax_flow_recovers_any_pixel_shift(seed, dy, dx):
+    rng = np.random.default_rng(seed)
+    img1, img2 = shifted_pair(textured_scene(rng, size=16), (dy, dx), rng)
+    flow = argmax_flow(correlation_volume(pixel_features(img1),
+                                          pixel_features(img2)))
+    assert (flow == [dy, dx]).all(axis=-1).mean() >= 0.95
+
+
+def test_pixel_features_are_centred_unit_neighbourhoods():
+    img = np.random.default_rng(0).random((8, 9))
+    F = pixel_features(img, k=3)
+    assert F.shape == (8, 9, 9)
+    assert np.allclose(np.linalg.norm(F, axis=-1), 1)
+    assert np.allclose(F.sum(axis=-1), 0)
+    patch = img[2:5, 3:6].ravel()
+    patch = patch - patch.mean()
+    assert np.allclose(F[3, 4], patch / np.linalg.norm(patch))
+    with pytest.raises(ValueError, match="odd"):
+        pixel_features(img, k=4)
+
+
+def test_lookup_reads_a_window_around_the_flow():
+    H, W, r = 5, 6, 1
+    C = np.arange((H * W) ** 2, dtype=float).reshape(H, W, H, W)
+    flow = np.zeros((H, W, 2), dtype=int)
+    flow[2, 3] = (1, -2)
+    L = lookup(C, flow, r)
+    assert L.shape == (H, W, 9)
+    assert L[2, 3, 4] == C[2, 3, 3, 1]            # centre: the flow target
+    assert L[2, 3, 0] == C[2, 3, 2, 0]            # offset (-1, -1)
+    assert L[0, 0, 0] == C[0, 0, H - 1, W - 1]    # wraps around
+    with pytest.raises(ValueError, match="integer"):
+        lookup(C, flow.astype(float), r)
+    with pytest.raises(ValueError, match="radius"):
+        lookup(C, flow, -1)
+
+
+# ------------------------------------------------------------ repeated patterns
+def test_repeated_pattern_pair_moves_every_motif():
+    pp = repeated_pattern_pair(np.random.default_rng(0), noise=0.0)
+    X1, X2 = patchify(pp.img1, 4), patchify(pp.img2, 4)
+    for r, c in pp.copies:
+        assert np.array_equal(X1[r * 10 + c], pp.motif.ravel())
+        assert np.array_equal(X2[(r + 1) * 10 + c + 1], pp.motif.ravel())
+    r, c = pp.landmark
+    assert np.array_equal(X1[r * 10 + c], pp.marker.ravel())
+    with pytest.raises(ValueError, match="shift"):
+        repeated_pattern_pair(np.random.default_rng(0), shift=(2, 0))
+
+
+@given(st.lists(st.integers(-7, 8), min_size=4, max_size=4))
+def test_offset_encoding_dot_product_peaks_where_offsets_agree(o):
+    # differences stay below 16, the longest period of the default frequencies
+    a, b = np.array(o[:2]), np.array(o[2:])
+    ea, eb = offset_encoding(a), offset_encoding(b)
+    assert np.isclose(ea @ ea, 6.0)
+    assert (ea @ eb < 6.0 - 1e-9) == (not np.array_equal(a, b))
+
+
+# ------------------------------------------------------------ frames_explorer
+def test_frames_explorer_is_stable_and_checks_shapes():
+    rng = np.random.default_rng(0)
+    frames = rng.random((3, 8, 8))
+    A = rng.random((12, 12))
+    a = interactive.frames_explorer(frames, A, (2, 2), 4, query=5).data
+    b = interactive.frames_explorer(frames, A, (2, 2), 4, query=5).data
+    assert a == b and 'data-testid="frames-explorer"' in a
+    assert '"cross":false' in a and "frame 2" in a
+    cross = interactive.frames_explorer(frames[:1], A[:4, :8], (2, 2), 4,
+                                        keys=frames[:2], title="a <b>",
+                                        key_labels=["x", "y"]).data
+    assert '"cross":true' in cross and "a &lt;b&gt;" in cross
+    with pytest.raises(ValueError, match="A must have shape"):
+        interactive.frames_explorer(frames, A[:, :8], (2, 2), 4)
+    with pytest.raises(ValueError, match="frames must have shape"):
+        interactive.frames_explorer(frames[:, :6], A, (2, 2), 4)
+    with pytest.raises(ValueError, match="query"):
+        interactive.frames_explorer(frames, A, (2, 2), 4, query=12)
+    with pytest.raises(ValueError, match="labels"):
+        interactive.frames_explorer(frames, A, (2, 2), 4, labels=["a"])

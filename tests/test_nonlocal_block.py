@@ -1,0 +1,181 @@
+"""The non-local operation, its masks, and the gated PyTorch block."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from selfattention.attention import attention
+from selfattention.nonlocal_block import (NonLocalBlock, mass_per_frame,
+                                          moving_square_video, nonlocal_op,
+                                          scope_mask)
+
+
+def random_map(seed, batch=(), T=2, H=2, W=3, C=4, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((*batch, T, H, W, C))
+    Ws = [rng.standard_normal((C, d)) for _ in range(3)]
+    return X, Ws
+
+
+# ------------------------------------------------------------ the video
+def test_square_moves_by_step_and_distractor_stays():
+    v = moving_square_video(np.random.default_rng(0), noise=0.0)
+    assert v.shape == (4, 24, 24)
+    for t in range(4):
+        assert (v[t, 4:12, 4 * t:4 * t + 8] == 1.0).all()
+        assert v[t].sum() == 64 + 0.5 * 64
+        assert (v[t, 16:, 16:] == 0.5).all()
+
+
+def test_video_rejects_bad_input():
+    with pytest.raises(TypeError, match="rng"):
+        moving_square_video(0)
+    with pytest.raises(ValueError, match="leaves"):
+        moving_square_video(np.random.default_rng(0), T=6)
+    with pytest.raises(ValueError, match="meets"):
+        moving_square_video(np.random.default_rng(0), start=(16, 0),
+                            step=(0, 8), T=3)
+
+
+# ------------------------------------------------------------ scopes
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3))
+def test_scope_masks_count_frames_and_places(T, H, W):
+    N = T * H * W
+    assert scope_mask(T, H, W, "spacetime").sum(axis=1).tolist() == [N] * N
+    space, time = scope_mask(T, H, W, "space"), scope_mask(T, H, W, "time")
+    assert space.sum(axis=1).tolist() == [H * W] * N
+    assert time.sum(axis=1).tolist() == [T] * N
+    # only a position itself is in the same frame AND the same place
+    assert ((space & time) == np.eye(N, dtype=bool)).all()
+
+
+def test_time_scope_links_the_same_place_across_frames():
+    m = scope_mask(3, 2, 2, "time")
+    assert m[1].nonzero()[0].tolist() == [1, 5, 9]
+    with pytest.raises(ValueError, match="scope"):
+        scope_mask(2, 2, 2, "everything")
+
+
+# ------------------------------------------------------------ the operation
+@given(st.integers(0, 10**6), st.sampled_from(["spacetime", "space", "time"]))
+def test_embedded_gaussian_is_softmax_attention_with_scale_one(seed, scope):
+    X, (Wt, Wp, Wg) = random_map(seed, batch=(2,))
+    Y, F = nonlocal_op(X, Wt, Wp, Wg, scope=scope)
+    x = X.reshape(2, -1, X.shape[-1])
+    mask = scope_mask(*X.shape[1:4], scope)
+    Y_ref, A = attention(x @ Wt, x @ Wp, x @ Wg, mask=mask, scale=1.0)
+    assert np.allclose(F, A, atol=1e-12)
+    assert np.allclose(Y.reshape(Y_ref.shape), Y_ref, atol=1e-12)
+
+
+@given(st.integers(0, 10**6), st.sampled_from(["spacetime", "space", "time"]))
+def test_dot_product_form_divides_by_the_number_of_positions(seed, scope):
+    X, (Wt, Wp, Wg) = random_map(seed)
+    Y, F = nonlocal_op(X, Wt, Wp, Wg, form="dot_product", scope=scope)
+    x = X.reshape(-1, X.shape[-1])
+    mask = scope_mask(*X.shape[:3], scope)
+    S = (x @ Wt) @ (x @ Wp).T
+    expect = np.where(mask, S, 0) / mask.sum(axis=1, keepdims=True)
+    assert np.allclose(F, expect)
+    assert np.allclose(Y.reshape(-1, Wg.shape[1]), expect @ (x @ Wg))
+
+
+def test_space_scope_keeps_each_frame_to_itself():
+    X, (Wt, Wp, Wg) = random_map(3, T=3)
+    Y, _ = nonlocal_op(X, Wt, Wp, Wg, scope="space")
+    for t in range(3):
+        Yt, _ = nonlocal_op(X[t:t + 1], Wt, Wp, Wg)
+        assert np.allclose(Y[t], Yt[0])
+
+
+def test_mass_per_frame_sums_a_row_frame_by_frame():
+    w = np.arange(12.0)
+    assert mass_per_frame(w, 3).tolist() == [6.0, 22.0, 38.0]
+    with pytest.raises(ValueError, match="multiple"):
+        mass_per_frame(w, 5)
+
+
+def test_query_on_the_moving_square_finds_it_in_every_frame():
+    from selfattention.patches import patchify
+
+    v = moving_square_video(np.random.default_rng(0))
+    X = patchify(v, 4).reshape(4, 6, 6, 16)
+    Y, F = nonlocal_op(X, np.eye(16), np.eye(16), np.eye(16))
+    mass = mass_per_frame(F[7], 4)                  # frame 0, patch (1, 1)
+    assert np.allclose(mass, 0.25, atol=0.06)
+    _, F_space = nonlocal_op(X, np.eye(16), np.eye(16), np.eye(16),
+                             scope="space")
+    assert np.allclose(mass_per_frame(F_space[7], 4), [1, 0, 0, 0])
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"X": np.zeros((2, 2, 4))}, ValueError, "dimension"),
+    ({"W_theta": np.zeros((5, 3))}, ValueError, "W_theta"),
+    ({"W_phi": np.zeros((4, 2))}, ValueError, "same shape"),
+    ({"form": "gaussian"}, ValueError, "form"),
+    ({"scope": "frames"}, ValueError, "scope"),
+    ({"X": "video"}, TypeError, "X"),
+])
+def test_nonlocal_op_names_bad_input(kwargs, error, words):
+    X, (Wt, Wp, Wg) = random_map(0)
+    args = {"X": X, "W_theta": Wt, "W_phi": Wp, "W_g": Wg, **kwargs}
+    with pytest.raises(error, match=words):
+        nonlocal_op(**args)
+
+
+# ------------------------------------------------------------ the PyTorch block
+def numpy_weights(block):
+    return [m.weight.detach().numpy().T
+            for m in (block.theta, block.phi, block.g, block.out)]
+
+
+@pytest.mark.parametrize("form", ["embedded_gaussian", "dot_product"])
+def test_block_matches_numpy_once_the_gate_is_open(form):
+    torch.manual_seed(0)
+    block = NonLocalBlock(6, inner=4, form=form).double()
+    with torch.no_grad():
+        block.gamma.fill_(0.7)
+    x = torch.randn(2, 6, 3, 2, 4, dtype=torch.float64)
+    Wt, Wp, Wg, Wz = numpy_weights(block)
+    X = x.numpy().transpose(0, 2, 3, 4, 1)          # (B, T, H, W, C)
+    Y, F = nonlocal_op(X, Wt, Wp, Wg, form=form)
+    out = block(x).detach().numpy().transpose(0, 2, 3, 4, 1)
+    assert np.abs(out - (X + 0.7 * Y @ Wz)).max() < 1e-12
+    assert np.allclose(block.weights(x).detach().numpy(), F)
+
+
+def test_block_is_the_identity_at_initialisation_for_images_and_videos():
+    torch.manual_seed(1)
+    block = NonLocalBlock(8)
+    assert block.gamma.item() == 0.0 and block.theta.out_features == 4
+    for shape in [(2, 8, 5, 5), (1, 8, 3, 4, 4)]:
+        x = torch.randn(shape)
+        assert torch.equal(block(x), x)
+
+
+def test_only_the_gate_learns_on_the_first_step_then_everything_does():
+    torch.manual_seed(2)
+    block = NonLocalBlock(4).double()
+    x = torch.randn(2, 4, 3, 3, 3, dtype=torch.float64)
+    target = x + x.mean(dim=(2, 3, 4), keepdim=True)
+    opt = torch.optim.SGD(block.parameters(), lr=1.0)
+    for step in range(2):
+        opt.zero_grad()
+        ((block(x) - target) ** 2).mean().backward()
+        others = [p.grad.abs().max().item() for name, p in
+                  block.named_parameters() if name != "gamma"]
+        assert block.gamma.grad.item() != 0.0
+        assert (max(others) == 0.0) == (step == 0)
+        opt.step()
+    assert block.gamma.item() != 0.0
+
+
+def test_block_names_bad_input():
+    with pytest.raises(ValueError, match="form"):
+        NonLocalBlock(4, form="concatenation")
+    with pytest.raises(TypeError, match="channels"):
+        NonLocalBlock(4.0)
+    with pytest.raises(ValueError, match="C=4"):
+        NonLocalBlock(4)(torch.zeros(1, 3, 2, 2))
