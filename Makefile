@@ -41,6 +41,18 @@ test: book  ## Every check: strict build, library tests, nbval on every chapter
 execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
 
+# Grading: seconds a cell may run, and notebooks graded at the same time.
+GRADE_TIMEOUT ?= 60
+GRADE_JOBS ?= 2
+
+assignments: $(STAMP)  ## Student notebooks (solutions removed) in assignments/
+	$(PY) scripts/assignments.py --out assignments
+
+grade: assignments  ## Grade SUBMISSIONS=folder/<student>/*.ipynb into gradebook/
+	$(PY) scripts/grade.py "$(SUBMISSIONS)" --out gradebook \
+	  --manifest assignments/grader/manifest.json \
+	  --timeout $(GRADE_TIMEOUT) --jobs $(GRADE_JOBS)
+
 bench: $(STAMP)  ## Time every chapter and the build; print a table
 	$(PY) scripts/bench.py
 

@@ -1,0 +1,206 @@
+"""Student notebooks made from the chapters (scripts/assignments.py).
+
+Nothing here executes a notebook (tests/test_grading.py does): these tests
+read every chapter and its student version.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import assignments as asg  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("assignments")
+    made = asg.build(CHAPTERS, out)
+    return out, {a.stem: a for a in made}
+
+
+def solution_lines(source):
+    """Non-blank lines strictly inside the solution regions of a cell."""
+    inside, lines = False, []
+    for line in source.splitlines():
+        if line.strip() == asg.BEGIN:
+            inside = True
+        elif line.strip() == asg.END:
+            inside = False
+        elif inside and line.strip():
+            lines.append(line.strip())
+    return lines
+
+
+# ------------------------------------------------------------ every chapter
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_student_notebook_has_no_solution(built, path):
+    out, _ = built
+    chapter = nbformat.read(path, as_version=4)
+    student = nbformat.read(out / "student" / path.name, as_version=4)
+    by_id = {c.id: c for c in student.cells}
+    outside = {ln.strip() for c in chapter.cells if c.cell_type == "code"
+               for ln in c.source.splitlines()} - {
+        ln for c in chapter.cells for ln in solution_lines(c.source)}
+    for cell in chapter.cells:
+        if "solution" not in cell.metadata.get("tags", []):
+            continue
+        mine = by_id[cell.id].source
+        assert asg.STUB in mine
+        leaked = [ln for ln in solution_lines(cell.source)
+                  if ln in {x.strip() for x in mine.splitlines()}
+                  and ln not in outside]
+        assert not leaked, f"solution lines left in cell {cell.id}: {leaked}"
+    text = nbformat.writes(student)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "{solution-start}",
+                   "{solution-end}", '"solution"'):
+        assert marker not in text, marker
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_everything_but_the_solutions_is_kept(built, path):
+    out, made = built
+    chapter = nbformat.read(path, as_version=4)
+    student = nbformat.read(out / "student" / path.name, as_version=4)
+    by_id = {c.id: c for c in student.cells}
+    for cell in chapter.cells:
+        if cell.cell_type == "code":
+            tags = cell.metadata.get("tags", [])
+            assert cell.id in by_id, "no code cell is dropped"
+            if "solution" not in tags:
+                assert by_id[cell.id].source == cell.source
+                assert by_id[cell.id].metadata.get("tags", []) == tags
+    code = [c for c in student.cells if c.cell_type == "code"]
+    assert all(c.outputs == [] and c.execution_count is None for c in code)
+    labels = asg.exercise_labels(chapter)
+    assert asg.exercise_labels(student) == labels, "exercise texts are kept"
+    meta = student.metadata[asg.META]
+    assert meta["exercises"] == labels and meta["file"] == path.stem
+    assert meta["chapter"] == made[path.stem].label
+    # each exercise has a marked answer cell and a marked check cell
+    marks = [c.metadata.get(asg.META, {}) for c in code]
+    assert [m["check"] for m in marks if "check" in m] == labels
+    assert {m["answer"] for m in marks if "answer" in m} == set(labels)
+
+
+def test_manifest_lists_each_exercise_with_its_check(built):
+    out, made = built
+    manifest = json.loads((out / "grader" / "manifest.json").read_text())
+    checks = asg.find_checks()
+    assert [ch["file"] for ch in manifest["chapters"]] == \
+        [p.stem for p in CHAPTERS]
+    for ch in manifest["chapters"]:
+        for ex in ch["exercises"]:
+            check = checks[ex["label"]]
+            assert ex["check"] == f"{check.module}.{check.name}"
+            assert ex["points"] == check.points > 0
+            assert asg.calls(ex["check_source"], check.name)
+
+
+def test_regenerating_gives_identical_bytes(built, tmp_path):
+    out, _ = built
+    asg.build(CHAPTERS, tmp_path)
+    first = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    again = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")
+                   if p.is_file())
+    assert first == again and len(first) == len(CHAPTERS) + 1
+    for rel in first:
+        assert (out / rel).read_bytes() == (tmp_path / rel).read_bytes(), rel
+
+
+# ------------------------------------------------------------ the stripping
+def test_region_becomes_a_stub_at_its_indentation():
+    source = ("def f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    return x\n"
+              "    ### END SOLUTION\n\nanswer = None\n### BEGIN SOLUTION\n"
+              "answer = 3\n### END SOLUTION")
+    assert asg.strip_regions(source) == (
+        "def f(x):\n    y = 1\n    ...  # your code here\n\n"
+        "answer = None\n...  # your code here")
+
+
+@pytest.mark.parametrize("source, message", [
+    ("### BEGIN SOLUTION\nx = 1", "never closed"),
+    ("x = 1\n### END SOLUTION", "without"),
+    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "nested"),
+])
+def test_broken_regions_are_errors(source, message):
+    with pytest.raises(asg.AssignmentError, match=message):
+        asg.strip_regions(source)
+
+
+def small_chapter(*extra):
+    """A two-exercise chapter in the book's template (labels of chapter 1)."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    cells = [
+        md("(ch-definition)=\n# Definition\n\nText."),
+        md("## Exercises\n\n:::{exercise}\n:label: ex-definition-softmax\n\n"
+           "Do it.\n:::\n\n:::{solution-start} ex-definition-softmax\n"
+           ":class: dropdown\n:::"),
+        code("def my_softmax(S):\n    ### BEGIN SOLUTION\n    return S\n"
+             "    ### END SOLUTION", metadata={"tags": ["solution"]}),
+        md("Why this works: the secret.\n"),
+        md(":::{solution-end}\n:::\n\n:::{exercise}\n"
+           ":label: ex-definition-attention\n\nAgain.\n:::\n\n"
+           ":::{solution-start} ex-definition-attention\n:::"),
+        code("def my_attention(Q, K, V):\n    ### BEGIN SOLUTION\n"
+             "    return Q\n    ### END SOLUTION",
+             metadata={"tags": ["solution"]}),
+        md(":::{solution-end}\n:::"),
+        code("checks.check_softmax(my_softmax)"),
+        code("checks.check_attention(my_attention)"),
+        *extra,
+    ]
+    return nbformat.v4.new_notebook(cells=cells)   # both checks at the end
+
+
+def make(tmp_path, nb):
+    path = tmp_path / "99_small.ipynb"
+    nbformat.write(nb, path)
+    checks = {k: v for k, v in asg.find_checks().items()
+              if k in ("ex-definition-softmax", "ex-definition-attention")}
+    return asg.make_assignment(path, checks)
+
+
+def test_gate_removes_solution_prose_and_keeps_exercise_text(tmp_path):
+    nb = small_chapter()
+    a = make(tmp_path, nb)
+    text = "\n".join(c.source for c in a.student.cells)
+    assert "the secret" not in text and "return S" not in text
+    assert "Do it." in text and "Again." in text
+    assert "solution-start" not in text and "solution-end" not in text
+
+
+def test_solution_code_outside_a_tagged_cell_is_an_error(tmp_path):
+    nb = small_chapter()
+    nb.cells[2].metadata["tags"] = []
+    with pytest.raises(asg.AssignmentError, match="not tagged 'solution'"):
+        make(tmp_path, nb)
+
+
+def test_solution_cell_without_a_region_is_an_error(tmp_path):
+    nb = small_chapter()
+    nb.cells[5].source = "def my_attention(Q, K, V):\n    return Q"
+    with pytest.raises(asg.AssignmentError, match="has no"):
+        make(tmp_path, nb)
+
+
+def test_exercise_without_a_check_is_an_error(tmp_path):
+    nb = small_chapter()
+    path = tmp_path / "99_small.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(asg.AssignmentError, match="no @check"):
+        asg.make_assignment(path, {})
+
+
+def test_unclosed_gate_is_an_error(tmp_path):
+    nb = small_chapter()
+    del nb.cells[6:]                 # no solution-end, no checks
+    with pytest.raises(asg.AssignmentError, match="never closed"):
+        make(tmp_path, nb)
