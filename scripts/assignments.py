@@ -350,7 +350,7 @@ def build(chapters: list[Path], out: Path) -> list[Assignment]:
 
 def exercise_table(assignments: list[Assignment]) -> str:
     """A MyST table of every exercise (the page for instructors shows it)."""
-    rows = ["| Exercise | Label | Points | The check tries |",
+    rows = ["| Exercise | Label | Points | What the check tests |",
             "| --- | --- | --- | --- |"]
     for a in assignments:
         for ex in a.exercises:
@@ -358,6 +358,21 @@ def exercise_table(assignments: list[Assignment]) -> str:
             rows.append(f"| {{numref}}`{ex.label}` | `{ex.label}` | "
                         f"{ex.check.points:g} | {what.replace('|', '/')} |")
     return "\n".join(rows)
+
+
+TABLE_START = "<!-- exercise table: start -->"
+TABLE_END = "<!-- exercise table: end -->"
+
+
+def update_page(page: Path, table: str) -> None:
+    """Replace the table between the markers of ``page``."""
+    text = page.read_text(encoding="utf-8")
+    head, sep, rest = text.partition(TABLE_START)
+    _, sep2, tail = rest.partition(TABLE_END)
+    if not (sep and sep2):
+        raise AssignmentError(f"{page}: markers {TABLE_START} / {TABLE_END} "
+                              f"not found")
+    write_if_changed(page, f"{head}{TABLE_START}\n{table}\n{TABLE_END}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -369,13 +384,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", action="store_true",
                         help="print the exercise table of the page for "
                              "instructors instead of writing files")
+    parser.add_argument("--update-page", type=Path, metavar="PAGE",
+                        help="rewrite the exercise table between the "
+                             "markers of PAGE (appendices/instructors.md) "
+                             "instead of writing files")
     args = parser.parse_args(argv)
     chapters = args.chapters or sorted((ROOT / "chapters").glob("*.ipynb"))
     try:
-        if args.table:
+        if args.table or args.update_page:
             checks = find_checks()
-            print(exercise_table([make_assignment(p, checks)
-                                  for p in sorted(chapters)]))
+            table = exercise_table([make_assignment(p, checks)
+                                    for p in sorted(chapters)])
+            if args.update_page:
+                update_page(args.update_page, table)
+            else:
+                print(table)
             return 0
         made = build(chapters, args.out)
     except AssignmentError as err:

@@ -5,6 +5,7 @@ read every chapter and its student version.
 """
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -204,3 +205,35 @@ def test_unclosed_gate_is_an_error(tmp_path):
     del nb.cells[6:]                 # no solution-end, no checks
     with pytest.raises(asg.AssignmentError, match="never closed"):
         make(tmp_path, nb)
+
+
+# ------------------------------------------------------------ instructors
+def test_page_for_instructors_lists_every_exercise_with_its_points(built):
+    _, made = built
+    page = (ROOT / "appendices" / "instructors.md").read_text()
+    block = page.split(asg.TABLE_START)[1].split(asg.TABLE_END)[0]
+    rows = re.findall(r"^\| \{numref\}`([\w-]+)` \| `([\w-]+)` \| ([\d.]+) \|",
+                      block, re.M)
+    listed = {label: float(points) for label, again, points in rows
+              if label == again}
+    want = {ex.label: ex.check.points for a in made.values()
+            for ex in a.exercises}
+    missing = sorted(set(want) - set(listed))
+    assert not missing, (
+        f"exercises missing from appendices/instructors.md: {missing}; run "
+        f".venv/bin/python scripts/assignments.py --update-page "
+        f"appendices/instructors.md")
+    assert not set(listed) - set(want), "the page lists removed exercises"
+    assert listed == want, "points on the page differ from the checks"
+
+
+def test_update_page_rewrites_only_the_table(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(f"# Title\n\n{asg.TABLE_START}\nold\n{asg.TABLE_END}\n"
+                    f"\nAfter.\n")
+    asg.update_page(page, "| new |")
+    assert page.read_text() == (f"# Title\n\n{asg.TABLE_START}\n| new |\n"
+                                f"{asg.TABLE_END}\n\nAfter.\n")
+    page.write_text("no markers")
+    with pytest.raises(asg.AssignmentError, match="markers"):
+        asg.update_page(page, "| new |")
