@@ -1,4 +1,4 @@
-"""The checks of chapter 7's exercises accept right answers, explain wrong ones."""
+"""Chapter 7's exercise checks accept right answers, explain wrong ones."""
 
 import numpy as np
 import pytest

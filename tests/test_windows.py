@@ -189,6 +189,8 @@ def test_bad_inputs_raise_clear_errors():
         wn.window_reverse(np.zeros((4, 16, 2)), 8)
     with pytest.raises(TypeError, match="shift"):
         wn.cyclic_shift(x, 1.5)
+    with pytest.raises(ValueError, match="non-negative"):
+        wn.reverse_cyclic_shift(x, -1)
     with pytest.raises(ValueError, match="0..3"):
         wn.shifted_window_mask((8, 8), 4, 4)
     with pytest.raises(TypeError, match="shift"):

@@ -90,6 +90,17 @@ def _bias_table(table, M: int) -> np.ndarray:
     return table
 
 
+def _non_negative_shift(shift) -> int:
+    if isinstance(shift, bool) or not isinstance(shift, numbers.Integral):
+        raise TypeError(
+            f"shift must be an integer number of patches, got "
+            f"{type(shift).__name__}"
+        )
+    if shift < 0:
+        raise ValueError(f"shift must be non-negative, got {shift}")
+    return int(shift)
+
+
 def _grid_pair(grid) -> tuple[int, int]:
     try:
         H, W = grid
@@ -129,9 +140,10 @@ def window_partition(x, M: int) -> np.ndarray:
     M = _window_side(M)
     *batch, H, W, C = x.shape
     _check_tiles(H, W, M)
-    x = x.reshape(*batch, H // M, M, W // M, M, C)    # (..., H/M, M, W/M, M, C)
-    x = np.moveaxis(x, -4, -3)                         # (..., H/M, W/M, M, M, C)
-    return x.reshape(*batch, (H // M) * (W // M), M * M, C)  # (..., nW, M², C)
+    x = x.reshape(*batch, H // M, M, W // M, M, C)  # (..., H/M, M, W/M, M, C)
+    x = np.moveaxis(x, -4, -3)                       # (..., H/M, W/M, M, M, C)
+    nW = (H // M) * (W // M)
+    return x.reshape(*batch, nW, M * M, C)           # (..., nW, M², C)
 
 
 def window_reverse(windows, grid) -> np.ndarray:
@@ -172,9 +184,10 @@ def window_reverse(windows, grid) -> np.ndarray:
             f"a {H}x{W} grid holds {(H // M) * (W // M)} windows of {M}x{M} "
             f"patches, got {nW} windows"
         )
-    x = windows.reshape(*batch, H // M, W // M, M, M, C)  # (..., H/M, W/M, M, M, C)
-    x = np.moveaxis(x, -3, -4)                             # (..., H/M, M, W/M, M, C)
-    return x.reshape(*batch, H, W, C)                      # (..., H, W, C)
+    x = windows.reshape(*batch, H // M, W // M, M, M, C)
+    # (..., H/M, W/M, M, M, C)
+    x = np.moveaxis(x, -3, -4)                       # (..., H/M, M, W/M, M, C)
+    return x.reshape(*batch, H, W, C)                # (..., H, W, C)
 
 
 # ------------------------------------------------------------------ shift
@@ -198,23 +211,15 @@ def cyclic_shift(x, shift: int) -> np.ndarray:
     rolled : ndarray, shape (..., H, W, C)
     """
     x = _grid_array(x)
-    if isinstance(shift, bool) or not isinstance(shift, numbers.Integral) \
-            or shift < 0:
-        raise TypeError(
-            f"shift must be a non-negative integer, got {shift!r}"
-        )
-    return np.roll(x, (-int(shift), -int(shift)), axis=(-3, -2))
+    shift = _non_negative_shift(shift)
+    return np.roll(x, (-shift, -shift), axis=(-3, -2))
 
 
 def reverse_cyclic_shift(x, shift: int) -> np.ndarray:
     """Inverse of :func:`cyclic_shift`: roll down and right by ``shift``."""
     x = _grid_array(x)
-    if isinstance(shift, bool) or not isinstance(shift, numbers.Integral) \
-            or shift < 0:
-        raise TypeError(
-            f"shift must be a non-negative integer, got {shift!r}"
-        )
-    return np.roll(x, (int(shift), int(shift)), axis=(-3, -2))
+    shift = _non_negative_shift(shift)
+    return np.roll(x, (shift, shift), axis=(-3, -2))
 
 
 def shift_region_labels(grid, M: int, shift: int) -> np.ndarray:
@@ -480,9 +485,11 @@ def window_attention(x, W_q, W_k, W_v, W_o, h: int, M: int = 7,
         windows = window_partition(rolled, M)              # (..., nW, M², C)
         mask = None
         if shift:
-            mask = shifted_window_mask((H, W), M, shift)[:, None]  # (nW, 1, M², M²)
+            mask = shifted_window_mask((H, W), M, shift)[:, None]
+            # (nW, 1, M², M²): one mask per window, shared by the heads
         Yw, A = multi_head_attention(windows, W_q, W_k, W_v, W_o, h,
-                                     mask=mask, bias=B)    # (..., nW, M², d_out)
+                                     mask=mask, bias=B)
+        # Yw: (..., nW, M², d_out)
         Y = window_reverse(Yw, (H, W))                     # (..., H, W, d_out)
         return reverse_cyclic_shift(Y, shift), A
     # pad: M - shift patches before the grid, shift after it
@@ -498,6 +505,7 @@ def window_attention(x, W_q, W_k, W_v, W_o, h: int, M: int = 7,
                            (len(keep), 1, M * M, M * M))   # (nW', 1, M², M²)
     windows = window_partition(padded, M)                  # (..., nW', M², C)
     Yw, A = multi_head_attention(windows, W_q, W_k, W_v, W_o, h,
-                                 mask=mask, bias=B)        # (..., nW', M², d_out)
-    Y = window_reverse(Yw, (H + M, W + M))                 # (..., H+M, W+M, d_out)
+                                 mask=mask, bias=B)
+    # Yw: (..., nW', M², d_out)
+    Y = window_reverse(Yw, (H + M, W + M))         # (..., H+M, W+M, d_out)
     return Y[..., before:before + H, before:before + W, :], A
