@@ -19,6 +19,8 @@ help:  ## List the commands
 	  awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 install: $(STAMP)  ## Create .venv with the pinned versions (done on first use)
+	@test -x /usr/bin/chromium || echo "Note: the browser check" \
+	  "(tests/test_browser.py) needs Chromium: apt-get install -y chromium"
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,10 +35,13 @@ book: $(STAMP)  ## Build the HTML book strictly (warnings are errors)
 unit: $(STAMP)  ## Library tests only (fast)
 	$(PY) -m pytest tests -q -n 2 --dist loadfile
 
-test: book  ## Every check: strict build, library tests, nbval on every chapter
+test: book  ## Every check: strict build, library, links, browser, nbval on every chapter
 	$(PY) -m pytest tests chapters -n 2 --dist loadfile \
 	  --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg; \
+	status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest ran no test" >&2; fi; \
+	exit $$status
 
 execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
