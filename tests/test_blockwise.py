@@ -1,0 +1,151 @@
+"""Tests of selfattention.blockwise: blocked attention equals dense attention."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from selfattention.attention import attention, softmax
+from selfattention.blockwise import blockwise_attention, online_softmax_update
+
+TOL = {np.float64: dict(rtol=1e-10, atol=1e-10),
+       np.float32: dict(rtol=2e-4, atol=2e-5)}
+
+
+@st.composite
+def problems(draw):
+    """Random shapes, batch axes, dtype, block sizes, workers and a mask."""
+    dtype = draw(st.sampled_from([np.float64, np.float32]))
+    lead = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    n_q, n_k = draw(st.integers(1, 20)), draw(st.integers(1, 20))
+    d_k, d_v = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    elements = st.floats(-4, 4, allow_nan=False, width=32)
+    Q = draw(hnp.arrays(dtype, lead + (n_q, d_k), elements=elements))
+    K = draw(hnp.arrays(dtype, lead + (n_k, d_k), elements=elements))
+    V = draw(hnp.arrays(dtype, (n_k, d_v), elements=elements))  # broadcast
+    mask = None
+    if draw(st.booleans()):
+        mask = draw(hnp.arrays(bool, (n_q, n_k)))
+        keep = draw(hnp.arrays(np.int64, (n_q,),
+                               elements=st.integers(0, n_k - 1)))
+        mask[np.arange(n_q), keep] = True
+    blocks = dict(block_q=draw(st.integers(1, 25)),
+                  block_k=draw(st.integers(1, 25)),
+                  workers=draw(st.integers(1, 3)))
+    return Q, K, V, mask, blocks, dtype
+
+
+@given(problems())
+def test_blockwise_equals_dense_attention(problem):
+    Q, K, V, mask, blocks, dtype = problem
+    Y_ref, _ = attention(Q, K, V, mask=mask)
+    Y = blockwise_attention(Q, K, V, mask=mask, **blocks)
+    assert Y.dtype == dtype
+    assert Y.shape == Y_ref.shape
+    np.testing.assert_allclose(Y, Y_ref, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_huge_scores_do_not_overflow(dtype):
+    rng = np.random.default_rng(0)
+    Q = (100 * rng.standard_normal((30, 4))).astype(dtype)
+    K = (100 * rng.standard_normal((50, 4))).astype(dtype)
+    V = rng.standard_normal((50, 3)).astype(dtype)
+    Y = blockwise_attention(Q, K, V, block_q=7, block_k=6)
+    assert np.all(np.isfinite(Y))
+    np.testing.assert_allclose(Y, attention(Q, K, V)[0], **TOL[dtype])
+
+
+def test_mask_whose_first_blocks_are_empty_for_a_query():
+    rng = np.random.default_rng(1)
+    Q, K, V = (rng.standard_normal((6, 3)) for _ in range(3))
+    mask = np.zeros((6, 6), bool)
+    mask[:, -1] = True             # only the last key, in the last block
+    Y = blockwise_attention(5 * Q, 5 * K, V, mask=mask, block_k=2)
+    np.testing.assert_allclose(Y, np.broadcast_to(V[-1], (6, 3)))
+
+
+def test_very_negative_scores_after_empty_blocks_keep_their_weight():
+    Q = np.array([[1.0]])
+    K = np.array([[0.0], [-2000.0], [-2001.0]])
+    V = np.array([[9.0], [1.0], [2.0]])
+    mask = np.array([[False, True, True]])
+    Y = blockwise_attention(Q, K, V, mask=mask, block_k=1)
+    np.testing.assert_allclose(Y, attention(Q, K, V, mask=mask)[0])
+
+
+def test_scale_and_mixed_precision():
+    rng = np.random.default_rng(2)
+    Q, K, V = (rng.standard_normal((5, 4)) for _ in range(3))
+    Y = blockwise_attention(Q.astype(np.float32), K, V, scale=0.3, block_k=2)
+    assert Y.dtype == np.float64
+    np.testing.assert_allclose(Y, attention(Q.astype(np.float32), K, V,
+                                            scale=0.3)[0], rtol=1e-6)
+
+
+def test_online_update_over_blocks_equals_the_softmax():
+    rng = np.random.default_rng(3)
+    S = 10 * rng.standard_normal((4, 12))
+    V = rng.standard_normal((12, 2))
+    m, l, acc = np.full(4, -np.inf), np.zeros(4), np.zeros((4, 2))
+    for k0 in range(0, 12, 5):
+        m, l, acc = online_softmax_update(m, l, acc, S[:, k0:k0 + 5],
+                                          V[k0:k0 + 5])
+    np.testing.assert_allclose(m, S.max(axis=1))
+    np.testing.assert_allclose(acc / l[:, None], softmax(S) @ V)
+
+
+def test_memory_stays_far_below_the_score_matrix():
+    rng = np.random.default_rng(4)
+    n, d = 4096, 16
+    Q, K, V = (rng.standard_normal((n, d)).astype(np.float32)
+               for _ in range(3))
+    tracemalloc.start()
+    blockwise_attention(Q, K, V, block_q=256, block_k=1024)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < n * n * 4 / 8          # under an eighth of one matrix
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(block_q=0), ValueError, ["block_q", "positive"]),
+    (dict(block_k=-3), ValueError, ["block_k", "-3"]),
+    (dict(block_k=2.5), TypeError, ["block_k", "float"]),
+    (dict(workers=0), ValueError, ["workers"]),
+    (dict(scale=-1.0), ValueError, ["scale"]),
+    (dict(mask=np.ones((4, 5), int)), TypeError, ["mask", "boolean"]),
+    (dict(mask=np.ones((4, 4), bool)), ValueError, ["mask", "(4, 5)"]),
+    (dict(mask=np.eye(4, 5, dtype=bool)[::-1] & False), ValueError,
+     ["no key"]),
+])
+def test_bad_arguments_get_clear_errors(kwargs, error, words):
+    Q, K, V = np.ones((4, 3)), np.ones((5, 3)), np.ones((5, 2))
+    with pytest.raises(error) as info:
+        blockwise_attention(Q, K, V, **kwargs)
+    for word in words:
+        assert word in str(info.value)
+
+
+@pytest.mark.parametrize("shapes, words", [
+    (((4, 3), (5, 2), (5, 2)), ["d_k"]),
+    (((4, 3), (5, 3), (6, 2)), ["n_k"]),
+    (((2, 4, 3), (3, 5, 3), (5, 2)), ["broadcast"]),
+    (((3,), (5, 3), (5, 2)), ["Q", "2 dimension"]),
+])
+def test_bad_shapes_get_clear_errors(shapes, words):
+    Q, K, V = (np.ones(s) for s in shapes)
+    with pytest.raises(ValueError) as info:
+        blockwise_attention(Q, K, V)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_non_finite_and_non_numeric_input_is_refused():
+    Q = np.ones((2, 2))
+    with pytest.raises(ValueError, match="finite"):
+        blockwise_attention(Q * np.nan, Q, Q)
+    with pytest.raises(TypeError, match="V"):
+        blockwise_attention(Q, Q, "values")

@@ -1,0 +1,90 @@
+"""Tests of selfattention.cost: the counts of chapter 6 and Swin's formulas."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from selfattention import cost
+
+
+def test_vit_b16_input_gives_196_tokens_and_38416_entries():
+    n = cost.tokens(224, 16)
+    assert n == 196 == 14 * 14
+    assert cost.score_entries(n) == 38_416
+
+
+def test_one_token_per_pixel_gives_the_documented_numbers():
+    n = cost.tokens(224, 1)
+    assert n == 50_176
+    assert cost.score_entries(n) == 2_517_630_976          # about 2.52 billion
+    assert round(cost.attention_bytes(n, dtype="float32") / 1e9) == 10
+    assert cost.score_entries(n) // cost.score_entries(196) == 65_536 == 256**2
+
+
+def test_heads_keys_and_dtype_scale_the_counts():
+    assert cost.score_entries(10, heads=3) == 300
+    assert cost.score_entries(10, n_k=7) == 70
+    assert cost.attention_bytes(10, heads=2, dtype=np.float64) == 1600
+    assert cost.attention_bytes(10, dtype="float16") == 200
+
+
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 6))
+def test_tokens_fall_with_the_square_of_the_patch_size(a, b, P):
+    H, W = a * P * 2, b * P * 2
+    assert cost.tokens((H, W), P) == a * b * 4
+    assert cost.tokens((H, W), 2 * P) * 4 == cost.tokens((H, W), P)
+
+
+def test_rectangular_patches_and_images():
+    assert cost.tokens((32, 64), (4, 8)) == 64
+    assert cost.tokens([6, 9], 3) == 6
+
+
+def test_attention_flops_count_both_products():
+    assert cost.attention_flops(10, 4) == 10 * 10 * 8
+    assert cost.attention_flops(10, 4, d_v=2, heads=3) == 3 * 100 * 6
+
+
+def test_swin_formulas_at_the_default_setting():
+    h = w = cost.tokens(224, 4) ** 0.5
+    h = w = int(h)
+    assert h * w == 3136
+    C, M = 96, 7
+    g = cost.global_attention_flops(h, w, C)
+    win = cost.window_attention_flops(h, w, C, M)
+    assert g == 4 * h * w * C**2 + 2 * (h * w) ** 2 * C
+    assert win == 4 * h * w * C**2 + 2 * M**2 * h * w * C
+    assert cost.score_entries(h * w) // cost.window_score_entries(h, w, M) == 64
+
+
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 64),
+       st.integers(1, 7))
+def test_window_saving_is_the_pair_term_only(a, b, C, M):
+    h, w = a * M, b * M
+    diff = (cost.global_attention_flops(h, w, C)
+            - cost.window_attention_flops(h, w, C, M))
+    assert diff == 2 * h * w * C * (h * w - M * M)
+    assert diff >= 0
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: cost.tokens(224, 15), ValueError, ["divide", "patch_size"]),
+    (lambda: cost.tokens(224, 0), ValueError, ["patch_size", "positive"]),
+    (lambda: cost.tokens(224.0, 16), TypeError, ["image_size", "float"]),
+    (lambda: cost.tokens((224, 224, 3), 16), ValueError, ["image_size", "3"]),
+    (lambda: cost.score_entries(-1), ValueError, ["n", "-1"]),
+    (lambda: cost.score_entries(4, heads=0), ValueError, ["heads"]),
+    (lambda: cost.attention_bytes(4, dtype="banana"), TypeError, ["dtype"]),
+    (lambda: cost.attention_bytes(4, dtype=object), TypeError, ["numeric"]),
+    (lambda: cost.window_attention_flops(56, 56, 96, 5), ValueError,
+     ["M=5", "tile"]),
+    (lambda: cost.window_score_entries(14, 14, 4), ValueError, ["tile"]),
+    (lambda: cost.global_attention_flops(0, 4, 8), ValueError, ["h"]),
+    (lambda: cost.attention_flops(4, 2.5), TypeError, ["d_k"]),
+])
+def test_bad_input_gets_a_clear_error(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    for word in words:
+        assert word in str(info.value)
