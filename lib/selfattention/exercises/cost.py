@@ -1,0 +1,135 @@
+"""Checks for the exercises of chapter 6, Cost."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import softmax
+from .core import NotDone, Wrong, call, check
+
+__all__ = ["check_count", "check_online_update", "COUNT_SETTING"]
+
+#: The setting of exercise 6.1: image side, patch side, heads, bytes/entry.
+COUNT_SETTING = dict(image_size=384, patch_size=16, heads=12, itemsize=4)
+
+
+@check("ex-cost-count", points=1.0,
+       success="576 tokens, and 12 float32 matrices of 576² entries take "
+               "15,925,248 bytes (about 15.9 MB) per layer.")
+def check_count(answer):
+    """Exercise 6.1: tokens and score bytes of a 384 × 384 ViT-B/16 input."""
+    if answer is None or answer is Ellipsis:
+        raise NotDone("`answer` is still empty; set it to a pair "
+                      "(n_tokens, n_bytes)")
+    try:
+        n, nbytes = (int(v) for v in answer)
+    except (TypeError, ValueError):
+        raise Wrong(f"answer should be a pair (n_tokens, n_bytes), got "
+                    f"{answer!r}") from None
+    S, P, h, b = (COUNT_SETTING[k] for k in
+                  ("image_size", "patch_size", "heads", "itemsize"))
+    n_ok = (S // P) ** 2
+    if n == S // P:
+        raise Wrong(f"{n} is the number of patches along one side; the grid "
+                    f"is {S // P} × {S // P}")
+    if n == S * S:
+        raise Wrong(f"{n} is one token per pixel; with {P} × {P} patches "
+                    f"divide by the patch area {P * P}")
+    if n != n_ok:
+        raise Wrong(f"{n} tokens is not right: count the patches of a "
+                    f"{S} × {S} image cut into {P} × {P} squares")
+    right = h * n_ok ** 2 * b
+    if nbytes == right:
+        return None
+    if nbytes == n_ok ** 2 * b:
+        raise Wrong("that is one head's matrix; every one of the 12 heads "
+                    "holds its own")
+    if nbytes == h * n_ok ** 2:
+        raise Wrong("that counts entries, not bytes: a float32 takes 4 bytes")
+    if nbytes == h * n_ok ** 2 * 8:
+        raise Wrong("float32 takes 4 bytes per entry, not 8")
+    if nbytes == h * n_ok ** 2 * 32:
+        raise Wrong("that counts bits; divide by 8 for bytes")
+    if nbytes == h * n_ok * b:
+        raise Wrong("the score matrix is n × n, so the entries grow with "
+                    "n², not n")
+    raise Wrong(f"the token count is right but {nbytes:,} bytes is not: "
+                f"heads × n² × bytes per entry")
+
+
+def _fold(update, S, V, block):
+    n_q = S.shape[0]
+    m = np.full(n_q, -np.inf)
+    l = np.zeros(n_q)
+    acc = np.zeros((n_q, V.shape[1]))
+    for k0 in range(0, S.shape[1], block):
+        out = call(update, m.copy(), l.copy(), acc.copy(),
+                   S[:, k0:k0 + block].copy(), V[k0:k0 + block].copy(),
+                   what="my_online_update")
+        if not (isinstance(out, tuple) and len(out) == 3):
+            raise Wrong("my_online_update should return three arrays "
+                        "(m, l, acc)")
+        m, l, acc = (np.asarray(a, dtype=float) for a in out)
+        if m.shape != (n_q,) or l.shape != (n_q,) or acc.shape != (
+                n_q, V.shape[1]):
+            raise Wrong(f"shapes should stay m {(n_q,)}, l {(n_q,)}, acc "
+                        f"{(n_q, V.shape[1])}; got {m.shape}, {l.shape}, "
+                        f"{acc.shape}")
+    return m, l, acc
+
+
+@check("ex-cost-online", points=1.0,
+       success="folding the scores block by block gives exactly the softmax "
+               "average, even for scores near 1000.")
+def check_online_update(my_online_update):
+    """Exercise 6.2: one step of the online softmax."""
+    rng = np.random.default_rng(62)
+    S = 3 * rng.standard_normal((4, 10))
+    V = rng.standard_normal((10, 3))
+    with np.errstate(all="ignore"):
+        m, l, acc = _fold(my_online_update, S, V, block=10)   # one block
+    if not np.all(np.isfinite(acc / l[:, None])):
+        raise Wrong("the first block already gives NaN or inf. At the start "
+                    "m = -inf, so the factor for the old sums must be "
+                    "exp(m - m') (which is 0 there), not exp(m' - m)")
+    if not np.allclose(m, S.max(axis=1)):
+        raise Wrong("after one block, m should be each row's largest score")
+    if not np.allclose(acc / l[:, None], softmax(S) @ V):
+        raise Wrong("with a single block, acc / l is not the softmax average "
+                    "of the values: l = Σ exp(s - m), acc = Σ exp(s - m) v")
+    with np.errstate(all="ignore"):
+        m, l, acc = _fold(my_online_update, S, V, block=3)
+    Y = acc / l[:, None]
+    if not np.allclose(Y, softmax(S) @ V):
+        # Diagnose the usual mistakes against what they would produce.
+        if np.allclose(Y, _without_rescaling(S, V, 3)):
+            raise Wrong("one block works, several do not: when the maximum "
+                        "grows from m to m', multiply the old l and acc by "
+                        "exp(m - m') before adding the new block")
+        if not np.allclose(m, S.max(axis=1)):
+            raise Wrong("the running maximum is wrong: m' = max(m, max_j s_j)")
+        raise Wrong("blocks of 3 keys give a different average than the "
+                    "softmax over all 10 keys")
+    big = S + 1000.0
+    with np.errstate(all="ignore"):
+        m, l, acc = _fold(my_online_update, big, V, block=4)
+        Y = acc / l[:, None]
+    if not np.all(np.isfinite(Y)):
+        raise Wrong("scores near 1000 give NaN or inf: subtract the new "
+                    "running maximum before exp, exp(s - m')")
+    if not np.allclose(Y, softmax(S) @ V):
+        raise Wrong("scores near 1000 give a wrong average; subtract the "
+                    "running maximum m' before exp")
+
+
+def _without_rescaling(S, V, block):
+    """What the update gives if it forgets to rescale the old sums."""
+    n_q = S.shape[0]
+    m, l = np.full(n_q, -np.inf), np.zeros(n_q)
+    acc = np.zeros((n_q, V.shape[1]))
+    for k0 in range(0, S.shape[1], block):
+        s, v = S[:, k0:k0 + block], V[k0:k0 + block]
+        m = np.maximum(m, s.max(axis=-1))
+        P = np.exp(s - m[:, None])
+        l, acc = l + P.sum(axis=-1), acc + P @ v
+    return acc / l[:, None]
