@@ -384,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", action="store_true",
                         help="print the exercise table of the page for "
                              "instructors instead of writing files")
+    parser.add_argument("--verify", action="store_true",
+                        help="also run every student notebook (a few "
+                             "seconds each) and report any error")
     parser.add_argument("--update-page", type=Path, metavar="PAGE",
                         help="rewrite the exercise table between the "
                              "markers of PAGE (appendices/instructors.md) "
@@ -409,7 +412,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{a.stem:22s} {len(a.exercises)} exercises, {points:g} points")
     print(f"student notebooks in {args.out / 'student'}, "
           f"grading data in {args.out / 'grader'}")
-    return 0
+    return verify(made) if args.verify else 0
+
+
+def verify(made: list[Assignment], timeout: float = 120) -> int:
+    """Run each student notebook; 1 if any raised or a check did not run."""
+    from grade import errors, run      # the grader's runner, same kernel
+
+    failed = 0
+    for a in made:
+        nb = copy.deepcopy(a.student)
+        results, stop = run(nb, timeout)
+        reported = {r["exercise"]: r["status"] for r in results}
+        problems = [f"cell {i + 1} raised {e}" for i, e in errors(nb)]
+        if stop:
+            problems.append(f"cell {stop[1] + 1 if stop[1] is not None else '?'}"
+                            f" {stop[0]}")
+        problems += [f"{ex.label}: {reported.get(ex.label, 'no result')}"
+                     for ex in a.exercises
+                     if reported.get(ex.label) != "not done"]
+        print(f"{a.stem:22s} " + ("; ".join(problems) if problems else
+                                  "runs to the end, every check: not done"))
+        failed += bool(problems)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -167,12 +167,12 @@ def errors(nb) -> list[tuple[int, str]]:
 
 
 # ------------------------------------------------------------------ running
-def run(nb, timeout: float, kernel: str = KERNEL) -> tuple[list[dict],
-                                                           str | None]:
+def run(nb, timeout: float, kernel: str = KERNEL):
     """Execute ``nb`` in place in an empty folder; return its check results.
 
-    The second value says why the run stopped early (``None`` if it ran to
-    the end).
+    Returns the list of results the checks recorded (dicts of
+    :class:`selfattention.exercises.core.Feedback`), and ``None`` if the run
+    reached the end, else ``(why, index of the cell where it stopped)``.
     """
     reached = {"cell": None}
 
@@ -407,15 +407,22 @@ def write_outputs(out, rows, counted, notes, chapters, students) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("submissions", type=Path)
-    parser.add_argument("--out", type=Path, default=ROOT / "gradebook")
+    parser.add_argument("submissions", type=Path,
+                        help="folder of <student>/<any name>.ipynb")
+    parser.add_argument("--out", type=Path, default=ROOT / "gradebook",
+                        help="where the gradebook goes (default gradebook/)")
     parser.add_argument("--manifest", type=Path,
                         default=ROOT / "assignments" / "grader" /
-                        "manifest.json")
+                        "manifest.json",
+                        help="written by `make assignments` (default "
+                             "assignments/grader/manifest.json)")
     parser.add_argument("--timeout", type=float, default=60,
                         help="seconds each cell may run (default 60)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="notebooks run at the same time (default 1)")
+    parser.add_argument("--kernel", default=KERNEL,
+                        help="Jupyter kernel to run the notebooks with "
+                             "(default python3: this Python's own)")
     parser.add_argument("--chapters", nargs="*",
                         help="chapter files to grade, e.g. 01_definition "
                              "(default: every chapter handed in)")
@@ -425,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.manifest.exists():
         parser.error(f"no manifest {args.manifest}: run `make assignments`")
     rows = grade_folder(args.submissions, args.manifest, args.out,
-                        args.timeout, args.jobs, args.chapters)
+                        args.timeout, args.jobs, args.chapters,
+                        args.kernel)
     print(f"{len(rows)} gradebook rows in {args.out / 'gradebook.csv'}, "
           f"feedback in {args.out / 'feedback'}")
     return 0

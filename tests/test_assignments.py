@@ -237,3 +237,4 @@ def test_update_page_rewrites_only_the_table(tmp_path):
     page.write_text("no markers")
     with pytest.raises(asg.AssignmentError, match="markers"):
         asg.update_page(page, "| new |")
+
