@@ -3,13 +3,15 @@
 Loaded through ``sphinx.local_extensions`` in ``_config.yml``. It does three
 things:
 
-* **MathJax from the site itself.** After an HTML build it copies MathJax 3
-  (the ``es5/`` folder shipped as package data by the PyPI wheel
-  ``django-static-mathjax``, pinned in ``constraints.txt``) to
+* **MathJax from the site itself, on every page.** After an HTML build it
+  copies MathJax 3 (the ``es5/`` folder shipped as package data by the PyPI
+  wheel ``django-static-mathjax``, pinned in ``constraints.txt``) to
   ``<output>/_vendor/mathjax/``; ``mathjax_path`` in ``_config.yml`` points
   there. It is copied after the build, not placed in the book's ``_static/``,
   because Jupyter Book adds every ``.js`` file under ``_static/`` to every
   page. A ``.nojekyll`` file keeps GitHub Pages from hiding ``_``-folders.
+  Every page loads MathJax, because the navigation of every page shows the
+  chapter titles, and titles may hold math.
 * **Each inline script once.** Sphinx 7.4 lists an inline script (one added
   with ``app.add_js_file(None, body=...)``) twice when an extension adds it
   after the builder started: the builder keeps the entry with filename
@@ -138,8 +140,14 @@ def add_version_line(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    # MathJax on every page, not only on pages with equations of their own:
+    # the navigation shows every chapter title, and titles hold math
+    # ("Scaling by sqrt(d_k)"), which would stay raw TeX elsewhere.
+    app.set_html_assets_policy("always")
     app.connect("build-finished", copy_mathjax)
     app.connect("html-page-context", unique_scripts)
     app.connect("doctree-read", add_version_line)
-    return {"version": "1.0", "parallel_read_safe": True,
+    # env_version: raise it when a change here alters the pages, so that an
+    # incremental build rewrites all of them
+    return {"version": "1.1", "env_version": 2, "parallel_read_safe": True,
             "parallel_write_safe": True}
