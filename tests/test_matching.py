@@ -159,3 +159,11 @@ def test_frames_explorer_is_stable_and_checks_shapes():
         interactive.frames_explorer(frames, A, (2, 2), 4, query=12)
     with pytest.raises(ValueError, match="labels"):
         interactive.frames_explorer(frames, A, (2, 2), 4, labels=["a"])
+
+
+def test_frames_explorer_html_has_no_long_runs_without_spaces():
+    # nbval's sanitizing regexes backtrack quadratically over such runs
+    rng = np.random.default_rng(1)
+    html = interactive.frames_explorer(rng.random((4, 24, 24)),
+                                       rng.random((144, 144)), (6, 6), 4).data
+    assert max(len(run) for run in html.split()) < 200

@@ -241,9 +241,9 @@ class NonLocalBlock(nn.Module):
 
     Notes
     -----
-    ``forward(x)`` takes ``x`` of shape (B, C, *positions), e.g.
-    (B, C, T, H, W) for a video or (B, C, H, W) for an image, and returns a
-    tensor of the same shape.
+    ``forward(x)`` takes ``x`` of shape ``(B, C, *positions)``, e.g.
+    ``(B, C, T, H, W)`` for a video or ``(B, C, H, W)`` for an image, and
+    returns a tensor of the same shape.
     """
 
     def __init__(self, channels: int, inner: int | None = None,
@@ -270,6 +270,7 @@ class NonLocalBlock(nn.Module):
         return S / S.shape[-1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x + gamma · W_z(y)``, same shape as ``x``."""
         z = self._tokens(x)                                       # (B, N, C)
         y = self.out(self.weights(x) @ self.g(z))                 # (B, N, C)
         y = y.transpose(1, 2).reshape(x.shape)                    # (B, C, ...)
