@@ -208,10 +208,15 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block_q: int = 256,
     return Y
 
 
+_CONTROLLER = []
+
+
 def _one_blas_thread():
     """Limit BLAS to one thread per call while our own threads run."""
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
     except ImportError:  # pragma: no cover - threadpoolctl comes with sklearn
         return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    if not _CONTROLLER:             # inspecting the loaded libraries is slow
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
