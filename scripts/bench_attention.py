@@ -12,16 +12,19 @@ their time ratio, and whether the two outputs agree. ``make bench`` runs it
 after the chapter timings; run it alone with ``python
 scripts/bench_attention.py`` (``--n 12544`` for a quicker look).
 
-How memory is measured, and why. ``tracemalloc`` sees NumPy's buffers but
-not PyTorch's, so it cannot compare the two. Instead each method runs in a
-fresh Python process of its own: the process imports its library, builds
-the inputs and runs a small warm-up call, then reads its current resident
-set size (RSS, from /proc/self/statm) as the baseline, runs the full
-attention once, and reads its peak RSS (``resource.getrusage``,
-``ru_maxrss``). The table shows peak minus baseline: the memory the call
-itself touched. If imports had briefly peaked above the baseline, the
-difference would overstate the call's memory, never understate it. The
-inputs (3 × 3.2 MB) and the output are allocated before the baseline.
+How time and memory are measured, and why. Time is the wall clock of the
+call and, beside it, the processor time of the process (user + system, all
+threads), which other programs running at the same time disturb less.
+``tracemalloc`` sees NumPy's buffers but not PyTorch's, so it cannot compare
+the two. Instead each method runs in a fresh Python process of its own: the
+process imports its library, builds the inputs and runs a small warm-up
+call, then reads its current resident set size (RSS, from /proc/self/statm)
+as the baseline, runs the full attention once, and reads its peak RSS
+(``resource.getrusage``, ``ru_maxrss``). The table shows peak minus
+baseline: the memory the call itself touched. If imports had briefly peaked
+above the baseline, the difference would overstate the call's memory, never
+understate it. The inputs (3 × 3.2 MB) and the output are allocated before
+the baseline. MB means 10^6 bytes.
 
 Thread settings (OpenBLAS, PyTorch's intra-op threads) are left as the
 environment sets them; timings vary between machines and with load, so
@@ -47,9 +50,15 @@ GOAL_MB = 512.0
 
 
 def _rss_mb() -> float:
+    """Current resident set size in MB (10^6 bytes)."""
     with open("/proc/self/statm") as f:
         pages = int(f.read().split()[1])
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _cpu_seconds() -> float:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
 
 
 def _inputs(n: int, d: int):
@@ -80,12 +89,14 @@ def child(method: str, n: int, d: int, workers: int, block_q: int,
     Y = np.empty((n, d), dtype=np.float32)
     Y[:] = 0.0                                    # touch the output pages
     base = _rss_mb()
-    start = time.perf_counter()
+    cpu, start = _cpu_seconds(), time.perf_counter()
     Y[:] = run(Q, K, V)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
+    cpu = _cpu_seconds() - cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
     np.save(out, Y)
-    print(json.dumps({"seconds": seconds, "mb": max(peak - base, 0.0)}))
+    print(json.dumps({"seconds": seconds, "cpu": cpu,
+                      "mb": max(peak - base, 0.0)}))
 
 
 def measure(method: str, args, out: str) -> dict:
@@ -119,24 +130,30 @@ def main(argv=None) -> int:
         for method in ("numpy", "torch"):
             out = str(Path(tmp) / f"{method}.npy")
             runs = [measure(method, args, out) for _ in range(args.repeat)]
-            results[method] = {"seconds": min(r["seconds"] for r in runs),
+            fastest = min(runs, key=lambda r: r["seconds"])
+            results[method] = {"seconds": fastest["seconds"],
+                               "cpu": fastest["cpu"],
                                "mb": max(r["mb"] for r in runs),
                                "Y": np.load(out)}
     ours, theirs = results["numpy"], results["torch"]
     ratio = ours["seconds"] / theirs["seconds"]
-    dense_mb = args.n * args.n * 4 / 2**20
+    dense_mb = args.n * args.n * 4 / 1e6
     err = float(np.abs(ours["Y"] - theirs["Y"]).max())
 
     print(f"Attention over n = {args.n:,} tokens, d = {args.d}, float32 "
           f"(one head; {args.workers} worker thread(s) for ours)")
-    print(f"{'method':38s}  {'seconds':>8s}  {'peak MB':>8s}")
-    print(f"{'selfattention.blockwise (NumPy)':38s}  {ours['seconds']:8.2f}  "
-          f"{ours['mb']:8.0f}")
-    print(f"{'torch scaled_dot_product_attention':38s}  "
-          f"{theirs['seconds']:8.2f}  {theirs['mb']:8.0f}")
-    print(f"{'ratio ours / PyTorch':38s}  {ratio:8.2f}")
-    print(f"{'dense n x n float32 matrix (not run)':38s}  {'':8s}  "
+    print(f"{'method':36s}  {'wall s':>7s}  {'CPU s':>7s}  {'peak MB':>8s}")
+    for name, r in (("selfattention.blockwise (NumPy)", ours),
+                    ("torch scaled_dot_product_attention", theirs)):
+        print(f"{name:36s}  {r['seconds']:7.2f}  {r['cpu']:7.2f}  "
+              f"{r['mb']:8.1f}")
+    print(f"{'ratio ours / PyTorch':36s}  {ratio:7.2f}  "
+          f"{ours['cpu'] / theirs['cpu']:7.2f}")
+    print(f"{'one dense n x n float32 matrix':36s}  {'':7s}  {'':7s}  "
           f"{dense_mb:8.0f}")
+    print(f"(load average at the end: "
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; other programs "
+          f"running at the same time slow the wall clock)")
     print(f"goals: ratio <= {GOAL_RATIO:g}: {ratio <= GOAL_RATIO}; "
           f"ours under {GOAL_MB:g} MB: {ours['mb'] < GOAL_MB}; "
           f"outputs agree (max |diff| < 1e-5): {err < 1e-5}")

@@ -331,7 +331,7 @@ def cost_calculator(image_size: int = 224, patch_size: int = 16,
             f"{name}</option>" for name, b in _DTYPES)))
 
 
-_CALC_TEMPLATE = """<div id="{uid}" class="sa-cost" data-testid="cost-calculator" style="font-family:sans-serif;max-width:560px">
+_CALC_TEMPLATE = r"""<div id="{uid}" class="sa-cost" data-testid="cost-calculator" style="font-family:sans-serif;max-width:560px">
 <p style="margin:0 0 6px 0"><strong>What attention over one image costs</strong></p>
 <label>image <select data-in="side">{sides}</select></label>
 <label>patch <select data-in="patch">{patches}</select></label>

@@ -9,7 +9,7 @@ from .core import NotDone, Wrong, call, check
 
 __all__ = ["check_count", "check_online_update", "COUNT_SETTING"]
 
-#: The setting of exercise 6.1: image side, patch side, heads, bytes/entry.
+#: Image side, patch side, heads and bytes per entry of exercise 6.1.
 COUNT_SETTING = dict(image_size=384, patch_size=16, heads=12, itemsize=4)
 
 
