@@ -336,13 +336,23 @@ def write_if_changed(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def build(chapters: list[Path], out: Path) -> list[Assignment]:
-    """Write the student notebooks and the manifest; return the assignments."""
+def build(chapters: list[Path], out: Path,
+          prune: bool = False) -> list[Assignment]:
+    """Write the student notebooks and the manifest; return the assignments.
+
+    With ``prune``, student notebooks of chapters that no longer exist are
+    removed from ``out``.
+    """
     checks = find_checks()
     made = [make_assignment(path, checks) for path in sorted(chapters)]
     for a in made:
         write_if_changed(out / "student" / f"{a.stem}.ipynb",
                          nbformat.writes(a.student) + "\n")
+    if prune:
+        keep = {f"{a.stem}.ipynb" for a in made}
+        for old in (out / "student").glob("*.ipynb"):
+            if old.name not in keep:
+                old.unlink()
     manifest = {"chapters": [a.manifest() for a in made]}
     write_if_changed(out / "grader" / "manifest.json", dump(manifest))
     return made
@@ -403,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(table)
             return 0
-        made = build(chapters, args.out)
+        made = build(chapters, args.out, prune=not args.chapters)
     except AssignmentError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -238,3 +238,14 @@ def test_update_page_rewrites_only_the_table(tmp_path):
     with pytest.raises(asg.AssignmentError, match="markers"):
         asg.update_page(page, "| new |")
 
+
+
+def test_pruning_removes_student_notebooks_of_removed_chapters(tmp_path):
+    stale = tmp_path / "student" / "00_removed.ipynb"
+    stale.parent.mkdir()
+    stale.write_text("{}")
+    asg.build(CHAPTERS[:1], tmp_path)
+    assert stale.exists(), "a partial build keeps other notebooks"
+    asg.build(CHAPTERS[:1], tmp_path, prune=True)
+    assert not stale.exists()
+    assert (tmp_path / "student" / CHAPTERS[0].name).exists()
