@@ -1,7 +1,7 @@
 """Sphinx extension of the book: a self-contained site and dated chapters.
 
 Loaded through ``sphinx.local_extensions`` in ``_config.yml``. It does three
-things:
+things (and keeps a single search field, see :func:`theme_defaults`):
 
 * **MathJax from the site itself, on every page.** After an HTML build it
   copies MathJax 3 (the ``es5/`` folder shipped as package data by the PyPI
@@ -101,6 +101,17 @@ def unique_scripts(app: Sphinx, pagename: str, templatename: str,
     scripts[:] = unique
 
 
+# --------------------------------------------------------------------- theme
+def theme_defaults(app: Sphinx, config) -> None:
+    """``config-inited``: one search field, in the sidebar.
+
+    pydata-sphinx-theme 0.17 turns an unset ``navbar_persistent`` into a
+    search field in a bar of its own above every page; under
+    sphinx-book-theme that bar only repeats the sidebar's search field.
+    """
+    config.html_theme_options.setdefault("navbar_persistent", [])
+
+
 # -------------------------------------------------------------- version line
 def stamp_of(path: Path) -> dict | None:
     """The ``selfattention`` metadata of a notebook, if complete."""
@@ -144,10 +155,11 @@ def setup(app: Sphinx) -> dict:
     # the navigation shows every chapter title, and titles hold math
     # ("Scaling by sqrt(d_k)"), which would stay raw TeX elsewhere.
     app.set_html_assets_policy("always")
+    app.connect("config-inited", theme_defaults)
     app.connect("build-finished", copy_mathjax)
     app.connect("html-page-context", unique_scripts)
     app.connect("doctree-read", add_version_line)
     # env_version: raise it when a change here alters the pages, so that an
     # incremental build rewrites all of them
-    return {"version": "1.1", "env_version": 2, "parallel_read_safe": True,
+    return {"version": "1.1", "env_version": 3, "parallel_read_safe": True,
             "parallel_write_safe": True}

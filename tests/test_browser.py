@@ -6,9 +6,11 @@ served from 127.0.0.1 by a thread of this test, while every request to
 another host is aborted. A page fails on: a load error, a console error or
 uncaught exception, a failed or blocked request, math left as raw TeX, an
 image without alt text, headings that skip a level; a chapter page also
-fails on missing or wrong launch links or a kernel-free figure (a
-``*-explorer`` of selfattention.interactive) whose caption ignores clicks. A full-page screenshot of each chapter goes
-to _build/screenshots/ (next to the site's html/ folder).
+fails on missing or wrong launch links or a kernel-free figure (an element
+with a ``data-testid`` and an ``aria-live`` region, such as the explorers of
+selfattention.interactive) whose live text ignores clicks and choices. A
+full-page screenshot of each chapter goes to _build/screenshots/ (next to
+the site's html/ folder), which is emptied first.
 
 Without /usr/bin/chromium the tests skip, except in CI (CI=true), where they
 fail: `.ci/run` installs it.
@@ -184,6 +186,15 @@ class Visit:
                                 for u in self.blocked]
 
 
+@pytest.fixture(scope="module")
+def shots(site) -> Path:
+    folder = site.parent / "screenshots"  # _build/screenshots
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.jpg"):  # chapters may have been renamed
+        old.unlink()
+    return folder
+
+
 @pytest.fixture
 def visit(browser, server):
     opened = []
@@ -232,35 +243,49 @@ def test_page_renders_offline_without_errors(visit, page_path):
 
 
 # ------------------------------------------------------------ chapter pages
-def responds_to_clicks(figure, caption, before: str) -> bool:
-    """Click the figure's buttons, then points of its canvases, until the
-    caption changes; False if nothing does."""
+def responds_to_input(figure) -> tuple[str, bool]:
+    """Use the figure's buttons, menus and canvases until the text of its
+    live region changes. Returns that text before, and whether it changed."""
+    live = figure.locator("[aria-live]").first
+    before = live.inner_text()
+
+    def changed() -> bool:
+        return live.inner_text() != before
+
     buttons = figure.locator("button")
-    targets = [(buttons.nth(k), None) for k in (buttons.count() - 1, 0)
-               if buttons.count() > 1]
+    if buttons.count() > 1:
+        for k in (buttons.count() - 1, 0):
+            buttons.nth(k).click()
+            if changed():
+                return before, True
+    selects = figure.locator("select")
+    for k in range(selects.count()):
+        menu = selects.nth(k)
+        values = menu.locator("option").evaluate_all(
+            "options => options.map(o => o.value)")
+        current = menu.input_value()
+        for value in reversed(values):
+            if value != current:
+                menu.select_option(value)
+                if changed():
+                    return before, True
     canvases = figure.locator("canvas")
     for k in range(canvases.count()):
+        canvas = canvases.nth(k)
+        canvas.scroll_into_view_if_needed()
+        box = canvas.bounding_box()
         for fx, fy in ((0.93, 0.93), (0.07, 0.93), (0.93, 0.07)):
-            targets.append((canvases.nth(k), (fx, fy)))
-    for target, where in targets:
-        target.scroll_into_view_if_needed()
-        if where is None:
-            target.click()
-        else:
-            box = target.bounding_box()
-            target.click(position={"x": where[0] * box["width"],
-                                   "y": where[1] * box["height"]})
-        if (caption.text_content() or "") != before:
-            return True
-    return False
+            canvas.click(position={"x": fx * box["width"],
+                                   "y": fy * box["height"]})
+            if changed():
+                return before, True
+    return before, False
 
 
 @pytest.mark.parametrize("docname", chapter_documents())
-def test_chapter_renders_launches_and_responds(site, visit, docname):
+def test_chapter_renders_launches_and_responds(shots, visit, docname):
     v = visit(f"{docname}.html")
     page = v.page
-    shots = site.parent / "screenshots"  # _build/screenshots
-    shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / f"{Path(docname).name}.jpg"),
                     full_page=True, type="jpeg", quality=80)
     problems = page_problems(v)
@@ -288,21 +313,22 @@ def test_chapter_renders_launches_and_responds(site, visit, docname):
     if page.locator("mjx-container").count() == 0:
         problems.append("no typeset math (mjx-container) on the page")
 
-    # every kernel-free figure (selfattention.interactive: patch-, bar-,
-    # frames-explorer ...) answers a click with a new caption
-    figures = page.locator('[data-testid$="-explorer"]')
+    # every kernel-free figure (an element with a data-testid and an
+    # aria-live region: patch-, bar-, frames-explorer, cost-calculator ...)
+    # answers a click or a choice with new text
+    figures = page.locator("[data-testid]:has([aria-live])")
     if figures.count() == 0:
-        problems.append("no kernel-free interactive figure (*-explorer)")
+        problems.append("no kernel-free interactive figure "
+                        "([data-testid] with an [aria-live] region)")
     for i in range(figures.count()):
         figure = figures.nth(i)
         kind = figure.get_attribute("data-testid")
-        caption = figure.locator('[data-testid$="-caption"]').first
-        before = caption.text_content() or ""
+        before, changed = responds_to_input(figure)
         if not before.strip():
-            problems.append(f"{kind} {i}: empty caption before any click")
-        if not responds_to_clicks(figure, caption, before):
-            problems.append(f"{kind} {i}: caption unchanged after clicks "
-                            f"({before!r})")
+            problems.append(f"{kind} {i}: no text before any input")
+        if not changed:
+            problems.append(f"{kind} {i}: text unchanged after clicks and "
+                            f"choices ({before[:80]!r})")
     assert not problems, f"{docname}:\n  " + "\n  ".join(problems)
 
 
