@@ -410,7 +410,8 @@ def frames_explorer(frames, A, grid: tuple[int, int], patch: int,
     payload = payload.replace("<", "\\u003c")     # no "</script>" inside
     uid = "sa-frames-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
     w, h = cols * patch * int(scale), rows * patch * int(scale)
-    width = max(len(frames), len(key_frames)) * (w + 8)
+    panels = len(frames) + (len(key_frames) if cross else 0)
+    width = panels * (w + 40)          # room for borders, gaps and margins
     return HTML(_FRAMES_TEMPLATE.format(uid=uid, title=_html_escape(title),
                                         payload=payload, width=width))
 
@@ -418,8 +419,9 @@ def frames_explorer(frames, A, grid: tuple[int, int], patch: int,
 _FRAMES_TEMPLATE = """<div id="{uid}" class="sa-frames" \
 data-testid="frames-explorer" style="font-family:sans-serif;max-width:{width}px">
 <p style="margin:0 0 4px 0"><strong>{title}</strong></p>
+<div style="display:flex;gap:8px;flex-wrap:wrap">
 <div class="sa-qrow" style="display:flex;gap:8px;flex-wrap:wrap"></div>
-<div class="sa-krow" style="display:flex;gap:8px;flex-wrap:wrap;margin-top:6px">\
+<div class="sa-krow" style="display:flex;gap:8px;flex-wrap:wrap"></div>
 </div>
 <p class="sa-caption" data-testid="frames-caption" aria-live="polite" \
 style="margin:4px 0;font-size:0.9em"></p>
@@ -495,8 +497,8 @@ style="margin:4px 0;font-size:0.9em"></p>
         var k = where(o[1]);
         return D.keyLabels[k[0]] + " (" + k[1] + ", " + k[2] + ") " +
           o[0].toFixed(3); }}).join(", ") +
-      "; the strongest lies " + (b[1] - a[1]) + " rows and " +
-      (b[2] - a[2]) + " columns away";
+      "; displacement to the strongest (rows, columns): (" +
+      (b[1] - a[1]) + ", " + (b[2] - a[2]) + ")";
   }}
   qc.forEach(function(cv, t) {{
     cv.addEventListener("click", function(e) {{
