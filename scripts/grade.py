@@ -310,6 +310,9 @@ def grade_folder(folder: Path, manifest: Path, out: Path, timeout: float = 60,
     """Grade every notebook under ``folder``; write the gradebook to ``out``."""
     chapters = load_manifest(manifest)
     pairs = submissions(folder)
+    for loose in sorted(folder.glob("*.ipynb")):
+        echo(f"skipped {loose.name}: put each student's notebooks in a "
+             f"folder of their own, {folder}/<student>/")
     tasks = [(s, p, chapters, timeout, kernel) for s, p in pairs]
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:

@@ -184,7 +184,27 @@ def test_unreadable_and_unknown_notebooks_are_reported(manifest, tmp_path):
     (tmp_path / "erin" / "broken.ipynb").write_text("{not json")
     (tmp_path / "erin" / ".ipynb_checkpoints").mkdir()
     (tmp_path / "erin" / ".ipynb_checkpoints" / "x.ipynb").write_text("{}")
+    (tmp_path / "loose.ipynb").write_text("{}")
     pairs = grade.submissions(tmp_path)
     assert [p.name for _, p in pairs] == ["broken.ipynb"]
     g = grade.grade_notebook("erin", pairs[0][1], manifest, timeout=3)
     assert g.chapter is None and "could not be read" in g.problems[0]
+
+
+def test_folder_with_no_gradable_notebook_is_reported(tmp_path):
+    asg.build([CHAPTER], tmp_path / "a")
+    subs = tmp_path / "subs"
+    (subs / "erin").mkdir(parents=True)
+    (subs / "erin" / "notes.ipynb").write_text(nbformat.writes(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Hi")])))
+    (subs / "loose.ipynb").write_text("{}")
+    said = []
+    rows = grade.grade_folder(subs, tmp_path / "a" / "grader" /
+                              "manifest.json", tmp_path / "out",
+                              echo=said.append)
+    assert any("skipped loose.ipynb" in s for s in said)
+    assert [(r.student, r.chapter, r.points) for r in rows] == [
+        ("erin", "", 0.0)]
+    assert "not one of the chapters' notebooks" in rows[0].feedback
+    assert "notes.ipynb" in (tmp_path / "out" / "feedback" /
+                             "erin.md").read_text()
