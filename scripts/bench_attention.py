@@ -113,8 +113,8 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=224 * 224)
     parser.add_argument("--d", type=int, default=16)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--block-q", type=int, default=256)
-    parser.add_argument("--block-k", type=int, default=2048)
+    parser.add_argument("--block-q", type=int, default=1024)
+    parser.add_argument("--block-k", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per method; the fastest is reported")
     parser.add_argument("--child", choices=["numpy", "torch"])

@@ -59,6 +59,39 @@ def test_huge_scores_do_not_overflow(dtype):
     np.testing.assert_allclose(Y, attention(Q, K, V)[0], **TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_scores_that_grow_along_the_keys_force_rescaling(dtype):
+    # The first key block has small scores, later ones much larger: the
+    # shift taken from the first block must be raised on the way.
+    rng = np.random.default_rng(5)
+    Q = rng.standard_normal((40, 4)).astype(dtype)
+    K = (rng.standard_normal((90, 4))
+         * np.linspace(0.1, 40, 90)[:, None]).astype(dtype)
+    V = rng.standard_normal((90, 3)).astype(dtype)
+    Y = blockwise_attention(Q, K, V, block_q=16, block_k=8, workers=2)
+    np.testing.assert_allclose(Y, attention(Q, K, V)[0], **TOL[dtype])
+
+
+def test_a_block_far_above_the_first_one_is_rescaled():
+    Q = np.array([[1.0]], dtype=np.float32)
+    K = np.array([[0.0], [30.0], [1.0]], dtype=np.float32)   # e^30 > 2^32
+    V = np.array([[1.0], [2.0], [3.0]], dtype=np.float32)
+    Y = blockwise_attention(Q, K, V, scale=1.0, block_k=1)
+    np.testing.assert_allclose(Y, attention(Q, K, V, scale=1.0)[0],
+                               rtol=1e-6)
+
+
+def test_sums_that_overflow_across_blocks_fall_back_to_the_exact_update():
+    # Every block alone is safe, but twelve of them overflow float32 unless
+    # the sums are kept relative to the true maximum.
+    Q = np.array([[1.0]], dtype=np.float32)
+    K = np.array([[0.0]] + [[22.0]] * 12, dtype=np.float32)
+    V = np.full((13, 1), 1e28, dtype=np.float32)
+    Y = blockwise_attention(Q, K, V, scale=1.0, block_k=1)
+    assert np.all(np.isfinite(Y))
+    np.testing.assert_allclose(Y, 1e28, rtol=1e-5)
+
+
 def test_mask_whose_first_blocks_are_empty_for_a_query():
     rng = np.random.default_rng(1)
     Q, K, V = (rng.standard_normal((6, 3)) for _ in range(3))
