@@ -36,18 +36,12 @@ __all__ = ["DigitSplit", "digit_split", "TinyViT", "train", "logits",
 class DigitSplit:
     """scikit-learn's digits as patch tokens, split into train and test.
 
-    Attributes
-    ----------
-    X_train, X_test : ndarray, shape (N, 16, 4)
-        Patch tokens of 2 × 2 pixels, brightness scaled to [0, 1].
-    y_train, y_test : ndarray of int, shape (N,)
-        Digit labels 0–9.
-    images_test : ndarray, shape (N_test, 8, 8)
-        The test images, brightness in [0, 1], for figures.
-    grid : (int, int)
-        The patch grid, (4, 4).
-    patch : int
-        Patch side in pixels, 2.
+    * ``X_train``, ``X_test``: patch tokens, shape (N, 16, 4), 2 × 2 pixels
+      per token, brightness scaled to [0, 1];
+    * ``y_train``, ``y_test``: digit labels 0–9, shape (N,);
+    * ``images_test``: the test images, shape (N_test, 8, 8), brightness in
+      [0, 1], for figures;
+    * ``grid``: the patch grid, (4, 4); ``patch``: patch side in pixels, 2.
     """
 
     X_train: np.ndarray
@@ -191,6 +185,7 @@ class TinyViT(nn.Module):
         return self.pos is not None
 
     def forward(self, x, attention: bool = False, cls_weights=None):
+        """Logits (B, n_classes), and the attention maps if ``attention``."""
         if x.ndim != 3 or tuple(x.shape[1:]) != (self.n_tokens,
                                                  self.patch_dim):
             raise ValueError(
@@ -217,7 +212,7 @@ def train(data: DigitSplit, position: bool = True, seed: int = 0,
 
     Adam with a cosine learning-rate schedule and cross-entropy loss, in
     float64. The weights and the order of the mini-batches come from
-    ``torch.manual_seed(seed)`` inside :func:`torch.random.fork_rng`, the
+    ``torch.manual_seed(seed)`` inside ``torch.random.fork_rng``, the
     work runs on ``threads`` threads with PyTorch's deterministic
     algorithms, and the caller's random state, thread count and
     determinism setting are restored afterwards.
