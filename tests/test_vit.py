@@ -149,6 +149,13 @@ def test_training_is_deterministic_and_leaves_global_state_alone(data):
     assert torch.equal(torch.rand(3), expected_draw)   # caller's stream intact
     assert torch.get_num_threads() == threads
     assert not torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        vit.train(data, position=False, epochs=1)
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)
     b = vit.train(data, position=True, epochs=1)
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.equal(p, q)

@@ -144,6 +144,10 @@ class TinyViT(nn.Module):
         Add learned position embeddings (one trainable vector per patch
         slot, as in ViT). Without them the model is exactly invariant to
         shuffling the patches (chapter 5).
+    pos_std : float
+        Standard deviation of the initial position embeddings; larger
+        than ViT's 0.02 so that the short training of chapter 5 can use
+        them from the first steps.
 
     Notes
     -----
@@ -252,6 +256,7 @@ def train(data: DigitSplit, position: bool = True, seed: int = 0,
     y = torch.from_numpy(np.asarray(data.y_train, dtype=np.int64))
     old_threads = torch.get_num_threads()
     old_det = torch.are_deterministic_algorithms_enabled()
+    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
     try:
@@ -278,7 +283,7 @@ def train(data: DigitSplit, position: bool = True, seed: int = 0,
                 losses.append(total / len(X))
     finally:
         torch.set_num_threads(old_threads)
-        torch.use_deterministic_algorithms(old_det)
+        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
     model.eval()
     model.losses = losses
     return model
