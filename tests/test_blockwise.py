@@ -1,4 +1,4 @@
-"""Tests of selfattention.blockwise: blocked attention equals dense attention."""
+"""Tests of selfattention.blockwise: blocks give dense attention's output."""
 
 import tracemalloc
 
