@@ -32,8 +32,9 @@ book: $(STAMP)  ## Build the HTML book strictly (warnings are errors)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "Open $(abspath $(BUILD))/index.html"
 
-unit: $(STAMP)  ## Library tests only (fast)
-	$(PY) -m pytest tests -q -n 2 --dist loadfile
+unit: $(STAMP)  ## Library and book tests without the built site (fast)
+	$(PY) -m pytest tests -q -n 2 --dist loadfile \
+	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
 
 test: book  ## Every check: strict build, library, links, browser, nbval on every chapter
 	$(PY) -m pytest tests chapters -n 2 --dist loadfile \
