@@ -68,7 +68,8 @@ def test_sinusoidal_1d_error_names_the_argument():
 
 
 # ------------------------------------------------------------ sinusoidal 2D
-@given(rows=st.integers(1, 6), cols=st.integers(1, 6), quarter=st.integers(1, 6))
+@given(rows=st.integers(1, 6), cols=st.integers(1, 6),
+       quarter=st.integers(1, 6))
 def test_sinusoidal_2d_is_row_code_then_column_code(rows, cols, quarter):
     d = 4 * quarter
     E = position.sinusoidal_2d(rows, cols, d)

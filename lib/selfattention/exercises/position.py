@@ -1,4 +1,4 @@
-"""Checks for the exercises of chapter 5, Position and permutation equivariance."""
+"""Checks for the exercises of chapter 5, Position and equivariance."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import numpy as np
 from ..position import relative_position_bias, sinusoidal_1d
 from .core import Wrong, call, check
 
-__all__ = ["check_sinusoidal", "check_unshuffle", "check_bias", "unshuffle_case"]
+__all__ = ["check_sinusoidal", "check_unshuffle", "check_bias",
+           "unshuffle_case"]
 
 
 def _array(out, name):
