@@ -3,15 +3,24 @@
 Every module holds one concept and names the chapter that explains it:
 
 ========================  =====================================================
-module                    concept
+module                    concept (chapter)
 ========================  =====================================================
-``attention``             softmax, scaled dot-product and multi-head attention
-``masks``                 boolean masks (True = this query may use this key)
-``patches``               synthetic images, patch grids, digit patches
-``example``               the book's running example and its random stream
+``attention``             softmax, scaled dot-product, multi-head (1, 3)
+``scaling``               why scores are divided by √d_k; softmax Jacobian (2)
+``torch_bridge``          weights and masks crossing into PyTorch (3, 4)
+``masks``                 boolean masks, True = this query may use this key (4)
+``position``              sinusoidal encodings, relative position bias (5)
+``vit``                   a tiny vision transformer for the digits (5, 10)
+``cost``                  tokens, score entries, bytes, FLOP formulas (6, 7)
+``blockwise``             exact attention in blocks, online softmax (6)
+``windows``               window and shifted-window attention, Swin (7)
+``nonlocal_block``        non-local blocks over video, SAGAN's gate (8)
+``matching``              cross-attention matching, correlation volumes (9)
+``patches``               synthetic images, patch grids, digit patches (1, 2)
+``example``               the running example and its random stream (1-4)
 ``plots``                 the figures every chapter shares
 ``interactive``           kernel-free HTML figures and live ipywidgets
-``exercises``             the checks students call in the exercises
+``exercises``             the checks students call, one module per chapter
 ========================  =====================================================
 
 Import the module you need, for example ``from selfattention import attention``.
