@@ -1,8 +1,8 @@
 """Window attention and shifted windows on a patch grid (chapter 7).
 
-Swin Transformer computes self-attention inside non-overlapping windows of
-``M × M`` patches, and in every other block shifts the windows by
-``⌊M/2⌋`` patches so that information crosses window borders. This module
+Swin restricts self-attention to disjoint ``M × M`` tiles of the patch grid
+and, in alternate blocks, moves the tiling by ``⌊M/2⌋`` patches so that
+neighbouring tiles exchange information. This module
 holds every piece of that recipe, in NumPy, on grids of shape
 ``(..., H, W, C)`` (any leading batch dimensions, ``H × W`` patches of width
 ``C``):
