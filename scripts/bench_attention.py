@@ -26,6 +26,10 @@ above the baseline, the difference would overstate the call's memory, never
 understate it. The inputs (3 × 3.2 MB) and the output are allocated before
 the baseline. MB means 10^6 bytes.
 
+The inputs come from ``selfattention.timing.random_qkv``, as in chapter 6;
+the chapter's own measurements (``selfattention.timing``: processor time,
+``tracemalloc``) see NumPy only, hence the separate processes here.
+
 Thread settings (OpenBLAS, PyTorch's intra-op threads) are left as the
 environment sets them; timings vary between machines and with load, so
 this is a benchmark to read, not a test.
@@ -45,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
+from selfattention.timing import random_qkv
+
 GOAL_RATIO = 2.0
 GOAL_MB = 512.0
 
@@ -61,15 +67,10 @@ def _cpu_seconds() -> float:
     return use.ru_utime + use.ru_stime
 
 
-def _inputs(n: int, d: int):
-    rng = np.random.default_rng(0)
-    return [rng.standard_normal((n, d)).astype(np.float32) for _ in range(3)]
-
-
 def child(method: str, n: int, d: int, workers: int, block_q: int,
           block_k: int, out: str) -> None:
     """Run one method in this (fresh) process and print a JSON line."""
-    Q, K, V = _inputs(n, d)
+    Q, K, V = random_qkv(n, d, np.random.default_rng(0))       # float32
     if method == "numpy":
         from selfattention.blockwise import blockwise_attention
 

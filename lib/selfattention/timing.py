@@ -1,0 +1,133 @@
+"""Time and peak memory of a computation, measured the same way everywhere
+(chapter 6).
+
+What is measured, and how:
+
+* **Time** is processor time, :func:`time.process_time`: the seconds the
+  processor spent on this process, user and system, summed over all its
+  threads. Unlike the wall clock it hardly changes when other programs share
+  the machine; a computation spread over two threads shows about twice its
+  wall-clock time. :func:`best_time` keeps the fastest of a few runs, the one
+  least disturbed by the rest of the system.
+* **Peak memory** is what Python's :mod:`tracemalloc` sees: the largest
+  number of bytes allocated at once through Python's allocators while the
+  call runs, counted from the start of the call. NumPy allocates its arrays
+  there, so every temporary of a NumPy computation is counted, byte for byte
+  and the same on every machine. Memory allocated outside them, by BLAS
+  workspaces or PyTorch's tensors, is not seen: to compare with PyTorch,
+  ``scripts/bench_attention.py`` measures the resident memory of a fresh
+  process instead.
+* :func:`loglog_slope` fits a straight line to measurements on log–log axes:
+  a slope of 2 means that doubling the size multiplies the cost by four.
+
+Thread counts are not changed here; limit them around the call (for example
+with ``threadpoolctl.threadpool_limits(1)``) to time the work rather than
+threads waiting for each other.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import numpy as np
+
+from ._validate import positive_int
+
+__all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes",
+           "loglog_slope"]
+
+
+def random_qkv(n: int, d: int, rng: np.random.Generator,
+               dtype=np.float32) -> list[np.ndarray]:
+    """Queries, keys and values of ``n`` random tokens of width ``d``.
+
+    Entries are standard normal, drawn from ``rng`` in the order Q, K, V and
+    then cast to ``dtype`` (chapter 6 and ``scripts/bench_attention.py``).
+
+    Returns
+    -------
+    [Q, K, V] : list of three ndarrays, each of shape (n, d)
+    """
+    n, d = positive_int(n, "n"), positive_int(d, "d")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, "
+                        f"got {type(rng).__name__}")
+    return [rng.standard_normal((n, d)).astype(dtype) for _ in range(3)]
+
+
+def best_time(fn, *args, repeat: int = 3, **kwargs) -> float:
+    """Fastest of ``repeat`` runs of ``fn(*args, **kwargs)``, in processor
+    seconds (:func:`time.process_time`, all threads of this process).
+
+    The result of ``fn`` is discarded (chapter 6).
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    repeat = positive_int(repeat, "repeat")
+    best = np.inf
+    for _ in range(repeat):
+        start = time.process_time()
+        fn(*args, **kwargs)
+        best = min(best, time.process_time() - start)
+    return float(best)
+
+
+def run_traced(fn, *args, **kwargs):
+    """Run ``fn(*args, **kwargs)`` once under :mod:`tracemalloc`.
+
+    Returns
+    -------
+    result
+        What ``fn`` returned.
+    peak : int
+        The most bytes traced at once during the call (chapter 6). Objects
+        that exist before the call are not counted; the result is, since it
+        is allocated during the call.
+
+    Raises
+    ------
+    RuntimeError
+        If :mod:`tracemalloc` is already tracing: two measurements would
+        disturb each other.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if tracemalloc.is_tracing():
+        raise RuntimeError("tracemalloc is already tracing; stop it first")
+    tracemalloc.start()
+    try:
+        result = fn(*args, **kwargs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return result, int(peak)
+
+
+def peak_bytes(fn, *args, **kwargs) -> int:
+    """Most bytes traced at once while ``fn(*args, **kwargs)`` runs
+    (see :func:`run_traced`; chapter 6)."""
+    return run_traced(fn, *args, **kwargs)[1]
+
+
+def loglog_slope(x, y) -> float:
+    """Slope of the least-squares line through ``(log x, log y)``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (k,)
+        Positive sizes and costs, ``k ≥ 2`` (chapter 6).
+
+    Returns
+    -------
+    slope : float
+        ``p`` when ``y`` grows like ``x**p``.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape or x.size < 2:
+        raise ValueError(f"x and y must be 1-D of the same length >= 2, got "
+                         f"shapes {x.shape} and {y.shape}")
+    if not ((x > 0).all() and (y > 0).all()):
+        raise ValueError("x and y must be positive to take logarithms")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
