@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CMAP", "show_image", "show_attention_on_image", "show_matrix",
-           "show_mask", "mark_patch", "figure"]
+__all__ = ["CMAP", "ACCENT", "show_image", "show_attention_on_image",
+           "show_matrix", "show_mask", "mark_patch", "figure", "show_grid",
+           "mark_cell", "show_loglog"]
 
 CMAP = "viridis"
+ACCENT = "#ff7f0e"          # orange: the chosen query, window borders
 
 
 def figure(ncols: int = 1, nrows: int = 1, size: float = 3.2, **kwargs):
@@ -104,6 +106,129 @@ def show_mask(ax, mask, title: str | None = None,
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
+    return ax
+
+
+def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
+              title: str | None = None, cmap: str = CMAP):
+    """Colour an (H, W) grid cell by cell, write a number in each cell and
+    draw window borders (chapter 7).
+
+    Parameters
+    ----------
+    values : array_like, shape (H, W)
+        Colour of each cell: window index, region label, 0/1 for a mask...
+        Constant grids are drawn in the lowest colour.
+    numbers : array_like, shape (H, W), optional
+        Text written in each cell, white on dark cells and black on light.
+    M : int, optional
+        Window side. A border (orange) is drawn before every row ``r`` and
+        column ``c`` with ``(r - start) % M == 0``, except at the grid's edge.
+    start : int
+        Offset of the windows: ``M - s`` for windows shifted by ``s``.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"values must be a 2-D (H, W) grid, got shape "
+                         f"{values.shape}")
+    if numbers is not None and np.shape(numbers) != values.shape:
+        raise ValueError(f"numbers must have the shape of values "
+                         f"{values.shape}, got {np.shape(numbers)}")
+    lo = values.min()
+    hi = max(values.max(), lo + 1)
+    ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
+    if numbers is not None:
+        for (r, c), v in np.ndenumerate(np.asarray(numbers)):
+            dark = (values[r, c] - lo) / (hi - lo) < 0.6
+            ax.text(c, r, str(v), ha="center", va="center", fontsize=6,
+                    color="white" if dark else "black")
+    if M:
+        H, W = values.shape
+        for k in range(1, H):
+            if (k - start) % M == 0:
+                ax.axhline(k - 0.5, color=ACCENT, lw=2)
+        for k in range(1, W):
+            if (k - start) % M == 0:
+                ax.axvline(k - 0.5, color=ACCENT, lw=2)
+    _tidy(ax, title)
+    return ax
+
+
+def mark_cell(ax, row: int, col: int, color: str = ACCENT):
+    """Outline cell (row, col) of a grid drawn with :func:`show_grid` or
+    :func:`show_mask` with an open square (chapter 7)."""
+    ax.plot(col, row, "s", mfc="none", mec=color, ms=11, mew=2.5)
+    return ax
+
+
+def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
+                xlabel: str | None = None, ylabel: str | None = None,
+                title: str | None = None, ticks: bool = False):
+    """Plot costs against sizes on log–log axes, with their fitted slopes
+    (chapters 6 and 7).
+
+    Parameters
+    ----------
+    x : array_like, shape (k,)
+        Positive sizes, shared by every series.
+    ys : array_like of shape (k,), or dict
+        One series, or ``{label: y}`` for several; a value may also be a
+        pair ``(x_i, y_i)`` for a series measured at other sizes.
+    fit : bool
+        Write each series' least-squares slope
+        (:func:`selfattention.timing.loglog_slope`) in its legend label, or,
+        for a single unlabelled series, in the top corner.
+    ref_slope : float, optional
+        Add a dashed grey reference line of this slope through the last
+        point of the last series, over the whole range of sizes.
+    ticks : bool
+        Label the x axis at the sizes of ``x`` instead of powers of ten.
+
+    Returns
+    -------
+    ax
+    """
+    from .timing import loglog_slope
+
+    x = np.asarray(x, dtype=float)
+    labelled = isinstance(ys, dict)
+    series = ys.items() if labelled else [(None, ys)]
+    xs_all = []
+    markers = "os^vD"
+    for k, (label, y) in enumerate(series):
+        if isinstance(y, tuple):
+            xi, y = (np.asarray(v, dtype=float) for v in y)
+        else:
+            xi, y = x, np.asarray(y, dtype=float)
+        if xi.shape != y.shape or xi.ndim != 1:
+            raise ValueError(f"series {label or 0} must have one value per "
+                             f"size, got shapes {xi.shape} and {y.shape}")
+        slope = loglog_slope(xi, y) if fit else None
+        if label is not None and fit:
+            label = f"{label} (slope {slope:.2f})"
+        ax.loglog(xi, y, markers[k % len(markers)] + "-", ms=4,
+                  color=f"C{k}", label=label)
+        if not labelled and fit:
+            ax.text(0.97, 0.95, f"slope {slope:.2f}", transform=ax.transAxes,
+                    ha="right", va="top", fontsize=8, color="C0")
+        xs_all.append(xi)
+        last = (xi[-1], y[-1])
+    if ref_slope is not None:
+        span = np.array([min(v.min() for v in xs_all),
+                         max(v.max() for v in xs_all)])
+        ax.loglog(span, last[1] * (span / last[0]) ** ref_slope, "--",
+                  color="gray", lw=1, label=f"slope {ref_slope:g}")
+    if ticks:
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.minorticks_off()
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if labelled or ref_slope is not None:
+        ax.legend(fontsize=8)
     return ax
 
 
