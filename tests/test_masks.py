@@ -68,3 +68,39 @@ def test_neighborhood_mask_rejects_bad_input(grid, radius, error, words):
         masks.neighborhood_mask(grid, radius)
     for word in words:
         assert word in str(info.value)
+
+
+# mask_of_kind: chapter 4's masks chosen by name (the live widget's factory)
+
+def test_mask_of_kind_matches_each_mask_function():
+    grid = (4, 6)
+    np.testing.assert_array_equal(masks.mask_of_kind("none", grid, 2),
+                                  np.ones((24, 24), dtype=bool))
+    np.testing.assert_array_equal(masks.mask_of_kind("causal", grid, 2),
+                                  masks.causal_mask(24))
+    np.testing.assert_array_equal(masks.mask_of_kind("local", grid, 4),
+                                  masks.neighborhood_mask(grid, 2))
+    np.testing.assert_array_equal(masks.mask_of_kind("window", grid, 2),
+                                  masks.window_mask(grid, (2, 2)))
+
+
+@given(st.sampled_from(masks.MASK_KINDS), st.integers(1, 4),
+       st.integers(1, 4), st.sampled_from([1, 2, 4]))
+def test_mask_of_kind_invariants(kind, r, c, size):
+    grid = (r * size, c * size)                 # windows of `size` tile it
+    m = masks.mask_of_kind(kind, grid, size)
+    n = grid[0] * grid[1]
+    assert m.shape == (n, n) and m.dtype == bool
+    assert m.diagonal().all()                   # every token sees itself
+
+
+@pytest.mark.parametrize("kind, grid, size, error, word", [
+    ("square", (4, 4), 2, ValueError, "kind"),
+    ("window", (4, 4), 3, ValueError, "tile"),
+    ("local", (4, 4), 0, ValueError, "size"),
+    ("none", 16, 2, TypeError, "grid"),
+    ("causal", (0, 4), 2, ValueError, "grid rows"),
+])
+def test_mask_of_kind_rejects_bad_input(kind, grid, size, error, word):
+    with pytest.raises(error, match=word):
+        masks.mask_of_kind(kind, grid, size)

@@ -161,3 +161,52 @@ def neighborhood_mask(grid: tuple[int, int], radius: int) -> np.ndarray:
     rc = grid_positions(rows, cols)                          # (n, 2)
     offset = np.abs(rc[:, None, :] - rc[None, :, :])         # (n, n, 2)
     return (offset <= radius).all(axis=-1)                   # (n, n)
+
+
+MASK_KINDS = ("none", "causal", "local", "window")
+
+
+def mask_of_kind(kind: str, grid: tuple[int, int], size: int) -> np.ndarray:
+    """One of chapter 4's masks on a patch grid, chosen by name.
+
+    Parameters
+    ----------
+    kind : {"none", "causal", "local", "window"}
+        ``"none"``: every query may use every key; ``"causal"``:
+        :func:`causal_mask` in row-major order; ``"local"``:
+        :func:`neighborhood_mask` of radius ``size // 2``; ``"window"``:
+        :func:`window_mask` with ``size × size`` windows.
+    grid : (int, int)
+        Patch grid (rows, cols); tokens are numbered row-major.
+    size : int
+        Side of the window, or twice the radius of the neighbourhood;
+        ignored by ``"none"`` and ``"causal"``.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (rows·cols, rows·cols)
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not one of :data:`MASK_KINDS`, or ``size`` does not
+        suit it (see the functions above).
+    """
+    if kind not in MASK_KINDS:
+        raise ValueError(f"kind must be one of {MASK_KINDS}, got {kind!r}")
+    try:
+        rows, cols = grid
+    except (TypeError, ValueError):
+        raise TypeError(f"grid must be a pair (rows, cols), got {grid!r}"
+                        ) from None
+    n = positive_int(rows, "grid rows") * positive_int(cols, "grid cols")
+    if kind == "causal":
+        return causal_mask(n)
+    if kind == "local":
+        return neighborhood_mask(grid, positive_int(size, "size") // 2)
+    if kind == "window":
+        return window_mask(grid, (size, size))
+    return np.ones((n, n), dtype=bool)
+
+
+__all__ += ["MASK_KINDS", "mask_of_kind"]
