@@ -1,14 +1,18 @@
 """Interactive figures, in two layers (every chapter's "Try it" section).
 
-* :func:`patch_explorer` returns a self-contained HTML/JavaScript figure
-  built from precomputed weights. It needs no kernel, so it works in the
-  static book: click a patch, see where it attends.
+* :func:`patch_explorer`, :func:`bar_explorer` and :func:`frames_explorer`
+  return self-contained HTML/JavaScript figures built from precomputed
+  numbers. They need no kernel, so they work in the static book: click a
+  patch, see where it attends.
 * :func:`live` wraps ``ipywidgets.interactive`` for Jupyter, Colab and
   Binder, where sliders recompute the figure with Python.
 
 The HTML is a pure function of its inputs (numbers printed with fixed
 precision, an id derived from a hash of the data), so it is byte-for-byte
-stable and nbval can compare it.
+stable and nbval can compare it. The three explorers share one shell
+(:func:`_explorer_html`): a titled box with a caption that screen readers
+announce, and a script that reads the data and finds its elements; each
+explorer adds its own controls and drawing code.
 """
 
 from __future__ import annotations
@@ -28,6 +32,108 @@ def _viridis_stops(k: int = 16) -> list[list[int]]:
     return [[int(round(255 * c)) for c in rgb[:3]] for rgb in rgba]
 
 
+# ------------------------------------------------------------ shared shell
+def _rounded(values, digits: int) -> list:
+    """``values`` as nested lists of floats with ``digits`` decimals."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim > 1:
+        return [_rounded(v, digits) for v in values]
+    return [float(f"{v:.{digits}f}") for v in values]
+
+
+def _grey_levels(img) -> list:
+    """Grey levels 0 … 255 of an image with values roughly in [0, 1]."""
+    return np.clip(np.round(255 * img), 0, 255).astype(int).tolist()
+
+
+def _payload(data: dict, separator: str = ",") -> str:
+    """``data`` as JSON that can stand inside a ``<script>`` element.
+
+    ``separator`` goes between items; ``", "`` keeps long arrays from
+    forming runs without spaces (see :func:`frames_explorer`).
+    """
+    text = json.dumps(data, separators=(separator, ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c")     # no "</script>" inside
+
+
+#: The viridis colour of ``t`` in [0, 1], interpolated in the table ``D.lut``.
+_COLOUR_JS = """\
+  function colour(t) {
+    var k = Math.min(D.lut.length - 1, Math.max(0, t * (D.lut.length - 1)));
+    var i = Math.floor(k), f = k - i, j = Math.min(i + 1, D.lut.length - 1);
+    return D.lut[i].map(function(c, m) {
+      return Math.round(c + f * (D.lut[j][m] - c)); });
+  }
+"""
+
+
+def _explorer_html(*, uid_prefix: str, css_class: str, testid: str,
+                   caption_testid: str, width: int, title: str,
+                   controls: str, payload: str, setup: str, draw: str,
+                   canvas: tuple | None = None, colour: bool = False):
+    """Wrap an explorer's controls and script in the shell they all share.
+
+    Parameters
+    ----------
+    uid_prefix : str
+        Start of the element id; a hash of ``payload`` completes it, so two
+        figures on one page never share an id and the HTML stays stable.
+    css_class, testid : str
+        Class and ``data-testid`` of the outer box.
+    caption_testid : str
+        ``data-testid`` of the caption, a ``<p class="sa-caption">`` that is
+        an ``aria-live`` region: screen readers announce what it says.
+    width : int
+        Largest width of the box in screen pixels.
+    title : str
+        Title above the figure, inserted as it is (escape it first).
+    controls : str
+        HTML between the title and the canvas (buttons, panel rows).
+    payload : str
+        JSON from :func:`_payload`; the script reads it as ``D``.
+    setup, draw : str
+        The explorer's JavaScript, one statement per line indented by two
+        spaces: ``setup`` declares its state and elements, ``draw`` draws
+        and listens. Besides ``D`` they can use ``root`` (the box), ``cap``
+        (the caption), with a canvas ``cv`` and its context ``cx``, and
+        with ``colour`` the function ``colour(t)`` (defined after
+        ``setup``).
+    canvas : (width, height, aria_label, clickable), optional
+        One canvas after the controls, an image for screen readers
+        described by ``aria_label``; ``clickable`` shows a pointer cursor.
+    colour : bool
+        Define ``colour(t)``, the viridis colour of ``t`` in [0, 1].
+
+    Returns
+    -------
+    IPython.display.HTML
+    """
+    from IPython.display import HTML
+
+    uid = uid_prefix + hashlib.sha1(payload.encode()).hexdigest()[:10]
+    html = [f'<div id="{uid}" class="{css_class}" data-testid="{testid}" '
+            f'style="font-family:sans-serif;max-width:{width}px">\n'
+            f'<p style="margin:0 0 4px 0"><strong>{title}</strong></p>\n'
+            f"{controls}\n"]
+    script = ["<script>\n(function() {\n", f"  var D = {payload};\n",
+              f'  var root = document.getElementById("{uid}");\n']
+    if canvas is not None:
+        w, h, label, clickable = canvas
+        cursor = "cursor:pointer;" if clickable else ""
+        html.append(f'<canvas width="{w}" height="{h}" role="img" '
+                    f'aria-label="{label}" style="{cursor}max-width:100%;'
+                    f'border:1px solid #ccc"></canvas>\n')
+        script.append('  var cv = root.querySelector("canvas"), '
+                      'cx = cv.getContext("2d");\n')
+    html.append(f'<p class="sa-caption" data-testid="{caption_testid}" '
+                f'aria-live="polite" style="margin:4px 0;font-size:0.9em">'
+                f"</p>\n</div>\n")
+    script += ['  var cap = root.querySelector(".sa-caption");\n', setup,
+               _COLOUR_JS if colour else "", draw, "})();\n</script>"]
+    return HTML("".join(html + script))
+
+
+# ---------------------------------------------------------- patch explorer
 def patch_explorer(img, A, grid: tuple[int, int], patch: int,
                    query: int = 0, title: str = "", scale: int = 8):
     """A kernel-free figure: click a patch to see its attention map.
@@ -55,8 +161,6 @@ def patch_explorer(img, A, grid: tuple[int, int], patch: int,
     IPython.display.HTML
         Renders as ``text/html`` in Jupyter and in the built book.
     """
-    from IPython.display import HTML
-
     img = np.asarray(img, dtype=float)
     A = np.asarray(A, dtype=float)
     if A.ndim == 2:
@@ -69,53 +173,34 @@ def patch_explorer(img, A, grid: tuple[int, int], patch: int,
         raise ValueError(
             f"img must have shape {(rows * patch, cols * patch)}, got {img.shape}"
         )
-    pixels = np.clip(np.round(255 * img), 0, 255).astype(int)
     data = {
-        "pixels": pixels.tolist(),
-        "weights": [[[float(f"{w:.3f}") for w in row] for row in head]
-                    for head in A],
+        "pixels": _grey_levels(img), "weights": _rounded(A, 3),
         "rows": rows, "cols": cols, "patch": patch, "scale": scale,
         "query": int(query), "lut": _viridis_stops(),
     }
-    payload = json.dumps(data, separators=(",", ":"))
-    uid = "sa-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
     head_buttons = "".join(
         f'<button type="button" data-head="{k}">head {k + 1}</button>'
         for k in range(A.shape[0])) if A.shape[0] > 1 else ""
-    html = _TEMPLATE.format(uid=uid, title=title, payload=payload,
-                            heads=head_buttons,
-                            size=cols * patch * scale,
-                            height=rows * patch * scale)
-    return HTML(html)
+    label = ("Image with the attention map of the selected patch; click a "
+             "patch to select it")
+    return _explorer_html(
+        uid_prefix="sa-", css_class="sa-explorer", testid="patch-explorer",
+        caption_testid="explorer-caption", width=cols * patch * scale,
+        title=title, controls=f'<div class="sa-heads">{head_buttons}</div>',
+        canvas=(cols * patch * scale, rows * patch * scale, label, True),
+        payload=_payload(data), setup=_PATCH_SETUP, draw=_PATCH_DRAW,
+        colour=True)
 
 
-_TEMPLATE = """<div id="{uid}" class="sa-explorer" data-testid="patch-explorer" \
-style="font-family:sans-serif;max-width:{size}px">
-<p style="margin:0 0 4px 0"><strong>{title}</strong></p>
-<div class="sa-heads">{heads}</div>
-<canvas width="{size}" height="{height}" role="img" \
-aria-label="Image with the attention map of the selected patch; click a patch \
-to select it" style="cursor:pointer;max-width:100%;border:1px solid #ccc"></canvas>
-<p class="sa-caption" data-testid="explorer-caption" aria-live="polite" \
-style="margin:4px 0;font-size:0.9em"></p>
-</div>
-<script>
-(function() {{
-  var D = {payload};
-  var root = document.getElementById("{uid}");
-  var cv = root.querySelector("canvas"), cx = cv.getContext("2d");
-  var cap = root.querySelector(".sa-caption");
+_PATCH_SETUP = """\
   var head = 0, q = D.query, s = D.scale, P = D.patch;
-  function colour(t) {{
-    var k = Math.min(D.lut.length - 1, Math.max(0, t * (D.lut.length - 1)));
-    var i = Math.floor(k), f = k - i, j = Math.min(i + 1, D.lut.length - 1);
-    return D.lut[i].map(function(c, m) {{
-      return Math.round(c + f * (D.lut[j][m] - c)); }});
-  }}
-  function draw() {{
+"""
+
+_PATCH_DRAW = """\
+  function draw() {
     var w = D.weights[head][q], top = Math.max.apply(null, w);
-    for (var y = 0; y < D.pixels.length; y++) {{
-      for (var x = 0; x < D.pixels[0].length; x++) {{
+    for (var y = 0; y < D.pixels.length; y++) {
+      for (var x = 0; x < D.pixels[0].length; x++) {
         var g = D.pixels[y][x];
         var t = w[Math.floor(y / P) * D.cols + Math.floor(x / P)] / top;
         var c = colour(t), a = 0.7;
@@ -123,33 +208,32 @@ style="margin:4px 0;font-size:0.9em"></p>
           Math.round((1 - a) * g + a * c[1]) + "," +
           Math.round((1 - a) * g + a * c[2]) + ")";
         cx.fillRect(x * s, y * s, s, s);
-      }}
-    }}
+      }
+    }
     var r = Math.floor(q / D.cols), c0 = q % D.cols;
     cx.strokeStyle = "#ff7f0e"; cx.lineWidth = 3;
     cx.strokeRect(c0 * P * s + 1.5, r * P * s + 1.5, P * s - 3, P * s - 3);
-    var order = w.map(function(v, j) {{ return [v, j]; }})
-      .sort(function(a, b) {{ return b[0] - a[0] || a[1] - b[1]; }}).slice(0, 3);
+    var order = w.map(function(v, j) { return [v, j]; })
+      .sort(function(a, b) { return b[0] - a[0] || a[1] - b[1]; }).slice(0, 3);
     cap.textContent = "query patch (" + r + ", " + c0 + ")" +
       (D.weights.length > 1 ? ", head " + (head + 1) : "") +
-      ": strongest keys " + order.map(function(o) {{
+      ": strongest keys " + order.map(function(o) {
         return "(" + Math.floor(o[1] / D.cols) + ", " + (o[1] % D.cols) +
-          ") " + o[0].toFixed(3); }}).join(", ");
-  }}
-  cv.addEventListener("click", function(e) {{
+          ") " + o[0].toFixed(3); }).join(", ");
+  }
+  cv.addEventListener("click", function(e) {
     var b = cv.getBoundingClientRect();
     var x = (e.clientX - b.left) * cv.width / b.width;
     var y = (e.clientY - b.top) * cv.height / b.height;
     q = Math.floor(y / (P * s)) * D.cols + Math.floor(x / (P * s));
     draw();
-  }});
-  root.querySelectorAll("button[data-head]").forEach(function(btn) {{
-    btn.addEventListener("click", function() {{
-      head = +btn.getAttribute("data-head"); draw(); }});
-  }});
+  });
+  root.querySelectorAll("button[data-head]").forEach(function(btn) {
+    btn.addEventListener("click", function() {
+      head = +btn.getAttribute("data-head"); draw(); });
+  });
   draw();
-}})();
-</script>"""
+"""
 
 
 def live(function, **widgets):
@@ -168,6 +252,7 @@ def live(function, **widgets):
     return widget
 
 
+# ------------------------------------------------------------ bar explorer
 def bar_explorer(values, choices, series, title: str = "",
                  xlabel: str = "", ymax: float | None = None,
                  choice: int = 0, width: int = 300, height: int = 180):
@@ -209,8 +294,6 @@ def bar_explorer(values, choices, series, title: str = "",
         If ``values`` is not a finite non-negative 3-D array, the number of
         labels does not match its shape, or ``choice`` is out of range.
     """
-    from IPython.display import HTML
-
     values = np.asarray(values, dtype=float)
     if values.ndim != 3:
         raise ValueError(
@@ -236,22 +319,23 @@ def bar_explorer(values, choices, series, title: str = "",
         )
     top = float(values.max()) if ymax is None else float(ymax)
     data = {
-        "values": [[[float(f"{v:.4f}") for v in row] for row in panel]
-                   for panel in values],
+        "values": _rounded(values, 4),
         "choices": choices, "series": series, "xlabel": xlabel,
         "ymax": float(f"{top:.4f}") or 1.0, "choice": int(choice),
         "w": int(width), "h": int(height), "colour": _viridis_stops(5)[1],
     }
-    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    payload = payload.replace("<", "\\u003c")     # no "</script>" inside
-    uid = "sa-bars-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
     buttons = "".join(
         f'<button type="button" data-choice="{k}">{_html_escape(c)}</button>'
         for k, c in enumerate(choices))
-    n_panels = values.shape[1]
-    return HTML(_BARS_TEMPLATE.format(
-        uid=uid, title=_html_escape(title), payload=payload, buttons=buttons,
-        size=n_panels * int(width), height=int(height)))
+    size = values.shape[1] * int(width)
+    label = ("Bar charts of the selected choice, one panel per series; use "
+             "the buttons to switch")
+    return _explorer_html(
+        uid_prefix="sa-bars-", css_class="sa-bars", testid="bar-explorer",
+        caption_testid="bar-caption", width=size, title=_html_escape(title),
+        controls=f'<div class="sa-choices">{buttons}</div>',
+        canvas=(size, int(height), label, False), payload=_payload(data),
+        setup=_BARS_SETUP, draw=_BARS_DRAW)
 
 
 def _html_escape(text: str) -> str:
@@ -261,29 +345,17 @@ def _html_escape(text: str) -> str:
     return html.escape(str(text), quote=True)
 
 
-_BARS_TEMPLATE = """<div id="{uid}" class="sa-bars" data-testid="bar-explorer" \
-style="font-family:sans-serif;max-width:{size}px">
-<p style="margin:0 0 4px 0"><strong>{title}</strong></p>
-<div class="sa-choices">{buttons}</div>
-<canvas width="{size}" height="{height}" role="img" \
-aria-label="Bar charts of the selected choice, one panel per series; use the \
-buttons to switch" style="max-width:100%;border:1px solid #ccc"></canvas>
-<p class="sa-caption" data-testid="bar-caption" aria-live="polite" \
-style="margin:4px 0;font-size:0.9em"></p>
-</div>
-<script>
-(function() {{
-  var D = {payload};
-  var root = document.getElementById("{uid}");
-  var cv = root.querySelector("canvas"), cx = cv.getContext("2d");
-  var cap = root.querySelector(".sa-caption");
+_BARS_SETUP = """\
   var btns = root.querySelectorAll("button[data-choice]");
   var k = D.choice, pad = 28, top = 22, foot = 26;
-  function draw() {{
+"""
+
+_BARS_DRAW = """\
+  function draw() {
     cx.clearRect(0, 0, cv.width, cv.height);
     cx.font = "12px sans-serif"; cx.textAlign = "center";
     var parts = [];
-    D.series.forEach(function(name, s) {{
+    D.series.forEach(function(name, s) {
       var v = D.values[k][s], x0 = s * D.w + pad, pw = D.w - pad - 8;
       var ph = D.h - top - foot, bw = pw / v.length;
       cx.fillStyle = "#000"; cx.fillText(name, x0 + pw / 2, 14);
@@ -293,28 +365,28 @@ style="margin:4px 0;font-size:0.9em"></p>
       cx.textAlign = "right"; cx.fillText("0", x0 - 3, top + ph + 4);
       cx.fillText(D.ymax.toFixed(2), x0 - 3, top + 8); cx.textAlign = "center";
       cx.fillStyle = "rgb(" + D.colour.join(",") + ")";
-      v.forEach(function(y, j) {{
+      v.forEach(function(y, j) {
         var hh = Math.min(1, y / D.ymax) * ph;
         cx.fillRect(x0 + j * bw + 1, top + ph - hh, Math.max(1, bw - 2), hh);
-      }});
+      });
       cx.fillStyle = "#000";
       cx.fillText(D.xlabel, x0 + pw / 2, D.h - 6);
       parts.push(name + " " + Math.max.apply(null, v).toFixed(3));
-    }});
-    btns.forEach(function(b, j) {{ b.style.fontWeight = j === k ? "bold" : ""; }});
+    });
+    btns.forEach(function(b, j) { b.style.fontWeight = j === k ? "bold" : ""; });
     cap.textContent = D.choices[k] + ": largest bar " + parts.join(", ");
-  }}
-  btns.forEach(function(b) {{
-    b.addEventListener("click", function() {{
-      k = +b.getAttribute("data-choice"); draw(); }});
-  }});
+  }
+  btns.forEach(function(b) {
+    b.addEventListener("click", function() {
+      k = +b.getAttribute("data-choice"); draw(); });
+  });
   draw();
-}})();
-</script>"""
+"""
 
 __all__ += ["bar_explorer"]
 
 
+# --------------------------------------------------------- frames explorer
 def frames_explorer(frames, A, grid: tuple[int, int], patch: int,
                     query: int = 0, keys=None, title: str = "",
                     labels=None, key_labels=None, scale: int = 6):
@@ -362,8 +434,6 @@ def frames_explorer(frames, A, grid: tuple[int, int], patch: int,
         If the frames do not fit the grid, ``A`` does not fit the frames,
         a label list has the wrong length, or ``query`` is out of range.
     """
-    from IPython.display import HTML
-
     frames = np.asarray(frames, dtype=float)
     cross = keys is not None
     key_frames = np.asarray(keys, dtype=float) if cross else frames
@@ -393,47 +463,35 @@ def frames_explorer(frames, A, grid: tuple[int, int], patch: int,
             f"labels need one name per frame ({len(frames)} and "
             f"{len(key_frames)}), got {len(labels)} and {len(key_labels)}"
         )
-
-    def pixels(arr):
-        return np.clip(np.round(255 * arr), 0, 255).astype(int).tolist()
-
     data = {
-        "q": pixels(frames), "k": pixels(key_frames), "cross": cross,
-        "weights": [[float(f"{w:.3f}") for w in row] for row in A],
+        "q": _grey_levels(frames), "k": _grey_levels(key_frames),
+        "cross": cross, "weights": _rounded(A, 3),
         "rows": rows, "cols": cols, "patch": int(patch), "scale": int(scale),
         "query": int(query), "lut": _viridis_stops(),
         "labels": labels, "keyLabels": key_labels,
     }
+    w = cols * patch * int(scale)
+    panels = len(frames) + (len(key_frames) if cross else 0)
+    rows_html = "".join(
+        f'<div class="{row}" style="display:flex;gap:8px;flex-wrap:wrap">'
+        f"</div>\n" for row in ("sa-qrow", "sa-krow"))
     # ", " keeps runs without spaces short: nbval's sanitizing regexes
     # backtrack quadratically over long runs of non-space characters
-    payload = json.dumps(data, separators=(", ", ":"), ensure_ascii=False)
-    payload = payload.replace("<", "\\u003c")     # no "</script>" inside
-    uid = "sa-frames-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
-    w, h = cols * patch * int(scale), rows * patch * int(scale)
-    panels = len(frames) + (len(key_frames) if cross else 0)
-    width = panels * (w + 40)          # room for borders, gaps and margins
-    return HTML(_FRAMES_TEMPLATE.format(uid=uid, title=_html_escape(title),
-                                        payload=payload, width=width))
+    return _explorer_html(
+        uid_prefix="sa-frames-", css_class="sa-frames",
+        testid="frames-explorer", caption_testid="frames-caption",
+        width=panels * (w + 40),       # room for borders, gaps and margins
+        title=_html_escape(title),
+        controls=('<div style="display:flex;gap:8px;flex-wrap:wrap">\n'
+                  f"{rows_html}</div>"),
+        payload=_payload(data, separator=", "), setup=_FRAMES_SETUP,
+        draw=_FRAMES_DRAW, colour=True)
 
 
-_FRAMES_TEMPLATE = """<div id="{uid}" class="sa-frames" \
-data-testid="frames-explorer" style="font-family:sans-serif;max-width:{width}px">
-<p style="margin:0 0 4px 0"><strong>{title}</strong></p>
-<div style="display:flex;gap:8px;flex-wrap:wrap">
-<div class="sa-qrow" style="display:flex;gap:8px;flex-wrap:wrap"></div>
-<div class="sa-krow" style="display:flex;gap:8px;flex-wrap:wrap"></div>
-</div>
-<p class="sa-caption" data-testid="frames-caption" aria-live="polite" \
-style="margin:4px 0;font-size:0.9em"></p>
-</div>
-<script>
-(function() {{
-  var D = {payload};
-  var root = document.getElementById("{uid}");
-  var cap = root.querySelector(".sa-caption");
+_FRAMES_SETUP = """\
   var P = D.patch, s = D.scale, n = D.rows * D.cols, q = D.query;
   var W = D.cols * P * s, H = D.rows * P * s;
-  function panel(row, label, clickable) {{
+  function panel(row, label, clickable) {
     var box = document.createElement("figure");
     box.style.margin = "0";
     var cv = document.createElement("canvas");
@@ -448,70 +506,66 @@ style="margin:4px 0;font-size:0.9em"></p>
     fc.style.textAlign = "center";
     box.appendChild(cv); box.appendChild(fc); row.appendChild(box);
     return cv;
-  }}
-  var qc = D.q.map(function(f, t) {{
-    return panel(root.querySelector(".sa-qrow"), D.labels[t], true); }});
-  var kc = D.cross ? D.k.map(function(f, t) {{
-    return panel(root.querySelector(".sa-krow"), D.keyLabels[t], false); }})
+  }
+  var qc = D.q.map(function(f, t) {
+    return panel(root.querySelector(".sa-qrow"), D.labels[t], true); });
+  var kc = D.cross ? D.k.map(function(f, t) {
+    return panel(root.querySelector(".sa-krow"), D.keyLabels[t], false); })
     : qc;
-  function colour(t) {{
-    var k = Math.min(D.lut.length - 1, Math.max(0, t * (D.lut.length - 1)));
-    var i = Math.floor(k), f = k - i, j = Math.min(i + 1, D.lut.length - 1);
-    return D.lut[i].map(function(c, m) {{
-      return Math.round(c + f * (D.lut[j][m] - c)); }});
-  }}
-  function paint(cv, img, w) {{
+"""
+
+_FRAMES_DRAW = """\
+  function paint(cv, img, w) {
     var cx = cv.getContext("2d");
-    for (var y = 0; y < img.length; y++) {{
-      for (var x = 0; x < img[0].length; x++) {{
+    for (var y = 0; y < img.length; y++) {
+      for (var x = 0; x < img[0].length; x++) {
         var g = img[y][x], a = w ? 0.7 : 0, c = [g, g, g];
         if (w) c = colour(w[Math.floor(y / P) * D.cols + Math.floor(x / P)]);
         cx.fillStyle = "rgb(" + Math.round((1 - a) * g + a * c[0]) + "," +
           Math.round((1 - a) * g + a * c[1]) + "," +
           Math.round((1 - a) * g + a * c[2]) + ")";
         cx.fillRect(x * s, y * s, s, s);
-      }}
-    }}
-  }}
-  function where(j) {{
+      }
+    }
+  }
+  function where(j) {
     var f = Math.floor(j / n), r = Math.floor((j % n) / D.cols);
     return [f, r, j % D.cols];
-  }}
-  function draw() {{
+  }
+  function draw() {
     var w = D.weights[q];
     var top = Math.max.apply(null, w.map(Math.abs)) || 1;
-    if (D.cross) qc.forEach(function(cv, t) {{ paint(cv, D.q[t], null); }});
-    kc.forEach(function(cv, t) {{
-      paint(cv, D.k[t], w.slice(t * n, (t + 1) * n).map(function(v) {{
-        return v / top; }}));
-    }});
+    if (D.cross) qc.forEach(function(cv, t) { paint(cv, D.q[t], null); });
+    kc.forEach(function(cv, t) {
+      paint(cv, D.k[t], w.slice(t * n, (t + 1) * n).map(function(v) {
+        return v / top; }));
+    });
     var a = where(q), cx = qc[a[0]].getContext("2d");
     cx.strokeStyle = "#ff7f0e"; cx.lineWidth = 3;
     cx.strokeRect(a[2] * P * s + 1.5, a[1] * P * s + 1.5, P * s - 3, P * s - 3);
-    var order = w.map(function(v, j) {{ return [v, j]; }})
-      .sort(function(x, y) {{ return y[0] - x[0] || x[1] - y[1]; }})
+    var order = w.map(function(v, j) { return [v, j]; })
+      .sort(function(x, y) { return y[0] - x[0] || x[1] - y[1]; })
       .slice(0, 3);
     var b = where(order[0][1]);
     cap.textContent = "query: " + D.labels[a[0]] + ", patch (" + a[1] + ", " +
-      a[2] + "); strongest keys " + order.map(function(o) {{
+      a[2] + "); strongest keys " + order.map(function(o) {
         var k = where(o[1]);
         return D.keyLabels[k[0]] + " (" + k[1] + ", " + k[2] + ") " +
-          o[0].toFixed(3); }}).join(", ") +
+          o[0].toFixed(3); }).join(", ") +
       "; displacement to the strongest (rows, columns): (" +
       (b[1] - a[1]) + ", " + (b[2] - a[2]) + ")";
-  }}
-  qc.forEach(function(cv, t) {{
-    cv.addEventListener("click", function(e) {{
+  }
+  qc.forEach(function(cv, t) {
+    cv.addEventListener("click", function(e) {
       var r = cv.getBoundingClientRect();
       var x = (e.clientX - r.left) * cv.width / r.width;
       var y = (e.clientY - r.top) * cv.height / r.height;
       q = t * n + Math.min(D.rows - 1, Math.floor(y / (P * s))) * D.cols +
         Math.min(D.cols - 1, Math.floor(x / (P * s)));
       draw();
-    }});
-  }});
+    });
+  });
   draw();
-}})();
-</script>"""
+"""
 
 __all__ += ["frames_explorer"]
