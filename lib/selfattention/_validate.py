@@ -79,3 +79,43 @@ def broadcast_shape(a: tuple, b: tuple, names: tuple[str, str]) -> tuple:
             f"the leading (batch) dimensions of {names[0]} {a} and "
             f"{names[1]} {b} do not broadcast"
         ) from None
+
+
+def check_qkv(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``Q``, ``K`` and ``V`` as float arrays that fit attention.
+
+    ``Q`` must be ``(..., n_q, d_k)``, ``K`` ``(..., n_k, d_k)`` and ``V``
+    ``(..., n_k, d_v)``: queries and keys share their width ``d_k``, keys
+    and values their count ``n_k``. The leading (batch) dimensions are left
+    to the caller, which knows how it broadcasts them
+    (:func:`broadcast_shape`).
+    """
+    Q = as_float_array(Q, "Q", min_ndim=2)
+    K = as_float_array(K, "K", min_ndim=2)
+    V = as_float_array(V, "V", min_ndim=2)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(
+            f"Q and K must have the same last dimension d_k, got Q of shape "
+            f"{Q.shape} and K of shape {K.shape}"
+        )
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(
+            f"K and V must hold the same number of rows n_k (one value per "
+            f"key), got K of shape {K.shape} and V of shape {V.shape}"
+        )
+    return Q, K, V
+
+
+def positive_scale(scale):
+    """Return ``scale`` unchanged if it is a positive finite number, or raise.
+
+    A bool, an array or a non-finite or non-positive number raises
+    ``ValueError``.
+    """
+    if isinstance(scale, bool) or not np.isscalar(scale) or not (
+        np.isfinite(scale) and scale > 0
+    ):
+        raise ValueError(
+            f"scale must be a positive finite number, got {scale!r}"
+        )
+    return scale

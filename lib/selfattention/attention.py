@@ -15,7 +15,8 @@ import math
 
 import numpy as np
 
-from ._validate import as_bool_mask, as_float_array, broadcast_shape, positive_int
+from ._validate import (as_bool_mask, as_float_array, broadcast_shape,
+                        check_qkv, positive_int, positive_scale)
 
 __all__ = ["softmax", "attention", "multi_head_attention", "split_heads",
            "merge_heads"]
@@ -102,19 +103,7 @@ def attention(Q, K, V, mask=None, bias=None, scale=None):
         If shapes do not fit together, an input is not finite, ``scale`` is
         not a positive finite number, or ``mask`` leaves a query with no key.
     """
-    Q = as_float_array(Q, "Q", min_ndim=2)
-    K = as_float_array(K, "K", min_ndim=2)
-    V = as_float_array(V, "V", min_ndim=2)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q and K must have the same last dimension d_k, got Q of shape "
-            f"{Q.shape} and K of shape {K.shape}"
-        )
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must hold the same number of rows n_k (one value per "
-            f"key), got K of shape {K.shape} and V of shape {V.shape}"
-        )
+    Q, K, V = check_qkv(Q, K, V)
     broadcast_shape(Q.shape[:-2], K.shape[:-2], ("Q", "K"))
     broadcast_shape(K.shape[:-2], V.shape[:-2], ("K", "V"))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
@@ -123,13 +112,7 @@ def attention(Q, K, V, mask=None, bias=None, scale=None):
     if scale is None:
         S = S / math.sqrt(d_k)          # a Python float keeps float32 as is
     else:
-        if isinstance(scale, bool) or not np.isscalar(scale) or not (
-            np.isfinite(scale) and scale > 0
-        ):
-            raise ValueError(
-                f"scale must be a positive finite number, got {scale!r}"
-            )
-        S = S * float(scale)
+        S = S * float(positive_scale(scale))
     if bias is not None:
         bias = as_float_array(bias, "bias", min_ndim=0)
         _check_broadcast(bias.shape, S.shape, "bias", (n_q, n_k))

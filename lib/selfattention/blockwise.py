@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._validate import (as_bool_mask, as_float_array, broadcast_shape,
-                        positive_int)
+from ._validate import (as_bool_mask, broadcast_shape, check_qkv,
+                        positive_int, positive_scale)
 
 __all__ = ["blockwise_attention", "online_softmax_update"]
 
@@ -117,17 +117,7 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block_q: int = 1024,
     block_q = positive_int(block_q, "block_q")
     block_k = positive_int(block_k, "block_k")
     workers = positive_int(workers, "workers")
-    Q = as_float_array(Q, "Q", min_ndim=2)
-    K = as_float_array(K, "K", min_ndim=2)
-    V = as_float_array(V, "V", min_ndim=2)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q and K must have the same last dimension d_k, got Q of shape "
-            f"{Q.shape} and K of shape {K.shape}")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must hold the same number of rows n_k (one value per "
-            f"key), got K of shape {K.shape} and V of shape {V.shape}")
+    Q, K, V = check_qkv(Q, K, V)
     batch = broadcast_shape(Q.shape[:-2], K.shape[:-2], ("Q", "K"))
     batch = broadcast_shape(batch, V.shape[:-2], ("Q and K", "V"))
     n_q, d_k = Q.shape[-2:]
@@ -135,10 +125,8 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block_q: int = 1024,
     dtype = np.result_type(Q.dtype, K.dtype, V.dtype)
     if scale is None:
         scale = 1.0 / math.sqrt(d_k)
-    elif isinstance(scale, bool) or not np.isscalar(scale) or not (
-            np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a positive finite number, got "
-                         f"{scale!r}")
+    else:
+        scale = positive_scale(scale)
     if mask is not None:
         mask = as_bool_mask(mask, "mask")
         full = batch + (n_q, n_k)
