@@ -104,3 +104,9 @@ def test_show_loglog_without_fit_writes_no_slope(ax):
 def test_show_loglog_bad_series(ax):
     with pytest.raises(ValueError, match="one value per size"):
         plots.show_loglog(ax, [1, 2, 3], [1, 2])
+
+
+def test_show_loglog_writes_a_negative_slope_with_a_minus_sign(ax):
+    x = np.array([1.0, 2.0, 4.0])
+    plots.show_loglog(ax, x, 1 / x)
+    assert [t.get_text() for t in ax.texts] == ["slope \u22121.00"]

@@ -203,13 +203,15 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
         if xi.shape != y.shape or xi.ndim != 1:
             raise ValueError(f"series {label or 0} must have one value per "
                              f"size, got shapes {xi.shape} and {y.shape}")
-        slope = loglog_slope(xi, y) if fit else None
+        # a typographic minus, as on the axes' tick labels
+        slope = (f"{loglog_slope(xi, y):.2f}".replace("-", "\u2212")
+                 if fit else None)
         if label is not None and fit:
-            label = f"{label} (slope {slope:.2f})"
+            label = f"{label} (slope {slope})"
         ax.loglog(xi, y, markers[k % len(markers)] + "-", ms=4,
                   color=f"C{k}", label=label)
         if not labelled and fit:
-            ax.text(0.97, 0.95, f"slope {slope:.2f}", transform=ax.transAxes,
+            ax.text(0.97, 0.95, f"slope {slope}", transform=ax.transAxes,
                     ha="right", va="top", fontsize=8, color="C0")
         xs_all.append(xi)
         last = (xi[-1], y[-1])
