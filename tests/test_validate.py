@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from selfattention._validate import check_qkv, positive_scale
+from selfattention._validate import (check_qkv, every_query_has_a_key,
+                                     integer, positive_int, positive_scale)
 from selfattention.attention import attention
 from selfattention.blockwise import blockwise_attention
 
@@ -49,3 +50,38 @@ def test_positive_scale_rejects(bad):
         attention(Q, Q, Q, scale=bad)
     with pytest.raises(ValueError, match="scale must be a positive finite"):
         blockwise_attention(Q, Q, Q, scale=bad)
+
+
+@pytest.mark.parametrize("bad", [True, 2.0, "3", None, np.float64(1.0)])
+def test_integer_refuses_bools_and_non_integers(bad):
+    with pytest.raises(TypeError) as err:
+        integer(bad, "shift", "an integer number of patches")
+    assert str(err.value) == (f"shift must be an integer number of patches, "
+                              f"got {type(bad).__name__}")
+    with pytest.raises(TypeError, match="n must be a positive integer, got"):
+        positive_int(bad, "n")
+
+
+def test_integer_accepts_numpy_integers():
+    assert integer(np.int64(-3), "x") == -3
+    assert type(integer(np.int32(4), "x")) is int
+
+
+def test_a_query_without_keys_is_named_with_its_index():
+    mask = np.ones((2, 3, 4), bool)
+    every_query_has_a_key(mask, "NaN there")                 # no error
+    mask[1, 2] = False
+    with pytest.raises(ValueError) as err:
+        every_query_has_a_key(mask, "NaN there")
+    assert str(err.value) == (
+        "mask leaves query 2 (index (1, 2)) with no key to attend to: every "
+        "entry of its row is False, so its softmax is undefined (PyTorch "
+        "returns NaN there)")
+    Q = np.ones((2, 3, 4))
+    for fn, tail in ((attention, "NaN or zeros there, depending on the "
+                                 "function)"),
+                     (blockwise_attention, "NaN there)")):
+        with pytest.raises(ValueError) as err:
+            fn(Q, Q, Q, mask=mask[..., :3])
+        assert str(err.value).startswith("mask leaves query 2 (index (1, 2))")
+        assert str(err.value).endswith("(PyTorch returns " + tail)

@@ -59,12 +59,22 @@ def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
     return arr
 
 
-def positive_int(value, name: str) -> int:
-    """Return ``value`` as a positive ``int`` or raise."""
+def integer(value, name: str, expected: str = "an integer") -> int:
+    """Return ``value`` as an ``int`` if it is an integer, or raise.
+
+    ``bool`` is refused although Python counts it as an integer. The
+    ``TypeError`` reads "``name`` must be ``expected``, got <type>".
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
-            f"{name} must be a positive integer, got {type(value).__name__}"
+            f"{name} must be {expected}, got {type(value).__name__}"
         )
+    return int(value)
+
+
+def positive_int(value, name: str) -> int:
+    """Return ``value`` as a positive ``int`` or raise."""
+    integer(value, name, "a positive integer")
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
     return int(value)
@@ -119,3 +129,20 @@ def positive_scale(scale):
             f"scale must be a positive finite number, got {scale!r}"
         )
     return scale
+
+
+def every_query_has_a_key(mask, torch_gives: str) -> None:
+    """Raise ``ValueError`` if a row of ``mask`` is all False.
+
+    Such a query has no key, so its softmax is undefined; the message names
+    its index and says what PyTorch gives there (``torch_gives``, which
+    depends on the PyTorch function the caller is compared with).
+    """
+    empty = ~mask.any(axis=-1)
+    if empty.any():
+        where = tuple(int(i) for i in np.argwhere(empty)[0])
+        raise ValueError(
+            f"mask leaves query {where[-1]} (index {where}) with no key to "
+            f"attend to: every entry of its row is False, so its softmax "
+            f"is undefined (PyTorch returns {torch_gives})"
+        )

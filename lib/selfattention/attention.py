@@ -16,7 +16,8 @@ import math
 import numpy as np
 
 from ._validate import (as_bool_mask, as_float_array, broadcast_shape,
-                        check_qkv, positive_int, positive_scale)
+                        check_qkv, every_query_has_a_key, positive_int,
+                        positive_scale)
 
 __all__ = ["softmax", "attention", "multi_head_attention", "split_heads",
            "merge_heads"]
@@ -121,15 +122,8 @@ def attention(Q, K, V, mask=None, bias=None, scale=None):
         mask = as_bool_mask(mask, "mask")
         _check_broadcast(mask.shape, S.shape, "mask", (n_q, n_k))
         mask = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, S.shape))
-        empty = ~mask.any(axis=-1)
-        if empty.any():
-            where = tuple(int(i) for i in np.argwhere(empty)[0])
-            raise ValueError(
-                f"mask leaves query {where[-1]} (index {where}) with no key to "
-                f"attend to: every entry of its row is False, so its softmax "
-                f"is undefined (PyTorch returns NaN or zeros there, depending "
-                f"on the function)"
-            )
+        every_query_has_a_key(
+            mask, "NaN or zeros there, depending on the function")
         S = np.where(mask, S, -np.inf)
     A = softmax(S)                                        # (..., n_q, n_k)
     return A @ V, A                                       # (..., n_q, d_v)

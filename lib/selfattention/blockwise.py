@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ._validate import (as_bool_mask, broadcast_shape, check_qkv,
-                        positive_int, positive_scale)
+                        every_query_has_a_key, positive_int, positive_scale)
 
 __all__ = ["blockwise_attention", "online_softmax_update"]
 
@@ -138,13 +138,7 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block_q: int = 1024,
             raise ValueError(
                 f"mask must broadcast to the score shape {full} (last two "
                 f"axes (n_q, n_k) = {(n_q, n_k)}), got shape {mask.shape}")
-        empty = ~mask.any(axis=-1)
-        if empty.any():
-            where = tuple(int(i) for i in np.argwhere(empty)[0])
-            raise ValueError(
-                f"mask leaves query {where[-1]} (index {where}) with no key "
-                f"to attend to: every entry of its row is False, so its "
-                f"softmax is undefined (PyTorch returns NaN there)")
+        every_query_has_a_key(mask, "NaN there")
         mask = np.broadcast_to(mask, full)
 
     # Fold the scale into the queries once, and append a column of ones to

@@ -28,11 +28,9 @@ key**. Windows are numbered row-major, and so are the tokens inside a window.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ._validate import as_float_array, positive_int
+from ._validate import as_float_array, integer, positive_int
 from .attention import multi_head_attention
 
 __all__ = ["window_partition", "window_reverse", "cyclic_shift",
@@ -65,18 +63,18 @@ def _grid_array(x, name: str = "x") -> np.ndarray:
     return x
 
 
+def _integer_shift(shift) -> int:
+    return integer(shift, "shift", "an integer number of patches")
+
+
 def _shift_amount(shift, M: int) -> int:
-    if isinstance(shift, bool) or not isinstance(shift, numbers.Integral):
-        raise TypeError(
-            f"shift must be an integer number of patches, got "
-            f"{type(shift).__name__}"
-        )
+    shift = _integer_shift(shift)
     if not 0 <= shift < M:
         raise ValueError(
             f"shift must lie in 0..M-1 = 0..{M - 1} patches (Swin uses "
             f"M // 2 = {M // 2}), got {shift}"
         )
-    return int(shift)
+    return shift
 
 
 def _bias_table(table, M: int) -> np.ndarray:
@@ -91,14 +89,10 @@ def _bias_table(table, M: int) -> np.ndarray:
 
 
 def _non_negative_shift(shift) -> int:
-    if isinstance(shift, bool) or not isinstance(shift, numbers.Integral):
-        raise TypeError(
-            f"shift must be an integer number of patches, got "
-            f"{type(shift).__name__}"
-        )
+    shift = _integer_shift(shift)
     if shift < 0:
         raise ValueError(f"shift must be non-negative, got {shift}")
-    return int(shift)
+    return shift
 
 
 def _grid_pair(grid) -> tuple[int, int]:
@@ -109,6 +103,14 @@ def _grid_pair(grid) -> tuple[int, int]:
             f"grid must be a pair (H, W) of patch counts, got {grid!r}"
         ) from None
     return positive_int(H, "grid rows"), positive_int(W, "grid cols")
+
+
+def _grid_window_shift(grid, M, shift) -> tuple[int, int, int, int]:
+    """Checked ``(H, W, M, shift)``: windows tile the grid, 0 ≤ shift < M."""
+    H, W = _grid_pair(grid)
+    M = _window_side(M)
+    _check_tiles(H, W, M)
+    return H, W, M, _shift_amount(shift, M)
 
 
 # ------------------------------------------------------------------ windows
@@ -244,10 +246,7 @@ def shift_region_labels(grid, M: int, shift: int) -> np.ndarray:
     -------
     labels : ndarray of int, shape (H, W)
     """
-    H, W = _grid_pair(grid)
-    M = _window_side(M)
-    _check_tiles(H, W, M)
-    shift = _shift_amount(shift, M)
+    H, W, M, shift = _grid_window_shift(grid, M, shift)
     if shift == 0:
         return np.zeros((H, W), dtype=int)
 
@@ -301,10 +300,7 @@ def padded_window_ids(grid, M: int, shift: int) -> np.ndarray:
         Row-major window index among the ``(H/M + 1)·(W/M + 1)`` windows of
         the padded grid (among ``(H/M)·(W/M)`` when ``shift`` is 0).
     """
-    H, W = _grid_pair(grid)
-    M = _window_side(M)
-    _check_tiles(H, W, M)
-    shift = _shift_amount(shift, M)
+    H, W, M, shift = _grid_window_shift(grid, M, shift)
     offset = (M - shift) % M
     rows = (np.arange(H) + offset) // M
     cols = (np.arange(W) + offset) // M
