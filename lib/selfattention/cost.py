@@ -161,6 +161,15 @@ def _grid(h, w, C):
     return positive_int(h, "h"), positive_int(w, "w"), positive_int(C, "C")
 
 
+def _window_side(M, h: int, w: int) -> int:
+    """``M`` as a positive int whose windows tile the ``h × w`` grid."""
+    M = positive_int(M, "M")
+    if h % M or w % M:
+        raise ValueError(f"windows of M={M} patches must tile the {h} × {w} "
+                         f"patch grid: M must divide h and w")
+    return M
+
+
 def global_attention_flops(h, w, C) -> int:
     """Swin's cost of global multi-head self-attention, ``4hwC² + 2(hw)²C``.
 
@@ -211,10 +220,7 @@ def window_attention_flops(h, w, C, M) -> int:
         If ``M`` does not divide ``h`` and ``w`` (windows must tile the grid).
     """
     h, w, C = _grid(h, w, C)
-    M = positive_int(M, "M")
-    if h % M or w % M:
-        raise ValueError(f"windows of M={M} patches must tile the {h} × {w} "
-                         f"patch grid: M must divide h and w")
+    M = _window_side(M, h, w)
     return 4 * h * w * C * C + 2 * M * M * h * w * C
 
 
@@ -231,10 +237,7 @@ def window_score_entries(h, w, M, heads: int = 1) -> int:
         If ``M`` does not divide ``h`` and ``w``.
     """
     h, w = positive_int(h, "h"), positive_int(w, "w")
-    M = positive_int(M, "M")
-    if h % M or w % M:
-        raise ValueError(f"windows of M={M} patches must tile the {h} × {w} "
-                         f"patch grid: M must divide h and w")
+    M = _window_side(M, h, w)
     return positive_int(heads, "heads") * h * w * M * M
 
 
