@@ -110,3 +110,8 @@ def test_show_loglog_writes_a_negative_slope_with_a_minus_sign(ax):
     x = np.array([1.0, 2.0, 4.0])
     plots.show_loglog(ax, x, 1 / x)
     assert [t.get_text() for t in ax.texts] == ["slope \u22121.00"]
+
+
+def test_mark_cell_size(ax):
+    plots.mark_cell(ax, 0, 0, size=8)
+    assert ax.lines[0].get_markersize() == 8

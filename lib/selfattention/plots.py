@@ -154,10 +154,11 @@ def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
     return ax
 
 
-def mark_cell(ax, row: int, col: int, color: str = ACCENT):
-    """Outline cell (row, col) of a grid drawn with :func:`show_grid` or
-    :func:`show_mask` with an open square (chapter 7)."""
-    ax.plot(col, row, "s", mfc="none", mec=color, ms=11, mew=2.5)
+def mark_cell(ax, row: int, col: int, color: str = ACCENT,
+              size: float = 11):
+    """Outline cell (row, col) of a grid, or pixel (row, col) of an image,
+    with an open square ``size`` points wide (chapters 7 and 9)."""
+    ax.plot(col, row, "s", mfc="none", mec=color, ms=size, mew=2.5)
     return ax
 
 
