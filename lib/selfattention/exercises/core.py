@@ -13,6 +13,11 @@ it in :func:`results`, and, when the environment variable
 ``SELFATTENTION_RESULTS`` names a file, appends it there as one JSON line
 (that is how the grader collects scores from an executed notebook).
 Exceptions raised by the student's own code are caught and reported.
+
+Small helpers turn an answer into what a check compares, with the same
+wording in every chapter: :func:`answered` (a value exercise's starter),
+:func:`int_pair`, :func:`returned_array`, :func:`returned_arrays` and
+:func:`expect_shape`.
 """
 
 from __future__ import annotations
@@ -23,7 +28,11 @@ import os
 import traceback
 from dataclasses import asdict, dataclass
 
-__all__ = ["Feedback", "NotDone", "Wrong", "check", "results", "call"]
+import numpy as np
+
+__all__ = ["Feedback", "NotDone", "Wrong", "check", "results", "call",
+           "answered", "int_pair", "returned_array", "returned_arrays",
+           "expect_shape"]
 
 _RESULTS: dict[str, "Feedback"] = {}
 
@@ -97,6 +106,67 @@ def call(fn, *args, what: str = "your function"):
     if out is None:
         raise NotDone(f"{what} returned None; fill in its body")
     return out
+
+
+def answered(value, expected: str, name: str = "answer"):
+    """Return ``value``, or raise :class:`NotDone` while it is the starter.
+
+    A value exercise starts from ``answer = None`` (or ``...``); the message
+    asks to set ``name`` to ``expected``, e.g. ``"a pair (row, col)"``.
+    """
+    if value is None or value is Ellipsis:
+        raise NotDone(f"`{name}` is still empty; set it to {expected}")
+    return value
+
+
+def int_pair(value, wrong: str) -> tuple[int, int]:
+    """``value`` as a pair of ints, or :class:`Wrong` saying ``wrong``.
+
+    The message is ``wrong`` followed by ``", got <repr of value>"``, e.g.
+    ``int_pair(answer, "answer should be a pair (row, col)")``.
+    """
+    try:
+        a, b = (int(v) for v in value)
+    except (TypeError, ValueError):
+        raise Wrong(f"{wrong}, got {value!r}") from None
+    return a, b
+
+
+def returned_array(out, what: str, kind: str = "an array of numbers"):
+    """What ``what`` returned, as a float array, or :class:`Wrong`.
+
+    The message reads "``what`` should return ``kind``, got <type>".
+    """
+    try:
+        return np.asarray(out, dtype=float)
+    except (TypeError, ValueError):
+        raise Wrong(f"{what} should return {kind}, got "
+                    f"{type(out).__name__}") from None
+
+
+def returned_arrays(out, count: int, wrong: str, dtype=float) -> tuple:
+    """The ``count`` arrays a student function returns as a tuple.
+
+    Raises :class:`Wrong` with the message ``wrong`` unless ``out`` is a
+    tuple of ``count`` items; each becomes an array of ``dtype`` (``None``
+    keeps the dtype that NumPy infers).
+    """
+    if not (isinstance(out, tuple) and len(out) == count):
+        raise Wrong(wrong)
+    return tuple(np.asarray(a, dtype=dtype) for a in out)
+
+
+def expect_shape(arr, name: str, want: tuple, legend: str,
+                 why: str = "") -> None:
+    """Raise :class:`Wrong` unless ``arr`` has the shape ``want``.
+
+    The message reads "``name`` has shape <shape>, expected ``legend`` =
+    ``want``", followed by ``": why"`` if ``why`` is given; ``legend`` names
+    the sizes, e.g. ``"(n_q, n_k)"``.
+    """
+    if arr.shape != want:
+        raise Wrong(f"{name} has shape {arr.shape}, expected {legend} = "
+                    f"{want}" + (f": {why}" if why else ""))
 
 
 def check(exercise: str, points: float = 1.0, success: str = ""):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import softmax
-from .core import NotDone, Wrong, call, check
+from .core import Wrong, answered, call, check, int_pair, returned_arrays
 
 __all__ = ["check_count", "check_online_update", "COUNT_SETTING"]
 
@@ -18,14 +18,8 @@ COUNT_SETTING = dict(image_size=384, patch_size=16, heads=12, itemsize=4)
                "15,925,248 bytes (about 15.9 MB) per layer.")
 def check_count(answer):
     """Exercise 6.1: tokens and score bytes of a 384 × 384 ViT-B/16 input."""
-    if answer is None or answer is Ellipsis:
-        raise NotDone("`answer` is still empty; set it to a pair "
-                      "(n_tokens, n_bytes)")
-    try:
-        n, nbytes = (int(v) for v in answer)
-    except (TypeError, ValueError):
-        raise Wrong(f"answer should be a pair (n_tokens, n_bytes), got "
-                    f"{answer!r}") from None
+    answered(answer, "a pair (n_tokens, n_bytes)")
+    n, nbytes = int_pair(answer, "answer should be a pair (n_tokens, n_bytes)")
     S, P, h, b = (COUNT_SETTING[k] for k in
                   ("image_size", "patch_size", "heads", "itemsize"))
     n_ok = (S // P) ** 2
@@ -66,10 +60,8 @@ def _fold(update, S, V, block):
         out = call(update, m.copy(), l.copy(), acc.copy(),
                    S[:, k0:k0 + block].copy(), V[k0:k0 + block].copy(),
                    what="my_online_update")
-        if not (isinstance(out, tuple) and len(out) == 3):
-            raise Wrong("my_online_update should return three arrays "
-                        "(m, l, acc)")
-        m, l, acc = (np.asarray(a, dtype=float) for a in out)
+        m, l, acc = returned_arrays(out, 3, "my_online_update should return "
+                                    "three arrays (m, l, acc)")
         if m.shape != (n_q,) or l.shape != (n_q,) or acc.shape != (
                 n_q, V.shape[1]):
             raise Wrong(f"shapes should stay m {(n_q,)}, l {(n_q,)}, acc "

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..attention import attention, softmax
 from ..example import running_example
-from .core import NotDone, Wrong, call, check
+from .core import (Wrong, answered, call, check, expect_shape, int_pair,
+                   returned_arrays)
 
 __all__ = ["check_softmax", "check_attention", "check_cross_attention",
            "cross_attention_pair"]
@@ -55,16 +56,11 @@ def check_attention(my_attention):
     K = rng.standard_normal((n_k, d_k))
     V = rng.standard_normal((n_k, d_v))
     out = call(my_attention, Q, K, V, what="my_attention")
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise Wrong("my_attention should return a pair (Y, A): outputs and "
-                    "weights")
-    Y, A = (np.asarray(a) for a in out)
-    if A.shape != (n_q, n_k):
-        raise Wrong(f"A has shape {A.shape}, expected (n_q, n_k) = "
-                    f"{(n_q, n_k)}: one row per query, one column per key")
-    if Y.shape != (n_q, d_v):
-        raise Wrong(f"Y has shape {Y.shape}, expected (n_q, d_v) = "
-                    f"{(n_q, d_v)}")
+    Y, A = returned_arrays(out, 2, "my_attention should return a pair (Y, A): "
+                           "outputs and weights", dtype=None)
+    expect_shape(A, "A", (n_q, n_k), "(n_q, n_k)",
+                 "one row per query, one column per key")
+    expect_shape(Y, "Y", (n_q, d_v), "(n_q, d_v)")
     Y_ref, A_ref = attention(Q, K, V)
     if np.allclose(A, softmax(Q @ K.T)):
         raise Wrong("the weights are softmax(Q Kᵀ): divide the scores by "
@@ -97,15 +93,11 @@ def check_cross_attention(answer):
     """Exercise 1.3: the patch of image 2 that patch (0, 1) of image 1 attends to most."""
     from ..patches import center, patchify
 
-    if answer is None or answer is Ellipsis:
-        raise NotDone("`answer` is still empty; set it to a pair (row, col)")
+    answered(answer, "a pair (row, col)")
     if isinstance(answer, (int, np.integer)):
         raise Wrong(f"{answer} is a token index; give the patch as (row, col), "
                     f"e.g. divmod(index, 8)")
-    try:
-        r, c = (int(v) for v in answer)
-    except (TypeError, ValueError):
-        raise Wrong(f"answer should be a pair (row, col), got {answer!r}") from None
+    r, c = int_pair(answer, "answer should be a pair (row, col)")
     img1, img2, W_q, W_k, W_v = cross_attention_pair()
     X1, X2 = center(patchify(img1, 4)), center(patchify(img2, 4))
     _, A = attention(X1 @ W_q, X2 @ W_k, X2 @ W_v)

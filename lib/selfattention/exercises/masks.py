@@ -6,7 +6,7 @@ import numpy as np
 
 from ..attention import attention, softmax
 from ..masks import causal_mask
-from .core import NotDone, Wrong, call, check
+from .core import Wrong, call, check, expect_shape, returned_arrays
 
 __all__ = ["check_causal_mask", "check_masked_attention", "check_mha_mask"]
 
@@ -77,17 +77,11 @@ def check_masked_attention(my_masked_attention):
     with np.errstate(all="ignore"):
         out = call(my_masked_attention, Q.copy(), K.copy(), V.copy(),
                    mask.copy(), what="my_masked_attention")
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise Wrong("my_masked_attention should return a pair (Y, A): "
-                    "outputs and weights")
-    Y, A = (np.asarray(a, dtype=float) for a in out)
+    Y, A = returned_arrays(out, 2, "my_masked_attention should return a "
+                           "pair (Y, A): outputs and weights")
     n_q, n_k, d_v = Q.shape[0], K.shape[0], V.shape[1]
-    if A.shape != (n_q, n_k):
-        raise Wrong(f"A has shape {A.shape}, expected (n_q, n_k) = "
-                    f"{(n_q, n_k)}")
-    if Y.shape != (n_q, d_v):
-        raise Wrong(f"Y has shape {Y.shape}, expected (n_q, d_v) = "
-                    f"{(n_q, d_v)}")
+    expect_shape(A, "A", (n_q, n_k), "(n_q, n_k)")
+    expect_shape(Y, "Y", (n_q, d_v), "(n_q, d_v)")
     if not np.all(np.isfinite(A)):
         raise Wrong("A contains NaN or inf; mask the scores with "
                     "np.where(mask, S, -np.inf) and use a softmax that "

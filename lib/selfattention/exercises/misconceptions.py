@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import softmax
-from .core import NotDone, Wrong, call, check
+from .core import Wrong, answered, call, check, returned_array
 
 __all__ = ["check_masked_softmax", "same_output_values", "check_same_output"]
 
@@ -20,11 +20,7 @@ def check_masked_softmax(masked_softmax):
     mask = rng.random((5, 7)) < 0.5
     mask[np.arange(5), rng.integers(0, 7, 5)] = True     # no empty row
     out = call(masked_softmax, S.copy(), mask.copy(), what="masked_softmax")
-    try:
-        A = np.asarray(out, dtype=float)
-    except (TypeError, ValueError):
-        raise Wrong(f"masked_softmax should return an array of weights, got "
-                    f"{type(out).__name__}") from None
+    A = returned_array(out, "masked_softmax", "an array of weights")
     if A.shape != S.shape:
         raise Wrong(f"masked_softmax returned shape {A.shape}; the weights "
                     f"have the shape of the scores, {S.shape}")
@@ -58,8 +54,7 @@ def same_output_values() -> np.ndarray:
 
 
 def _weights(w, name):
-    if w is None or w is Ellipsis:
-        raise NotDone(f"`{name}` is still empty; set it to five weights")
+    answered(w, "five weights", name)
     try:
         w = np.asarray(w, dtype=float)
     except (TypeError, ValueError):

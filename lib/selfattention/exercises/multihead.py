@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import attention, merge_heads, multi_head_attention, split_heads
-from .core import Wrong, call, check
+from .core import Wrong, call, check, returned_arrays
 
 __all__ = ["check_split_merge", "check_multi_head", "check_parameter_count",
            "mha_parameter_count"]
@@ -82,10 +82,8 @@ def check_multi_head(my_multi_head):
     W_q, W_k, W_v = (rng.standard_normal((d, d)) for _ in range(3))
     W_o = rng.standard_normal((d, 5))      # d_out = 5 shows a missing W_o
     out = call(my_multi_head, X, W_q, W_k, W_v, W_o, h, what="my_multi_head")
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise Wrong("my_multi_head should return a pair (Y, A): outputs and "
-                    "the stacked attention maps")
-    Y, A = (np.asarray(a, dtype=float) for a in out)
+    Y, A = returned_arrays(out, 2, "my_multi_head should return a pair "
+                           "(Y, A): outputs and the stacked attention maps")
     Y_ref, A_ref = multi_head_attention(X, W_q, W_k, W_v, W_o, h)
     if A.shape != A_ref.shape:
         raise Wrong(f"A has shape {A.shape}; stack one (n, n) map per head: "

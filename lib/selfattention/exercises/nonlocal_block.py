@@ -6,7 +6,7 @@ import numpy as np
 
 from ..attention import softmax
 from ..nonlocal_block import scope_mask
-from .core import NotDone, Wrong, call, check
+from .core import Wrong, answered, call, check, expect_shape, returned_arrays
 
 __all__ = ["check_dot_product", "check_time_mask", "check_gate"]
 
@@ -22,15 +22,10 @@ def check_dot_product(my_dot_product):
     W_theta, W_phi = rng.standard_normal((2, C, d_k))
     W_g = rng.standard_normal((C, d_v))
     out = call(my_dot_product, x, W_theta, W_phi, W_g, what="my_dot_product")
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise Wrong("my_dot_product should return a pair (Y, F): responses "
-                    "and pairwise weights")
-    Y, F = (np.asarray(a, dtype=float) for a in out)
-    if F.shape != (N, N):
-        raise Wrong(f"F has shape {F.shape}, expected (N, N) = {(N, N)}: one "
-                    f"weight per pair of positions")
-    if Y.shape != (N, d_v):
-        raise Wrong(f"Y has shape {Y.shape}, expected (N, d_v) = {(N, d_v)}")
+    Y, F = returned_arrays(out, 2, "my_dot_product should return a pair "
+                           "(Y, F): responses and pairwise weights")
+    expect_shape(F, "F", (N, N), "(N, N)", "one weight per pair of positions")
+    expect_shape(Y, "Y", (N, d_v), "(N, d_v)")
     S = (x @ W_theta) @ (x @ W_phi).T
     if np.allclose(F, softmax(S)) or np.allclose(F, softmax(S / np.sqrt(d_k))):
         raise Wrong("F is a softmax of the scores: that is the embedded "
@@ -89,9 +84,7 @@ def check_time_mask(my_time_mask):
        success="only gamma: every other gradient is multiplied by gamma = 0.")
 def check_gate(answer):
     """Exercise 8.3: the parameters with a non-zero gradient at step 0."""
-    if answer is None or answer is Ellipsis:
-        raise NotDone("`answer` is still empty; set it to a set of "
-                      "parameter names")
+    answered(answer, "a set of parameter names")
     if isinstance(answer, str):
         answer = {answer}
     try:

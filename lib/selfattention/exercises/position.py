@@ -5,18 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..position import relative_position_bias, sinusoidal_1d
-from .core import Wrong, call, check
+from .core import Wrong, call, check, returned_array
 
 __all__ = ["check_sinusoidal", "check_unshuffle", "check_bias",
            "unshuffle_case"]
-
-
-def _array(out, name):
-    try:
-        return np.asarray(out, dtype=float)
-    except (TypeError, ValueError):
-        raise Wrong(f"{name} should return an array of numbers, got "
-                    f"{type(out).__name__}") from None
 
 
 @check("ex-position-sinusoidal", points=1.0,
@@ -25,8 +17,8 @@ def _array(out, name):
 def check_sinusoidal(my_sinusoidal):
     """Exercise 5.1: the sinusoidal encoding of positions 0 … n-1."""
     n, d = 7, 10
-    E = _array(call(my_sinusoidal, n, d, what="my_sinusoidal"),
-               "my_sinusoidal")
+    E = returned_array(call(my_sinusoidal, n, d, what="my_sinusoidal"),
+                       "my_sinusoidal")
     ref = sinusoidal_1d(n, d)
     if E.shape == (d, n):
         raise Wrong(f"the encoding has shape {E.shape}; expected (n, d) = "
@@ -90,8 +82,8 @@ def check_unshuffle(unshuffle):
     """Exercise 5.2: recover f(X) from f(X[perm]) and perm."""
     X, perm, f = unshuffle_case()
     Y, Y_shuffled = f(X), f(X[perm])
-    out = _array(call(unshuffle, Y_shuffled.copy(), perm.copy(),
-                      what="unshuffle"), "unshuffle")
+    out = returned_array(call(unshuffle, Y_shuffled.copy(), perm.copy(),
+                              what="unshuffle"), "unshuffle")
     if out.shape != Y.shape:
         raise Wrong(f"unshuffle returned shape {out.shape}; expected the "
                     f"shape of the outputs, {Y.shape}")
@@ -116,8 +108,8 @@ def check_bias(my_bias):
     rows, cols = 3, 4                      # not square: catches swapped axes
     rng = np.random.default_rng(53)
     table = rng.standard_normal((2 * rows - 1, 2 * cols - 1))
-    B = _array(call(my_bias, table.copy(), rows, cols, what="my_bias"),
-               "my_bias")
+    B = returned_array(call(my_bias, table.copy(), rows, cols, what="my_bias"),
+                       "my_bias")
     n = rows * cols
     if B.shape != (n, n):
         raise Wrong(f"B has shape {B.shape}; expected (rows·cols, rows·cols)"

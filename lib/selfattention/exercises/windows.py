@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..windows import relative_position_index, window_partition
-from .core import Wrong, call, check
+from .core import Wrong, call, check, int_pair
 
 __all__ = ["check_window_partition", "check_window_counts",
            "check_score_ratio", "check_relative_index"]
@@ -67,12 +67,9 @@ def check_window_counts(my_counts):
     """Exercise 7.2: windows after a shift, cyclic shift vs padding."""
     cases = [(56, 56, 7), (8, 12, 4), (14, 28, 7)]
     for H, W, M in cases:
-        out = call(my_counts, H, W, M, what="my_counts")
-        try:
-            cyc, pad = (int(v) for v in out)
-        except (TypeError, ValueError):
-            raise Wrong(f"my_counts should return a pair (cyclic, padded) "
-                        f"of ints, got {out!r}") from None
+        cyc, pad = int_pair(call(my_counts, H, W, M, what="my_counts"),
+                            "my_counts should return a pair (cyclic, padded) "
+                            "of ints")
         a, b = H // M, W // M
         want = (a * b, (a + 1) * (b + 1))
         if (cyc, pad) == want:
