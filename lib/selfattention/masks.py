@@ -163,6 +163,7 @@ def neighborhood_mask(grid: tuple[int, int], radius: int) -> np.ndarray:
     return (offset <= radius).all(axis=-1)                   # (n, n)
 
 
+#: The kinds :func:`mask_of_kind` accepts, in the order a widget offers them.
 MASK_KINDS = ("none", "causal", "local", "window")
 
 
@@ -189,7 +190,7 @@ def mask_of_kind(kind: str, grid: tuple[int, int], size: int) -> np.ndarray:
     Raises
     ------
     ValueError
-        If ``kind`` is not one of :data:`MASK_KINDS`, or ``size`` does not
+        If ``kind`` is not one of ``MASK_KINDS``, or ``size`` does not
         suit it (see the functions above).
     """
     if kind not in MASK_KINDS:

@@ -3,13 +3,13 @@
 
 What is measured, and how:
 
-* **Time** is processor time, :func:`time.process_time`: the seconds the
+* **Time** is processor time, ``time.process_time``: the seconds the
   processor spent on this process, user and system, summed over all its
   threads. Unlike the wall clock it hardly changes when other programs share
   the machine; a computation spread over two threads shows about twice its
   wall-clock time. :func:`best_time` keeps the fastest of a few runs, the one
   least disturbed by the rest of the system.
-* **Peak memory** is what Python's :mod:`tracemalloc` sees: the largest
+* **Peak memory** is what Python's ``tracemalloc`` sees: the largest
   number of bytes allocated at once through Python's allocators while the
   call runs, counted from the start of the call. NumPy allocates its arrays
   there, so every temporary of a NumPy computation is counted, byte for byte
@@ -58,7 +58,7 @@ def random_qkv(n: int, d: int, rng: np.random.Generator,
 
 def best_time(fn, *args, repeat: int = 3, **kwargs) -> float:
     """Fastest of ``repeat`` runs of ``fn(*args, **kwargs)``, in processor
-    seconds (:func:`time.process_time`, all threads of this process).
+    seconds (``time.process_time``, all threads of this process).
 
     The result of ``fn`` is discarded (chapter 6).
     """
@@ -74,7 +74,7 @@ def best_time(fn, *args, repeat: int = 3, **kwargs) -> float:
 
 
 def run_traced(fn, *args, **kwargs):
-    """Run ``fn(*args, **kwargs)`` once under :mod:`tracemalloc`.
+    """Run ``fn(*args, **kwargs)`` once under ``tracemalloc``.
 
     Returns
     -------
@@ -88,7 +88,7 @@ def run_traced(fn, *args, **kwargs):
     Raises
     ------
     RuntimeError
-        If :mod:`tracemalloc` is already tracing: two measurements would
+        If ``tracemalloc`` is already tracing: two measurements would
         disturb each other.
     """
     if not callable(fn):
