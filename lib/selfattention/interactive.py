@@ -10,7 +10,7 @@
 The HTML is a pure function of its inputs (numbers printed with fixed
 precision, an id derived from a hash of the data), so it is byte-for-byte
 stable and nbval can compare it. The three explorers share one shell
-(:func:`_explorer_html`): a titled box with a caption that screen readers
+(``_explorer_html``): a titled box with a caption that screen readers
 announce, and a script that reads the data and finds its elements; each
 explorer adds its own controls and drawing code.
 """
