@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from selfattention._validate import (check_qkv, every_query_has_a_key,
-                                     integer, positive_int, positive_scale)
+                                     generator, integer, positive_int,
+                                     positive_scale)
 from selfattention.attention import attention
 from selfattention.blockwise import blockwise_attention
 
@@ -85,3 +86,17 @@ def test_a_query_without_keys_is_named_with_its_index():
             fn(Q, Q, Q, mask=mask[..., :3])
         assert str(err.value).startswith("mask leaves query 2 (index (1, 2))")
         assert str(err.value).endswith("(PyTorch returns " + tail)
+
+
+@pytest.mark.parametrize("bad", [0, None, np.random.RandomState(0)])
+def test_generator_asks_for_default_rng(bad):
+    with pytest.raises(TypeError) as err:
+        generator(bad)
+    assert str(err.value) == (
+        "rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
+        f"got {type(bad).__name__}")
+
+
+def test_generator_returns_the_generator_itself():
+    rng = np.random.default_rng(0)
+    assert generator(rng) is rng

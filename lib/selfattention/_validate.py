@@ -146,3 +146,17 @@ def every_query_has_a_key(mask, torch_gives: str) -> None:
             f"attend to: every entry of its row is False, so its softmax "
             f"is undefined (PyTorch returns {torch_gives})"
         )
+
+
+def generator(rng) -> np.random.Generator:
+    """Return ``rng`` if it is a NumPy random ``Generator``, or raise.
+
+    The book passes ``rng = np.random.default_rng(seed)`` explicitly; the
+    legacy ``np.random.RandomState`` and plain seeds raise ``TypeError``.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng must be a numpy.random.Generator "
+            f"(np.random.default_rng(seed)), got {type(rng).__name__}"
+        )
+    return rng

@@ -24,19 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_float_array, positive_int
+from ._validate import as_float_array, generator, positive_int
 
 __all__ = ["textured_scene", "shifted_pair", "normalize", "displacements",
            "pixel_features", "correlation_volume", "argmax_flow", "lookup",
            "RepeatedPattern", "repeated_pattern_pair", "offset_encoding"]
-
-
-def _check_rng(rng):
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)),"
-            f" got {type(rng).__name__}"
-        )
 
 
 def textured_scene(rng: np.random.Generator, size: int = 32,
@@ -53,7 +45,7 @@ def textured_scene(rng: np.random.Generator, size: int = 32,
     img : ndarray, shape (size, size)
         Values in [0, 0.9 + texture].
     """
-    _check_rng(rng)
+    generator(rng)
     size = positive_int(size, "size")
     n_shapes = positive_int(n_shapes, "n_shapes")
     if size < 12:
@@ -86,7 +78,7 @@ def shifted_pair(img, shift: tuple[int, int], rng: np.random.Generator,
         ``img2[y + dy, x + dx] ≈ img1[y, x]`` (indices modulo H and W).
     """
     img = as_float_array(img, "img", min_ndim=2)
-    _check_rng(rng)
+    generator(rng)
     if img.ndim != 2:
         raise ValueError(f"img must be a 2-D image, got shape {img.shape}")
     try:
@@ -289,7 +281,7 @@ def repeated_pattern_pair(rng: np.random.Generator,
     the frame, no wrap-around). Each frame gets its own noise
     (``2 · 24 · 40`` normals from ``rng``).
     """
-    _check_rng(rng)
+    generator(rng)
     grid, p = (6, 10), 4
     copies = ((2, 1), (2, 3), (2, 5), (2, 7))
     landmark = (4, 8)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validate import as_float_array, positive_int
+from ._validate import as_float_array, generator, positive_int
 
 __all__ = ["FORMS", "SCOPES", "moving_square_video", "scope_mask",
            "nonlocal_op", "mass_per_frame", "NonLocalBlock"]
@@ -77,11 +77,7 @@ def moving_square_video(rng: np.random.Generator, T: int = 4, size: int = 24,
     ValueError
         If the moving square leaves the frame or meets the static square.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)),"
-            f" got {type(rng).__name__}"
-        )
+    generator(rng)
     T, size, side = (positive_int(v, name) for v, name in
                      ((T, "T"), (size, "size"), (side, "side")))
     video = np.zeros((T, size, size))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, positive_int
+from ._validate import as_float_array, generator, positive_int
 
 __all__ = ["two_squares", "patchify", "unpatchify", "center",
            "digit_patch_tokens"]
@@ -25,11 +25,7 @@ def two_squares(rng: np.random.Generator, size: int = 32,
     -------
     img : ndarray, shape (size, size)
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)),"
-            f" got {type(rng).__name__}"
-        )
+    generator(rng)
     size = positive_int(size, "size")
     img = np.zeros((size, size))
     a, b = size // 16, 7 * size // 16                  # 2 and 14 for size 32

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_float_array, positive_int
+from ._validate import as_float_array, generator, positive_int
 from .attention import softmax
 
 __all__ = ["softmax_jacobian", "jacobian_norm", "LogitStats", "logit_stats",
@@ -188,11 +188,7 @@ def scaling_experiment(T, d_ks, rng: np.random.Generator,
     T = as_float_array(T, "T", min_ndim=1)
     if T.ndim != 3:
         raise ValueError(f"T must have shape (N, n, p), got shape {T.shape}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)),"
-            f" got {type(rng).__name__}"
-        )
+    generator(rng)
     if isinstance(weight_scale, bool) or not np.isscalar(weight_scale) or not (
         np.isfinite(weight_scale) and weight_scale > 0
     ):

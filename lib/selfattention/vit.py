@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validate import as_float_array, positive_int
+from ._validate import as_float_array, generator, positive_int
 from .patches import patchify
 
 __all__ = ["DigitSplit", "digit_split", "TinyViT", "train", "logits",
@@ -332,11 +332,7 @@ def shuffle_patches(X, rng: np.random.Generator):
     perms : ndarray of int, shape (N, n)
         The permutation applied to each image.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator (np.random.default_rng("
-            f"seed)), got {type(rng).__name__}"
-        )
+    generator(rng)
     X = as_float_array(X, "X", min_ndim=3)
     perms = np.stack([rng.permutation(X.shape[1]) for _ in range(len(X))])
     return np.take_along_axis(X, perms[:, :, None], axis=1), perms
