@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from selfattention._validate import (check_qkv, every_query_has_a_key,
-                                     generator, integer, positive_int,
-                                     positive_scale)
+from selfattention._validate import (broadcasts_to, check_qkv,
+                                     every_query_has_a_key, generator,
+                                     integer, positive_int, positive_scale)
 from selfattention.attention import attention
 from selfattention.blockwise import blockwise_attention
 
@@ -100,3 +100,12 @@ def test_generator_asks_for_default_rng(bad):
 def test_generator_returns_the_generator_itself():
     rng = np.random.default_rng(0)
     assert generator(rng) is rng
+
+
+@pytest.mark.parametrize("shape, target, ok", [
+    ((4, 5), (2, 4, 5), True), ((1, 5), (4, 5), True), ((), (4, 5), True),
+    ((3, 5), (4, 5), False),            # does not broadcast at all
+    ((2, 4, 5), (4, 5), False),         # broadcasts, but to a larger shape
+])
+def test_broadcasts_to(shape, target, ok):
+    assert broadcasts_to(shape, target) is ok

@@ -91,6 +91,14 @@ def broadcast_shape(a: tuple, b: tuple, names: tuple[str, str]) -> tuple:
         ) from None
 
 
+def broadcasts_to(shape: tuple, target: tuple) -> bool:
+    """True if an array of ``shape`` broadcasts to exactly ``target``."""
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
+
+
 def check_qkv(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``Q``, ``K`` and ``V`` as float arrays that fit attention.
 

@@ -16,8 +16,8 @@ import math
 import numpy as np
 
 from ._validate import (as_bool_mask, as_float_array, broadcast_shape,
-                        check_qkv, every_query_has_a_key, positive_int,
-                        positive_scale)
+                        broadcasts_to, check_qkv, every_query_has_a_key,
+                        positive_int, positive_scale)
 
 __all__ = ["softmax", "attention", "multi_head_attention", "split_heads",
            "merge_heads"]
@@ -230,11 +230,7 @@ def _check_rows(W, X, w_name: str, x_name: str) -> None:
 
 
 def _check_broadcast(shape, target, name: str, last: tuple) -> None:
-    try:
-        ok = np.broadcast_shapes(shape, target) == target
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_to(shape, target):
         raise ValueError(
             f"{name} must broadcast to the score matrix of shape {target} "
             f"(last two axes (n_q, n_k) = {last}), got shape {shape}"

@@ -24,8 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._validate import (as_bool_mask, broadcast_shape, check_qkv,
-                        every_query_has_a_key, positive_int, positive_scale)
+from ._validate import (as_bool_mask, broadcast_shape, broadcasts_to,
+                        check_qkv, every_query_has_a_key, positive_int,
+                        positive_scale)
 
 __all__ = ["blockwise_attention", "online_softmax_update"]
 
@@ -130,11 +131,7 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block_q: int = 1024,
     if mask is not None:
         mask = as_bool_mask(mask, "mask")
         full = batch + (n_q, n_k)
-        try:
-            ok = np.broadcast_shapes(mask.shape, full) == full
-        except ValueError:
-            ok = False
-        if not ok:
+        if not broadcasts_to(mask.shape, full):
             raise ValueError(
                 f"mask must broadcast to the score shape {full} (last two "
                 f"axes (n_q, n_k) = {(n_q, n_k)}), got shape {mask.shape}")
