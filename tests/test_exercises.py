@@ -81,3 +81,24 @@ def test_results_are_appended_to_the_file_the_grader_names(tmp_path, monkeypatch
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["points"] for r in rows] == [2.0, 0.0]
     assert rows[1]["message"] == "x must be positive"
+
+
+def test_a_check_never_raises_on_an_unreadable_answer():
+    # np.asarray(float) of a string inside a check body must become feedback
+    @check("ex-unreadable", points=1.0)
+    def check_float(answer):
+        return float(answer) and None
+
+    check_float("not a number")
+    fb = last("ex-unreadable")
+    assert fb.status == "wrong" and "could not be checked" in fb.message
+    assert "ValueError" in fb.message
+
+
+def test_explorer_titles_are_escaped():
+    from selfattention.interactive import patch_explorer
+
+    A = np.full((4, 4), 0.25)
+    html = patch_explorer(np.zeros((4, 4)), A, (2, 2), 2,
+                          title="Q < K & <b>").data
+    assert "Q &lt; K &amp; &lt;b&gt;" in html and "<b>" not in html

@@ -186,7 +186,8 @@ def patch_explorer(img, A, grid: tuple[int, int], patch: int,
     return _explorer_html(
         uid_prefix="sa-", css_class="sa-explorer", testid="patch-explorer",
         caption_testid="explorer-caption", width=cols * patch * scale,
-        title=title, controls=f'<div class="sa-heads">{head_buttons}</div>',
+        title=_html_escape(title),
+        controls=f'<div class="sa-heads">{head_buttons}</div>',
         canvas=(cols * patch * scale, rows * patch * scale, label, True),
         payload=_payload(data), setup=_PATCH_SETUP, draw=_PATCH_DRAW,
         colour=True)

@@ -12,7 +12,8 @@ returns nothing, so a check as a cell's last line shows one message), records
 it in :func:`results`, and, when the environment variable
 ``SELFATTENTION_RESULTS`` names a file, appends it there as one JSON line
 (that is how the grader collects scores from an executed notebook).
-Exceptions raised by the student's own code are caught and reported.
+Exceptions raised by the student's own code are caught and reported, and so is
+an answer of a type the check cannot read: a check never raises.
 
 Small helpers turn an answer into what a check compares, with the same
 wording in every chapter: :func:`answered` (a value exercise's starter),
@@ -183,6 +184,11 @@ def check(exercise: str, points: float = 1.0, success: str = ""):
                 fb = Feedback(exercise, "not done", str(err), 0.0, points)
             except Wrong as err:
                 fb = Feedback(exercise, "wrong", str(err), 0.0, points)
+            except Exception as err:  # an answer of a type the check can't read
+                fb = Feedback(
+                    exercise, "wrong",
+                    f"the answer could not be checked ({type(err).__name__}: "
+                    f"{err}); look at its type and shape", 0.0, points)
             _record(fb)
             print(fb)
 
