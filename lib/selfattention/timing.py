@@ -32,7 +32,7 @@ import tracemalloc
 
 import numpy as np
 
-from ._validate import positive_int
+from ._validate import generator, positive_int
 
 __all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes",
            "loglog_slope"]
@@ -50,9 +50,7 @@ def random_qkv(n: int, d: int, rng: np.random.Generator,
     [Q, K, V] : list of three ndarrays, each of shape (n, d)
     """
     n, d = positive_int(n, "n"), positive_int(d, "d")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, "
-                        f"got {type(rng).__name__}")
+    rng = generator(rng)
     return [rng.standard_normal((n, d)).astype(dtype) for _ in range(3)]
 
 
