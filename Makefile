@@ -45,6 +45,7 @@ test: book  ## Every check: strict build, library, links, browser, nbval on ever
 	exit $$status
 
 execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
+	$(PY) scripts/sync_code.py $(or $(NB),$(NOTEBOOKS))
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
 
 # Grading: seconds a cell may run, and notebooks graded at the same time.

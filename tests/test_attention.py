@@ -69,11 +69,6 @@ def test_adding_a_constant_to_a_row_changes_nothing(S, c):
     np.testing.assert_allclose(softmax(S + c), softmax(S), atol=1e-12)
 
 
-def test_softmax_along_another_axis():
-    S = np.arange(6.0).reshape(2, 3)
-    np.testing.assert_allclose(softmax(S, axis=0).sum(axis=0), 1.0)
-
-
 # ---------------------------------------------------------------- attention
 def test_attention_on_a_hand_computed_case():
     # Two keys; the query matches the first: weights e/(e+1) and 1/(e+1).

@@ -22,7 +22,7 @@ W = rng.standard_normal((8, 8))
     (lambda: attention(np.ones((2, 3, 4)), np.ones((3, 3, 4)),
                        np.ones((3, 3, 4))), ValueError, ["batch", "Q", "K"]),
     # wrong types
-    (lambda: attention("Q", K, V), TypeError, ["Q", "array of numbers"]),
+    (lambda: attention("Q", K, V), TypeError, ["Q", "array of real numbers"]),
     (lambda: attention(Q.astype(complex), K, V), TypeError, ["Q", "real"]),
     (lambda: attention(np.array([["a"]]), K, V), TypeError, ["Q", "dtype"]),
     # non-finite input

@@ -1,105 +1,132 @@
-"""The input checks that several modules share (selfattention._validate)."""
+"""Declared argument checks at the public boundary (selfattention._validate)."""
 
 import numpy as np
 import pytest
 
-from selfattention._validate import (broadcasts_to, check_qkv,
-                                     every_query_has_a_key, generator,
-                                     integer, positive_int, positive_scale)
-from selfattention.attention import attention
-from selfattention.blockwise import blockwise_attention
+from selfattention._validate import (boundary, bools, broadcasts_to, floats,
+                                     generator, integer, number, one_of,
+                                     optional, pair, positive, positive_int)
+from selfattention.attention import attention, multi_head_attention
 
 
-def test_check_qkv_promotes_integers_and_keeps_float32():
-    Q, K, V = check_qkv(np.ones((2, 3), int), np.ones((4, 3), np.float32),
-                        [[1.0, 2.0]] * 4)
-    assert (Q.dtype, K.dtype, V.dtype) == (np.float64, np.float32,
-                                           np.float64)
-    assert (Q.shape, K.shape, V.shape) == ((2, 3), (4, 3), (4, 2))
-
-
-@pytest.mark.parametrize("shapes, words", [
-    (((2, 3), (4, 2), (4, 2)), ["Q and K", "d_k", "(2, 3)", "(4, 2)"]),
-    (((2, 3), (4, 3), (5, 2)), ["K and V", "n_k", "(4, 3)", "(5, 2)"]),
-    (((3,), (4, 3), (4, 2)), ["Q", "at least 2"]),
+# ------------------------------------------------------------ constraints
+@pytest.mark.parametrize("constraint, value, error", [
+    (floats(), "text", TypeError), (floats(), None, TypeError),
+    (floats(), np.array(["a"]), TypeError), (floats(), 1j, TypeError),
+    (floats(min_ndim=2), np.ones(3), ValueError),
+    (floats(ndim=1), np.ones((2, 2)), ValueError),
+    (floats(), [0.0, np.nan], ValueError), (floats(), [np.inf], ValueError),
+    (floats(), [-np.inf], ValueError),
+    (bools(), np.ones(3), TypeError), (bools(ndim=2), np.ones(3, bool),
+                                       ValueError),
+    (integer(), 2.0, TypeError), (integer(), True, TypeError),
+    (integer(), "3", TypeError), (integer(0), -1, ValueError),
+    (integer(high=3), 4, ValueError), (positive_int(), 0, ValueError),
+    (number(), "1", TypeError), (number(), True, TypeError),
+    (number(), np.nan, ValueError), (positive(), 0.0, ValueError),
+    (positive(), -1, ValueError), (positive(), np.array([0.5]), TypeError),
+    (one_of("a", "b"), "c", ValueError),
+    (pair(positive_int()), 3, TypeError), (pair(positive_int()), (1, 2, 3),
+                                           TypeError),
+    (pair(positive_int()), (2, 0), ValueError),
+    (generator(), 0, TypeError),
+    (generator(), np.random.RandomState(0), TypeError),
 ])
-def test_attention_and_blockwise_reject_shapes_with_one_message(shapes,
-                                                                words):
-    args = [np.ones(s) for s in shapes]
-    messages = []
-    for fn in (check_qkv, attention, blockwise_attention):
-        with pytest.raises(ValueError) as err:
-            fn(*args)
-        messages.append(str(err.value))
-    assert messages[0] == messages[1] == messages[2]
-    assert all(w in messages[0] for w in words), messages[0]
+def test_wrong_type_is_a_type_error_wrong_value_a_value_error(
+        constraint, value, error):
+    with pytest.raises(error, match="^arg"):       # the message names it
+        constraint(value, "arg")
 
 
-def test_positive_scale_returns_the_value_itself():
+def test_floats_promotes_integers_and_bools_and_keeps_float32():
+    assert floats()(np.ones(3, int), "x").dtype == np.float64
+    assert floats()(np.ones(3, bool), "x").dtype == np.float64
+    assert floats()(np.ones(3, np.float32), "x").dtype == np.float32
+    assert floats(neg_inf=True)([-np.inf, 0.0], "x")[0] == -np.inf
+
+
+def test_scalars_come_back_as_the_values_the_maths_wants():
+    assert type(integer()(np.int64(-3), "x")) is int
     s = np.float32(0.25)
-    assert positive_scale(s) is s
-    assert positive_scale(3) == 3
-
-
-@pytest.mark.parametrize("bad", [0, -1.0, np.inf, np.nan, True,
-                                 np.array([0.5])])
-def test_positive_scale_rejects(bad):
-    with pytest.raises(ValueError, match="scale must be a positive finite"):
-        positive_scale(bad)
-    Q = np.ones((2, 3))
-    with pytest.raises(ValueError, match="scale must be a positive finite"):
-        attention(Q, Q, Q, scale=bad)
-    with pytest.raises(ValueError, match="scale must be a positive finite"):
-        blockwise_attention(Q, Q, Q, scale=bad)
-
-
-@pytest.mark.parametrize("bad", [True, 2.0, "3", None, np.float64(1.0)])
-def test_integer_refuses_bools_and_non_integers(bad):
-    with pytest.raises(TypeError) as err:
-        integer(bad, "shift", "an integer number of patches")
-    assert str(err.value) == (f"shift must be an integer number of patches, "
-                              f"got {type(bad).__name__}")
-    with pytest.raises(TypeError, match="n must be a positive integer, got"):
-        positive_int(bad, "n")
-
-
-def test_integer_accepts_numpy_integers():
-    assert integer(np.int64(-3), "x") == -3
-    assert type(integer(np.int32(4), "x")) is int
-
-
-def test_a_query_without_keys_is_named_with_its_index():
-    mask = np.ones((2, 3, 4), bool)
-    every_query_has_a_key(mask, "NaN there")                 # no error
-    mask[1, 2] = False
-    with pytest.raises(ValueError) as err:
-        every_query_has_a_key(mask, "NaN there")
-    assert str(err.value) == (
-        "mask leaves query 2 (index (1, 2)) with no key to attend to: every "
-        "entry of its row is False, so its softmax is undefined (PyTorch "
-        "returns NaN there)")
-    Q = np.ones((2, 3, 4))
-    for fn, tail in ((attention, "NaN or zeros there, depending on the "
-                                 "function)"),
-                     (blockwise_attention, "NaN there)")):
-        with pytest.raises(ValueError) as err:
-            fn(Q, Q, Q, mask=mask[..., :3])
-        assert str(err.value).startswith("mask leaves query 2 (index (1, 2))")
-        assert str(err.value).endswith("(PyTorch returns " + tail)
-
-
-@pytest.mark.parametrize("bad", [0, None, np.random.RandomState(0)])
-def test_generator_asks_for_default_rng(bad):
-    with pytest.raises(TypeError) as err:
-        generator(bad)
-    assert str(err.value) == (
-        "rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
-        f"got {type(bad).__name__}")
-
-
-def test_generator_returns_the_generator_itself():
+    assert positive()(s, "x") is s
+    assert pair(positive_int())([2, np.int64(3)], "grid") == (2, 3)
+    assert optional(positive_int())(None, "x") is None
     rng = np.random.default_rng(0)
-    assert generator(rng) is rng
+    assert generator()(rng, "rng") is rng
+
+
+# ------------------------------------------------------------ the boundary
+def test_boundary_converts_checks_and_calls_the_bare_function():
+    seen = []
+
+    def at_least_two(args):
+        if args["x"].size < 2:
+            raise ValueError("x needs two entries")
+
+    @boundary(x=floats(), n=positive_int(), checks=(at_least_two,))
+    def f(x, n=1):
+        seen.append((x.dtype, n))
+        return x.sum() * n
+
+    assert f([1, 2], n=np.int64(2)) == 6
+    assert seen == [(np.float64, 2)]
+    with pytest.raises(ValueError, match="two entries"):
+        f([1.0])
+    with pytest.raises(TypeError, match="^n must be"):
+        f([1.0, 2.0], 1.5)
+    assert f.__wrapped__(np.array([1, 2]), 3) == 9   # the bare maths
+
+
+def test_nested_public_calls_are_not_checked_again():
+    calls = []
+
+    def counted(args):
+        calls.append(1)
+
+    @boundary(x=floats(), checks=(counted,))
+    def inner(x):
+        return x + 1
+
+    @boundary(x=floats(), checks=(counted,))
+    def outer(x):
+        return inner(inner(x))
+
+    outer([1.0])
+    assert len(calls) == 1                 # only where the caller came in
+    inner([1.0])
+    assert len(calls) == 2                 # a direct call is checked
+
+
+def test_code_given_by_the_caller_is_checked_as_usual():
+    @boundary(x=floats())
+    def inner(x):
+        return x
+
+    @boundary(runs_user_code=True)
+    def run(fn):
+        return fn()
+
+    with pytest.raises(TypeError):
+        run(lambda: inner("not numbers"))
+
+
+def test_declaring_an_unknown_parameter_fails_at_import_time():
+    with pytest.raises(TypeError, match="no parameter"):
+        @boundary(y=floats())
+        def f(x):
+            return x
+
+
+def test_library_calls_check_their_arguments_once():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, 8))
+    W = rng.standard_normal((8, 8))
+    Y, A = multi_head_attention(X, W, W, W, W, h=2)
+    assert Y.shape == (5, 8) and A.shape == (2, 5, 5)
+    with pytest.raises(ValueError, match="W_q"):
+        multi_head_attention(X, W[:7], W, W, W, h=2)
+    with pytest.raises(ValueError, match="mask"):
+        attention(X, X, X, mask=np.arange(5)[:, None] == np.arange(5) + 9)
 
 
 @pytest.mark.parametrize("shape, target, ok", [

@@ -1,170 +1,306 @@
-"""Input checks shared by the library (not part of the public API).
+"""Argument checks at the library's public boundary (not part of the API).
 
-Every check raises ``TypeError`` or ``ValueError`` with a message that names
-the argument, what was expected and what arrived, in the style of
-scikit-learn.
+A public function of the library is the maths, written bare, with a
+declaration above it of what each argument must be::
+
+    @boundary(Q=floats(min_ndim=2), K=floats(min_ndim=2),
+              scale=optional(positive()), checks=(same_width,))
+    def attention(Q, K, V, scale=None):
+        ...
+
+:func:`boundary` binds a call to the signature, turns each declared argument
+into what the maths expects (an array of floats, an ``int``) or raises, runs
+the relational ``checks`` on the converted arguments, and only then calls the
+function. The rule is the same everywhere: the wrong **type** raises
+``TypeError``, the wrong **value** (shape, sign, range, a mismatch between two
+arguments) raises ``ValueError``, and the message names the argument, what was
+expected and what arrived, in the style of scikit-learn.
+
+Checks run once, where a caller enters the library. While a public function
+runs, the public functions it calls skip their checks (a thread-local depth
+counter): their arguments were made by the library itself, so nothing is
+checked twice and the maths of one function simply calls the maths of
+another. ``fn.__wrapped__`` is the bare function; the chapters show its
+source (``scripts/sync_code.py``).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
+import threading
 
 import numpy as np
 
+__all__ = ["boundary", "Constraint", "floats", "bools", "integer",
+           "positive_int", "number", "positive", "one_of", "pair",
+           "optional", "generator", "instance", "function"]
 
-def as_float_array(x, name: str, min_ndim: int = 1) -> np.ndarray:
-    """Return ``x`` as a floating-point array, or raise a clear error.
+_state = threading.local()
 
-    Integer and boolean input is promoted to float64; float32 stays float32.
+
+def _inside() -> bool:
+    return getattr(_state, "depth", 0) > 0
+
+
+def boundary(checks=(), runs_user_code: bool = False, **constraints):
+    """Declare the arguments of a public function; check them on entry.
+
+    Parameters
+    ----------
+    checks : sequence of callables
+        Relational checks, each called with the dict of converted arguments
+        (by parameter name, defaults filled in); each raises ``ValueError``
+        (or ``TypeError``) or returns None.
+    runs_user_code : bool
+        The function calls code it was given (a callable to time, a module
+        to count). Public functions called from there are checked as usual.
+    **constraints : Constraint
+        One per parameter to convert and check, by parameter name.
     """
-    if isinstance(x, (str, bytes)) or x is None:
-        raise TypeError(
-            f"{name} must be an array of numbers, got {type(x).__name__}"
-        )
-    try:
-        arr = np.asarray(x)
-    except Exception as err:  # pragma: no cover - numpy's own message
-        raise TypeError(f"{name} must be an array of numbers: {err}") from err
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
-    ):
-        raise TypeError(
-            f"{name} must be an array of real numbers, got dtype {arr.dtype}"
-        )
-    if np.issubdtype(arr.dtype, np.complexfloating):
-        raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
-    if not np.issubdtype(arr.dtype, np.floating):
-        arr = arr.astype(np.float64)
-    if arr.ndim < min_ndim:
-        raise ValueError(
-            f"{name} must have at least {min_ndim} dimension(s), "
-            f"got shape {arr.shape}"
-        )
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise ValueError(
-            f"{name} must be finite, got {bad} NaN or infinite value(s)"
-        )
-    return arr
+
+    def wrap(fn):
+        sig = inspect.signature(fn)
+        unknown = set(constraints) - set(sig.parameters)
+        if unknown:
+            raise TypeError(f"{fn.__qualname__} has no parameter(s) "
+                            f"{sorted(unknown)} to constrain")
+
+        @functools.wraps(fn)
+        def public(*args, **kwargs):
+            if _inside():
+                return fn(*args, **kwargs)
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            values = bound.arguments
+            for name, constraint in constraints.items():
+                values[name] = constraint(values[name], name)
+            for check in checks:
+                check(values)
+            if runs_user_code:
+                return fn(*bound.args, **bound.kwargs)
+            _state.depth = getattr(_state, "depth", 0) + 1
+            try:
+                return fn(*bound.args, **bound.kwargs)
+            finally:
+                _state.depth -= 1
+
+        public.constraints = dict(constraints)
+        public.checks = tuple(checks)
+        return public
+
+    return wrap
 
 
-def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
-    """Return ``mask`` as a boolean array; refuse any other dtype."""
-    arr = np.asarray(mask)
-    if arr.dtype != bool:
-        raise TypeError(
-            f"{name} must be a boolean array (True = this query may use this "
-            f"key), got dtype {arr.dtype}"
-        )
-    return arr
+class Constraint:
+    """What one argument must be: a conversion that raises when it cannot.
 
-
-def integer(value, name: str, expected: str = "an integer") -> int:
-    """Return ``value`` as an ``int`` if it is an integer, or raise.
-
-    ``bool`` is refused although Python counts it as an integer. The
-    ``TypeError`` reads "``name`` must be ``expected``, got <type>".
+    ``convert(value, name)`` returns the value the maths receives; the
+    ``expected`` text completes "``name`` must be ...".
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be {expected}, got {type(value).__name__}"
-        )
-    return int(value)
+
+    def __init__(self, convert, expected: str):
+        self.convert = convert
+        self.expected = expected
+
+    def __call__(self, value, name: str):
+        return self.convert(value, name)
+
+    def __repr__(self) -> str:
+        return f"Constraint({self.expected!r})"
 
 
-def positive_int(value, name: str) -> int:
-    """Return ``value`` as a positive ``int`` or raise."""
-    integer(value, name, "a positive integer")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value}")
-    return int(value)
+def _got(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype} and shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 40 else type(value).__name__
 
 
-def broadcast_shape(a: tuple, b: tuple, names: tuple[str, str]) -> tuple:
-    """Broadcast two batch shapes, naming both arguments on failure."""
-    try:
-        return np.broadcast_shapes(a, b)
-    except ValueError:
-        raise ValueError(
-            f"the leading (batch) dimensions of {names[0]} {a} and "
-            f"{names[1]} {b} do not broadcast"
-        ) from None
+# ------------------------------------------------------------------ arrays
+def floats(ndim: int | None = None, min_ndim: int = 0,
+           neg_inf: bool = False) -> Constraint:
+    """A real array, returned as floats (float32 stays, the rest -> float64).
+
+    ``ndim`` fixes the number of axes, ``min_ndim`` bounds it from below;
+    values must be finite (``neg_inf=True`` also admits ``-inf``, a masked
+    score).
+    """
+    expected = "an array of real numbers" + (
+        f" with {ndim} dimension(s)" if ndim is not None else
+        f" with at least {min_ndim} dimension(s)" if min_ndim else "")
+
+    def convert(value, name):
+        if value is None or isinstance(value, (str, bytes)):
+            raise TypeError(f"{name} must be {expected}, got {_got(value)}")
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name} must be {expected}: {err}") from None
+        if arr.dtype == bool:
+            arr = arr.astype(np.float64)
+        if not (np.issubdtype(arr.dtype, np.integer)
+                or np.issubdtype(arr.dtype, np.floating)):
+            raise TypeError(f"{name} must be {expected}, got dtype "
+                            f"{arr.dtype}")
+        if not np.issubdtype(arr.dtype, np.floating):
+            arr = arr.astype(np.float64)
+        elif arr.dtype not in (np.float32, np.float64):
+            arr = arr.astype(np.float64)
+        if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
+            raise ValueError(f"{name} must be {expected}, got shape "
+                             f"{arr.shape}")
+        bad = np.isnan(arr) | np.isposinf(arr)
+        if not neg_inf:
+            bad |= np.isneginf(arr)
+        if bad.any():
+            allowed = "" if not neg_inf else " (-inf is allowed)"
+            raise ValueError(f"{name} must be finite{allowed}, got "
+                             f"{int(bad.sum())} NaN or infinite value(s)")
+        return arr
+
+    return Constraint(convert, expected)
 
 
+def bools(ndim: int | None = None) -> Constraint:
+    """A boolean array; integer 0/1 arrays are refused (``TypeError``)."""
+    expected = ("a boolean array (True = this query may use this key)"
+                if ndim is None else f"a {ndim}-D boolean array")
+
+    def convert(value, name):
+        arr = np.asarray(value)
+        if arr.dtype != bool:
+            raise TypeError(f"{name} must be {expected}, got dtype "
+                            f"{arr.dtype}")
+        if ndim is not None and arr.ndim != ndim:
+            raise ValueError(f"{name} must be {expected}, got shape "
+                             f"{arr.shape}")
+        return arr
+
+    return Constraint(convert, expected)
+
+
+# ------------------------------------------------------------------ scalars
+def integer(low: int | None = None, high: int | None = None,
+            what: str = "an integer") -> Constraint:
+    """An integer (``bool`` refused) in ``low … high``, returned as ``int``."""
+    bounds = ("" if low is None and high is None else
+              f" >= {low}" if high is None else
+              f" <= {high}" if low is None else f" in {low}..{high}")
+
+    def convert(value, name):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be {what}{bounds}, got "
+                            f"{_got(value)}")
+        value = int(value)
+        if (low is not None and value < low) or (high is not None
+                                                 and value > high):
+            raise ValueError(f"{name} must be {what}{bounds}, got {value}")
+        return value
+
+    return Constraint(convert, what + bounds)
+
+
+def positive_int() -> Constraint:
+    """An integer ``>= 1``."""
+    return integer(1, what="a positive integer")
+
+
+def number(low: float | None = None, strict: bool = False,
+           what: str | None = None) -> Constraint:
+    """A real, finite scalar (``bool`` refused), above ``low`` if given.
+
+    ``strict`` makes the bound exclusive. The value is returned unchanged,
+    so a float32 scale keeps float32 arithmetic float32.
+    """
+    sign = ">" if strict else ">="
+    what = what or "a finite real number" + (
+        "" if low is None else f" {sign} {low:g}")
+
+    def convert(value, name):
+        if isinstance(value, bool) or not isinstance(
+                value, (numbers.Real, np.floating, np.integer)):
+            raise TypeError(f"{name} must be {what}, got {_got(value)}")
+        if not np.isfinite(value) or (low is not None and (
+                value <= low if strict else value < low)):
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+        return value
+
+    return Constraint(convert, what)
+
+
+def positive() -> Constraint:
+    """A finite real number ``> 0``."""
+    return number(0, strict=True, what="a positive finite number")
+
+
+def one_of(*choices) -> Constraint:
+    """One of ``choices`` (compared with ``==``)."""
+    what = "one of " + ", ".join(repr(c) for c in choices)
+
+    def convert(value, name):
+        if not any(value == c for c in choices):
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+        return value
+
+    return Constraint(convert, what)
+
+
+def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
+    """A pair such as a grid ``(H, W)``; each item checked by ``item``."""
+    what = f"a pair ({names[0]}, {names[1]})"
+
+    def convert(value, name):
+        if isinstance(value, (str, bytes, np.ndarray)) or not hasattr(
+                value, "__len__") or len(value) != 2:
+            raise TypeError(f"{name} must be {what}, got {_got(value)}")
+        return tuple(item(v, f"{name}[{k}]") for k, v in enumerate(value))
+
+    return Constraint(convert, what)
+
+
+def optional(inner: Constraint) -> Constraint:
+    """``None``, or what ``inner`` accepts."""
+    return Constraint(lambda v, name: None if v is None else inner(v, name),
+                      f"None or {inner.expected}")
+
+
+def instance(cls, what: str | None = None) -> Constraint:
+    """An instance of ``cls`` (``TypeError`` otherwise)."""
+    what = what or f"a {cls.__name__}"
+
+    def convert(value, name):
+        if not isinstance(value, cls):
+            raise TypeError(f"{name} must be {what}, got "
+                            f"{type(value).__name__}")
+        return value
+
+    return Constraint(convert, what)
+
+
+def generator() -> Constraint:
+    """A ``numpy.random.Generator``; seeds and ``RandomState`` are refused."""
+    return instance(np.random.Generator,
+                    "a numpy.random.Generator (np.random.default_rng(seed))")
+
+
+def function() -> Constraint:
+    """Anything callable."""
+
+    def convert(value, name):
+        if not callable(value):
+            raise TypeError(f"{name} must be callable, got "
+                            f"{type(value).__name__}")
+        return value
+
+    return Constraint(convert, "callable")
+
+
+# ------------------------------------------------------------------ relations
 def broadcasts_to(shape: tuple, target: tuple) -> bool:
     """True if an array of ``shape`` broadcasts to exactly ``target``."""
     try:
         return np.broadcast_shapes(shape, target) == target
     except ValueError:
         return False
-
-
-def check_qkv(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``Q``, ``K`` and ``V`` as float arrays that fit attention.
-
-    ``Q`` must be ``(..., n_q, d_k)``, ``K`` ``(..., n_k, d_k)`` and ``V``
-    ``(..., n_k, d_v)``: queries and keys share their width ``d_k``, keys
-    and values their count ``n_k``. The leading (batch) dimensions are left
-    to the caller, which knows how it broadcasts them
-    (:func:`broadcast_shape`).
-    """
-    Q = as_float_array(Q, "Q", min_ndim=2)
-    K = as_float_array(K, "K", min_ndim=2)
-    V = as_float_array(V, "V", min_ndim=2)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q and K must have the same last dimension d_k, got Q of shape "
-            f"{Q.shape} and K of shape {K.shape}"
-        )
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must hold the same number of rows n_k (one value per "
-            f"key), got K of shape {K.shape} and V of shape {V.shape}"
-        )
-    return Q, K, V
-
-
-def positive_scale(scale):
-    """Return ``scale`` unchanged if it is a positive finite number, or raise.
-
-    A bool, an array or a non-finite or non-positive number raises
-    ``ValueError``.
-    """
-    if isinstance(scale, bool) or not np.isscalar(scale) or not (
-        np.isfinite(scale) and scale > 0
-    ):
-        raise ValueError(
-            f"scale must be a positive finite number, got {scale!r}"
-        )
-    return scale
-
-
-def every_query_has_a_key(mask, torch_gives: str) -> None:
-    """Raise ``ValueError`` if a row of ``mask`` is all False.
-
-    Such a query has no key, so its softmax is undefined; the message names
-    its index and says what PyTorch gives there (``torch_gives``, which
-    depends on the PyTorch function the caller is compared with).
-    """
-    empty = ~mask.any(axis=-1)
-    if empty.any():
-        where = tuple(int(i) for i in np.argwhere(empty)[0])
-        raise ValueError(
-            f"mask leaves query {where[-1]} (index {where}) with no key to "
-            f"attend to: every entry of its row is False, so its softmax "
-            f"is undefined (PyTorch returns {torch_gives})"
-        )
-
-
-def generator(rng) -> np.random.Generator:
-    """Return ``rng`` if it is a NumPy random ``Generator``, or raise.
-
-    The book passes ``rng = np.random.default_rng(seed)`` explicitly; the
-    legacy ``np.random.RandomState`` and plain seeds raise ``TypeError``.
-    """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator "
-            f"(np.random.default_rng(seed)), got {type(rng).__name__}"
-        )
-    return rng

@@ -1,9 +1,9 @@
 """Softmax, scaled dot-product attention and multi-head attention in NumPy.
 
-This is the book's reference implementation (chapters 1 and 3). Arrays are
-float64 unless you pass float32, and every function accepts any number of
-leading batch dimensions ``...``. Masks are boolean with **True = this query
-may use this key** (chapter 4 explains PyTorch's two conventions).
+The book's reference implementation (chapters 1 and 3, which show this code).
+Arrays are float64 unless you pass float32, and every function accepts any
+number of leading batch dimensions ``...``. Masks are boolean with **True =
+this query may use this key** (chapter 4 explains PyTorch's two conventions).
 
 Shapes use the book's notation: ``n_q`` queries, ``n_k`` keys, key width
 ``d_k``, value width ``d_v``, ``h`` heads.
@@ -15,32 +15,148 @@ import math
 
 import numpy as np
 
-from ._validate import (as_bool_mask, as_float_array, broadcast_shape,
-                        broadcasts_to, check_qkv, every_query_has_a_key,
-                        positive_int, positive_scale)
+from ._validate import (boundary, bools, broadcasts_to, floats, optional,
+                        positive, positive_int)
 
-__all__ = ["softmax", "attention", "multi_head_attention", "split_heads",
-           "merge_heads"]
+__all__ = ["softmax", "attention", "split_heads", "merge_heads",
+           "multi_head_attention"]
 
 
-def softmax(S, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax along ``axis`` (chapter 1, Eq. 2).
+# ------------------------------------------------------------------ checks
+def _batch(a: tuple, b: tuple, names: str) -> tuple:
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        raise ValueError(f"the leading (batch) dimensions of {names} do not "
+                         f"broadcast: {a} and {b}") from None
+
+
+def _qkv_fit(args) -> None:
+    """Q and K share d_k, K and V share n_k, their batch axes broadcast."""
+    Q, K, V = args["Q"], args["K"], args["V"]
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"Q and K must have the same last dimension d_k, "
+                         f"got Q of shape {Q.shape} and K of shape {K.shape}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K and V must hold the same number of rows n_k "
+                         f"(one value per key), got K of shape {K.shape} "
+                         f"and V of shape {V.shape}")
+    _batch(_batch(Q.shape[:-2], K.shape[:-2], "Q and K"), V.shape[:-2],
+           "Q, K and V")
+
+
+def scores_shape(Q, K) -> tuple:
+    """Shape ``(..., n_q, n_k)`` of the score matrices of ``Q`` and ``K``."""
+    return np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (
+        Q.shape[-2], K.shape[-2])
+
+
+def fits_scores(name: str, q: str = "Q", k: str = "K"):
+    """A check: argument ``name`` (if given) broadcasts to the scores."""
+
+    def check(args) -> None:
+        x = args[name]
+        if x is None:
+            return
+        want = scores_shape(args[q], args[k])
+        if not broadcasts_to(x.shape, want):
+            raise ValueError(f"{name} must broadcast to the score matrix of "
+                             f"shape {want} (last two axes (n_q, n_k)), got "
+                             f"shape {x.shape}")
+
+    return check
+
+
+def every_query_has_a_key(args, q: str = "Q", k: str = "K") -> None:
+    """A check: the mask leaves no query without a key."""
+    mask = args["mask"]
+    if mask is None:
+        return
+    mask = np.broadcast_to(mask, scores_shape(args[q], args[k]))
+    empty = ~mask.any(axis=-1)
+    if empty.any():
+        where = tuple(int(i) for i in np.argwhere(empty)[0])
+        raise ValueError(
+            f"mask leaves query {where[-1]} (index {where}) with no key to "
+            f"attend to: every entry of its row is False, so its softmax is "
+            f"undefined (PyTorch returns NaN or zeros there, depending on the "
+            f"function; chapter 4)")
+
+
+def _no_empty_row(args) -> None:
+    S = args["S"]
+    if S.ndim == 0:
+        raise ValueError("S must have at least 1 dimension, got a scalar")
+    if np.isneginf(S).all(axis=-1).any():
+        raise ValueError("S has a row whose entries are all -inf: no entry "
+                         "can receive weight (is every key of some query "
+                         "masked?)")
+
+
+def _heads_fit(args) -> None:
+    X, h = args["X"], args["h"]
+    C, of_c = (X, "X") if args["context"] is None else (args["context"],
+                                                          "context")
+    W_q, W_k, W_v, W_o = (args[w] for w in ("W_q", "W_k", "W_v", "W_o"))
+    for W, name, rows, of in ((W_q, "W_q", X.shape[-1], "X"),
+                              (W_k, "W_k", C.shape[-1], of_c),
+                              (W_v, "W_v", C.shape[-1], of_c)):
+        if W.shape[0] != rows:
+            raise ValueError(f"{name} must have one row per feature of {of} "
+                             f"({rows}), got shape {W.shape}")
+    if W_q.shape[1] != W_k.shape[1]:
+        raise ValueError(f"W_q and W_k must have the same number of columns "
+                         f"h·d_k, got {W_q.shape[1]} and {W_k.shape[1]}")
+    for W, name in ((W_q, "W_q"), (W_v, "W_v")):
+        if W.shape[1] % h:
+            raise ValueError(f"h={h} heads must divide the width of {name}, "
+                             f"which has {W.shape[1]} columns")
+    if W_o.shape[0] != W_v.shape[1]:
+        raise ValueError(f"W_o must have h·d_v = {W_v.shape[1]} rows (the "
+                         f"width of W_v), got shape {W_o.shape}")
+
+
+def _head_mask_fits(name: str):
+    def check(args) -> None:
+        x = args[name]
+        if x is None:
+            return
+        X = args["X"]
+        C = X if args["context"] is None else args["context"]
+        want = np.broadcast_shapes(X.shape[:-2], C.shape[:-2]) + (
+            args["h"], X.shape[-2], C.shape[-2])
+        if not broadcasts_to(x.shape, want):
+            raise ValueError(f"{name} must broadcast to the heads' score "
+                             f"matrices of shape {want} (..., h, n, m), got "
+                             f"shape {x.shape}")
+        if name == "mask":
+            empty = ~np.broadcast_to(x, want).any(axis=-1)
+            if empty.any():
+                raise ValueError(f"mask leaves a query with no key to attend "
+                                 f"to (index {tuple(np.argwhere(empty)[0])})")
+
+    return check
+
+
+# ------------------------------------------------------------------ maths
+@boundary(S=floats(min_ndim=1, neg_inf=True), checks=(_no_empty_row,))
+def softmax(S):
+    """Softmax over the last axis: each row becomes weights summing to one.
 
     Subtracting each row's maximum before exponentiating leaves the result
     unchanged and keeps ``exp`` from overflowing. Entries equal to ``-inf``
-    (masked scores) get a weight of exactly zero.
+    (masked scores) get a weight of exactly zero (chapter 1, Eq.
+    ``eq-def-softmax``).
 
     Parameters
     ----------
     S : array_like, shape (..., n)
         Scores. ``-inf`` is allowed; NaN and ``+inf`` are not.
-    axis : int
-        The axis that sums to one.
 
     Returns
     -------
     P : ndarray, same shape as ``S``
-        Non-negative weights that sum to one along ``axis``.
+        Non-negative weights that sum to one along the last axis.
 
     Raises
     ------
@@ -49,28 +165,17 @@ def softmax(S, axis: int = -1) -> np.ndarray:
     ValueError
         If ``S`` holds NaN or ``+inf``, or a whole row is ``-inf``.
     """
-    S = np.asarray(S)
-    if S.dtype == object or not (np.issubdtype(S.dtype, np.number)
-                                 or S.dtype == bool):
-        raise TypeError(f"S must be an array of real numbers, got dtype {S.dtype}")
-    if not np.issubdtype(S.dtype, np.floating):
-        S = S.astype(np.float64)
-    if S.ndim == 0:
-        raise ValueError("S must have at least 1 dimension, got a scalar")
-    if np.isnan(S).any() or np.isposinf(S).any():
-        raise ValueError("S must not contain NaN or +inf")
-    top = S.max(axis=axis, keepdims=True)
-    if np.isneginf(top).any():
-        raise ValueError(
-            "S has a row whose entries are all -inf: no entry can receive "
-            "weight (is every key of some query masked?)"
-        )
-    E = np.exp(S - top)
-    return E / E.sum(axis=axis, keepdims=True)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))  # the row's largest -> 1
+    return E / E.sum(axis=-1, keepdims=True)
 
 
+@boundary(Q=floats(min_ndim=2), K=floats(min_ndim=2), V=floats(min_ndim=2),
+          mask=optional(bools()), bias=optional(floats()),
+          scale=optional(positive()),
+          checks=(_qkv_fit, fits_scores("mask"), fits_scores("bias"),
+                  every_query_has_a_key))
 def attention(Q, K, V, mask=None, bias=None, scale=None):
-    """Scaled dot-product attention, ``softmax(Q Kᵀ / √d_k + B) V`` (chapter 1).
+    """Scaled dot-product attention: ``softmax(Q Kᵀ / √d_k + B) V``.
 
     Parameters
     ----------
@@ -82,12 +187,13 @@ def attention(Q, K, V, mask=None, bias=None, scale=None):
         Values, one per key.
     mask : array_like of bool, broadcastable to (..., n_q, n_k), optional
         True where query ``i`` may use key ``j``. Forbidden scores become
-        ``-inf`` before the softmax, so their weights are exactly zero.
+        ``-inf`` before the softmax, so their weights are exactly zero
+        (chapter 4).
     bias : array_like, broadcastable to (..., n_q, n_k), optional
-        Added to the scaled scores before the mask, as Swin's relative
-        position bias ``B`` (chapter 7).
+        Added to the scaled scores, as Swin's relative position bias ``B``
+        (chapter 7).
     scale : float, optional
-        Multiplies ``Q Kᵀ``. The default divides by ``√d_k``.
+        Multiplies ``Q Kᵀ``. The default divides by ``√d_k`` (chapter 2).
 
     Returns
     -------
@@ -104,51 +210,52 @@ def attention(Q, K, V, mask=None, bias=None, scale=None):
         If shapes do not fit together, an input is not finite, ``scale`` is
         not a positive finite number, or ``mask`` leaves a query with no key.
     """
-    Q, K, V = check_qkv(Q, K, V)
-    broadcast_shape(Q.shape[:-2], K.shape[:-2], ("Q", "K"))
-    broadcast_shape(K.shape[:-2], V.shape[:-2], ("K", "V"))
-    n_q, n_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
-
-    S = Q @ np.swapaxes(K, -1, -2)                        # (..., n_q, n_k)
     if scale is None:
-        S = S / math.sqrt(d_k)          # a Python float keeps float32 as is
-    else:
-        S = S * float(positive_scale(scale))
+        scale = 1 / math.sqrt(Q.shape[-1])  # a float keeps float32 float32
+    S = Q @ np.swapaxes(K, -1, -2) * scale                # (..., n_q, n_k)
     if bias is not None:
-        bias = as_float_array(bias, "bias", min_ndim=0)
-        _check_broadcast(bias.shape, S.shape, "bias", (n_q, n_k))
         S = S + bias
     if mask is not None:
-        mask = as_bool_mask(mask, "mask")
-        _check_broadcast(mask.shape, S.shape, "mask", (n_q, n_k))
-        mask = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, S.shape))
-        every_query_has_a_key(
-            mask, "NaN or zeros there, depending on the function")
-        S = np.where(mask, S, -np.inf)
+        S = np.where(mask, S, -np.inf)                    # forbidden -> -inf
     A = softmax(S)                                        # (..., n_q, n_k)
     return A @ V, A                                       # (..., n_q, d_v)
 
 
-def split_heads(Z, h: int) -> np.ndarray:
+def _width_splits(args) -> None:
+    if args["Z"].shape[-1] % args["h"]:
+        raise ValueError(f"h={args['h']} heads must divide the width of Z, "
+                         f"got shape {args['Z'].shape}")
+
+
+@boundary(Z=floats(min_ndim=2), h=positive_int(), checks=(_width_splits,))
+def split_heads(Z, h):
     """Cut the last axis into ``h`` heads: (..., n, h·w) -> (..., h, n, w)."""
-    Z = np.asarray(Z)
     *batch, n, width = Z.shape
-    return np.swapaxes(Z.reshape(*batch, n, h, width // h), -2, -3)
+    Z = Z.reshape(*batch, n, h, width // h)               # (..., n, h, w)
+    return np.swapaxes(Z, -2, -3)                         # (..., h, n, w)
 
 
-def merge_heads(Z) -> np.ndarray:
-    """Inverse of :func:`split_heads`: (..., h, n, w) -> (..., n, h·w)."""
-    Z = np.asarray(Z)
+@boundary(Z=floats(min_ndim=3))
+def merge_heads(Z):
+    """Glue the heads back side by side: (..., h, n, w) -> (..., n, h·w)."""
     *batch, h, n, width = Z.shape
-    return np.swapaxes(Z, -2, -3).reshape(*batch, n, h * width)
+    Z = np.swapaxes(Z, -2, -3)                            # (..., n, h, w)
+    return Z.reshape(*batch, n, h * width)                # (..., n, h·w)
 
 
-def multi_head_attention(X, W_q, W_k, W_v, W_o, h: int, mask=None, bias=None,
+@boundary(X=floats(min_ndim=2), W_q=floats(ndim=2), W_k=floats(ndim=2),
+          W_v=floats(ndim=2), W_o=floats(ndim=2), h=positive_int(),
+          mask=optional(bools()), bias=optional(floats()),
+          context=optional(floats(min_ndim=2)),
+          checks=(_heads_fit, _head_mask_fits("mask"),
+                  _head_mask_fits("bias")))
+def multi_head_attention(X, W_q, W_k, W_v, W_o, h, mask=None, bias=None,
                          context=None):
-    """Multi-head attention, ``Concat(head_1, …, head_h) W_O`` (chapter 3).
+    """Multi-head attention: ``Concat(head_1, …, head_h) W_O``.
 
     Head ``i`` uses columns ``i·d_k … (i+1)·d_k - 1`` of the projections, so
-    ``W_q`` of shape (d, h·d_k) holds all ``h`` query projections side by side.
+    ``W_q`` of shape (d, h·d_k) holds all ``h`` query projections side by
+    side (chapter 3).
 
     Parameters
     ----------
@@ -184,54 +291,9 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, h: int, mask=None, bias=None,
         As :func:`attention`, and if ``h`` is not a positive integer that
         divides the projection widths, or a weight does not fit ``X``.
     """
-    h = positive_int(h, "h")
-    X = as_float_array(X, "X", min_ndim=2)
-    C = X if context is None else as_float_array(context, "context", min_ndim=2)
-    W_q, W_k, W_v, W_o = (
-        as_float_array(W, name, min_ndim=2)
-        for W, name in ((W_q, "W_q"), (W_k, "W_k"), (W_v, "W_v"), (W_o, "W_o"))
-    )
-    for W, name in ((W_q, "W_q"), (W_k, "W_k"), (W_v, "W_v"), (W_o, "W_o")):
-        if W.ndim != 2:
-            raise ValueError(f"{name} must be a 2-D matrix, got shape {W.shape}")
-    _check_rows(W_q, X, "W_q", "X")
-    ctx_name = "X" if context is None else "context"
-    _check_rows(W_k, C, "W_k", ctx_name)
-    _check_rows(W_v, C, "W_v", ctx_name)
-    if W_q.shape[1] != W_k.shape[1]:
-        raise ValueError(
-            f"W_q and W_k must have the same number of columns h·d_k, got "
-            f"{W_q.shape[1]} and {W_k.shape[1]}"
-        )
-    for W, name in ((W_q, "W_q"), (W_v, "W_v")):
-        if W.shape[1] % h:
-            raise ValueError(
-                f"h={h} heads must divide the width of {name}, which has "
-                f"{W.shape[1]} columns"
-            )
-    if W_o.shape[0] != W_v.shape[1]:
-        raise ValueError(
-            f"W_o must have h·d_v = {W_v.shape[1]} rows (the width of W_v), "
-            f"got shape {W_o.shape}"
-        )
+    C = X if context is None else context                 # keys' tokens
     Q = split_heads(X @ W_q, h)                           # (..., h, n, d_k)
     K = split_heads(C @ W_k, h)                           # (..., h, m, d_k)
     V = split_heads(C @ W_v, h)                           # (..., h, m, d_v)
     heads, A = attention(Q, K, V, mask=mask, bias=bias)   # (..., h, n, d_v)
     return merge_heads(heads) @ W_o, A                    # (..., n, d_out)
-
-
-def _check_rows(W, X, w_name: str, x_name: str) -> None:
-    if W.shape[0] != X.shape[-1]:
-        raise ValueError(
-            f"{w_name} must have one row per feature of {x_name} "
-            f"({X.shape[-1]}), got shape {W.shape}"
-        )
-
-
-def _check_broadcast(shape, target, name: str, last: tuple) -> None:
-    if not broadcasts_to(shape, target):
-        raise ValueError(
-            f"{name} must broadcast to the score matrix of shape {target} "
-            f"(last two axes (n_q, n_k) = {last}), got shape {shape}"
-        )

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._validate import (as_bool_mask, broadcast_shape, broadcasts_to,
+from ._legacy import (as_bool_mask, broadcast_shape, broadcasts_to,
                         check_qkv, every_query_has_a_key, positive_int,
                         positive_scale)
 

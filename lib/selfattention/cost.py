@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import positive_int
+from ._legacy import positive_int
 
 __all__ = ["tokens", "score_entries", "attention_bytes", "attention_flops",
            "global_attention_flops", "window_attention_flops",

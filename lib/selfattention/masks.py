@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import positive_int
+from ._legacy import positive_int
 
 __all__ = ["causal_mask", "padding_mask", "local_mask", "grid_positions",
            "window_ids", "window_mask", "neighborhood_mask"]

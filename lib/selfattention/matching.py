@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_float_array, generator, positive_int
+from ._legacy import as_float_array, generator, positive_int
 
 __all__ = ["textured_scene", "shifted_pair", "normalize", "displacements",
            "pixel_features", "correlation_volume", "argmax_flow", "lookup",

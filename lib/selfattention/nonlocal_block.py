@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validate import as_float_array, generator, positive_int
+from ._legacy import as_float_array, generator, positive_int
 
 __all__ = ["FORMS", "SCOPES", "moving_square_video", "scope_mask",
            "nonlocal_op", "mass_per_frame", "NonLocalBlock"]

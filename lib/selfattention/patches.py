@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, generator, positive_int
+from ._legacy import as_float_array, generator, positive_int
 
 __all__ = ["two_squares", "patchify", "unpatchify", "center",
            "digit_patch_tokens"]

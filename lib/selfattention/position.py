@@ -22,7 +22,7 @@ import numbers
 
 import numpy as np
 
-from ._validate import as_float_array, positive_int
+from ._legacy import as_float_array, positive_int
 
 __all__ = ["sinusoidal_1d", "sinusoidal_2d", "relative_offsets",
            "relative_position_index", "relative_position_bias"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_float_array, generator, positive_int
+from ._legacy import as_float_array, generator, positive_int
 from .attention import softmax
 
 __all__ = ["softmax_jacobian", "jacobian_norm", "LogitStats", "logit_stats",

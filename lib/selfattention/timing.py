@@ -32,7 +32,7 @@ import tracemalloc
 
 import numpy as np
 
-from ._validate import generator, positive_int
+from ._legacy import generator, positive_int
 
 __all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes",
            "loglog_slope"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_bool_mask, as_float_array, positive_int
+from ._legacy import as_bool_mask, as_float_array, positive_int
 
 __all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights"]
 

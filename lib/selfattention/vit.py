@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validate import as_float_array, generator, positive_int
+from ._legacy import as_float_array, generator, positive_int
 from .patches import patchify
 
 __all__ = ["DigitSplit", "digit_split", "TinyViT", "train", "logits",

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, integer, positive_int
+from ._legacy import as_float_array, integer, positive_int
 from .attention import multi_head_attention
 
 __all__ = ["window_partition", "window_reverse", "cyclic_shift",
