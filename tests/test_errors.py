@@ -5,7 +5,8 @@ import pytest
 
 from selfattention.attention import attention, multi_head_attention, softmax
 from selfattention.masks import causal_mask, padding_mask, window_mask
-from selfattention.patches import patchify, two_squares
+from selfattention.data import two_squares
+from selfattention.patches import patchify
 
 rng = np.random.default_rng(0)
 Q, K, V = rng.standard_normal((3, 4, 4))

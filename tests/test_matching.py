@@ -7,33 +7,11 @@ from hypothesis import strategies as st
 
 from selfattention import interactive
 from selfattention.attention import attention
+from selfattention.data import shifted_pair, textured_scene
 from selfattention.matching import (argmax_flow, correlation_volume,
                                     displacements, lookup, normalize,
-                                    offset_encoding, pixel_features,
-                                    repeated_pattern_pair, shifted_pair,
-                                    textured_scene)
+                                    offset_encoding, pixel_features)
 from selfattention.patches import center, patchify
-
-
-# ------------------------------------------------------------ the pair
-def test_second_frame_is_the_first_rolled():
-    scene = textured_scene(np.random.default_rng(0))
-    img1, img2 = shifted_pair(scene, (3, -5), np.random.default_rng(1),
-                              noise=0.0)
-    assert np.array_equal(np.roll(img1, (3, -5), axis=(0, 1)), img2)
-    assert scene.shape == (32, 32) and scene.min() >= 0
-
-
-def test_pair_rejects_bad_input():
-    rng = np.random.default_rng(0)
-    with pytest.raises(TypeError, match="rng"):
-        textured_scene(None)
-    with pytest.raises(ValueError, match="size"):
-        textured_scene(rng, size=8)
-    with pytest.raises(TypeError, match="shift"):
-        shifted_pair(np.zeros((4, 4)), 3, rng)
-    with pytest.raises(ValueError, match="2-D"):
-        shifted_pair(np.zeros((2, 4, 4)), (1, 1), rng)
 
 
 # ------------------------------------------------------------ displacements
@@ -117,18 +95,6 @@ def test_lookup_reads_a_window_around_the_flow():
 
 
 # ------------------------------------------------------------ repeated patterns
-def test_repeated_pattern_pair_moves_every_motif():
-    pp = repeated_pattern_pair(np.random.default_rng(0), noise=0.0)
-    X1, X2 = patchify(pp.img1, 4), patchify(pp.img2, 4)
-    for r, c in pp.copies:
-        assert np.array_equal(X1[r * 10 + c], pp.motif.ravel())
-        assert np.array_equal(X2[(r + 1) * 10 + c + 1], pp.motif.ravel())
-    r, c = pp.landmark
-    assert np.array_equal(X1[r * 10 + c], pp.marker.ravel())
-    with pytest.raises(ValueError, match="shift"):
-        repeated_pattern_pair(np.random.default_rng(0), shift=(2, 0))
-
-
 @given(st.lists(st.integers(-7, 8), min_size=4, max_size=4))
 def test_offset_encoding_dot_product_peaks_where_offsets_agree(o):
     # differences stay below 16, the longest period of the default frequencies

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from selfattention.attention import attention
+from selfattention.data import moving_square_video
 from selfattention.nonlocal_block import (NonLocalBlock, mass_per_frame,
-                                          moving_square_video, nonlocal_op,
-                                          scope_mask)
+                                          nonlocal_op, scope_mask)
 
 
 def random_map(seed, batch=(), T=2, H=2, W=3, C=4, d=3):
@@ -17,26 +17,6 @@ def random_map(seed, batch=(), T=2, H=2, W=3, C=4, d=3):
     X = rng.standard_normal((*batch, T, H, W, C))
     Ws = [rng.standard_normal((C, d)) for _ in range(3)]
     return X, Ws
-
-
-# ------------------------------------------------------------ the video
-def test_square_moves_by_step_and_distractor_stays():
-    v = moving_square_video(np.random.default_rng(0), noise=0.0)
-    assert v.shape == (4, 24, 24)
-    for t in range(4):
-        assert (v[t, 4:12, 4 * t:4 * t + 8] == 1.0).all()
-        assert v[t].sum() == 64 + 0.5 * 64
-        assert (v[t, 16:, 16:] == 0.5).all()
-
-
-def test_video_rejects_bad_input():
-    with pytest.raises(TypeError, match="rng"):
-        moving_square_video(0)
-    with pytest.raises(ValueError, match="leaves"):
-        moving_square_video(np.random.default_rng(0), T=6)
-    with pytest.raises(ValueError, match="meets"):
-        moving_square_video(np.random.default_rng(0), start=(16, 0),
-                            step=(0, 8), T=3)
 
 
 # ------------------------------------------------------------ scopes

@@ -18,7 +18,8 @@ module                    concept (chapter)
 ``windows``               window and shifted-window attention, Swin (7)
 ``nonlocal_block``        non-local blocks over video, SAGAN's gate (8)
 ``matching``              cross-attention matching, correlation volumes (9)
-``patches``               synthetic images, patch grids, digit patches (1, 2)
+``data``                  synthetic images and videos with known answers
+``patches``               patch grids, digit patches (1, 2)
 ``example``               the running example and its random stream (1-4)
 ``plots``                 the figures every chapter shares
 ``interactive``           kernel-free HTML figures and live ipywidgets

@@ -1,7 +1,7 @@
 """The book's running example and its random stream (chapters 1–4).
 
 Chapters 1 to 4 share one example: the two-squares image of
-:func:`selfattention.patches.two_squares`, cut into 64 centred tokens of
+:func:`selfattention.data.two_squares`, cut into 64 centred tokens of
 4 × 4 pixels, then a chain of random projections. All of them come from one
 generator, ``np.random.default_rng(0)``, drawn in a fixed order, so that each
 chapter can pick the example up where the previous one left it and print the
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .patches import center, patchify, two_squares
+from .data import two_squares
+from .patches import center, patchify
 
 __all__ = ["RunningExample", "running_example", "random_orthogonal"]
 

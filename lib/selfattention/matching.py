@@ -20,76 +20,14 @@ Displacements are (row, col), down and right positive.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
-from ._legacy import as_float_array, generator, positive_int
+from ._legacy import as_float_array, positive_int
 
-__all__ = ["textured_scene", "shifted_pair", "normalize", "displacements",
+__all__ = ["normalize", "displacements",
            "pixel_features", "correlation_volume", "argmax_flow", "lookup",
-           "RepeatedPattern", "repeated_pattern_pair", "offset_encoding"]
-
-
-def textured_scene(rng: np.random.Generator, size: int = 32,
-                   n_shapes: int = 5, texture: float = 0.3) -> np.ndarray:
-    """A scene of overlapping rectangles on a faintly textured background.
-
-    ``n_shapes`` rectangles with sides of 6 to ``size // 2`` pixels and
-    brightness 0.4 to 0.9 are painted on a dark frame; a uniform texture of
-    amplitude ``texture`` is added everywhere, so every pixel neighbourhood
-    looks slightly different and has one true match in a moved copy.
-
-    Returns
-    -------
-    img : ndarray, shape (size, size)
-        Values in [0, 0.9 + texture].
-    """
-    generator(rng)
-    size = positive_int(size, "size")
-    n_shapes = positive_int(n_shapes, "n_shapes")
-    if size < 12:
-        raise ValueError(f"size must be at least 12 pixels, got {size}")
-    img = np.zeros((size, size))
-    for _ in range(n_shapes):
-        h, w = rng.integers(6, size // 2 + 1, size=2)
-        r, c = rng.integers(0, size - h + 1), rng.integers(0, size - w + 1)
-        img[r:r + h, c:c + w] = rng.uniform(0.4, 0.9)
-    return img + texture * rng.random((size, size))
-
-
-def shifted_pair(img, shift: tuple[int, int], rng: np.random.Generator,
-                 noise: float = 0.02):
-    """Two noisy frames of ``img``, the second rolled by ``shift`` pixels.
-
-    Parameters
-    ----------
-    img : array_like, shape (H, W)
-    shift : (int, int)
-        True displacement (rows down, columns right), applied cyclically.
-    rng : numpy.random.Generator
-        Draws the independent noise of the two frames (``2·H·W`` normals).
-    noise : float
-        Standard deviation of the noise, the camera's.
-
-    Returns
-    -------
-    img1, img2 : ndarray, shape (H, W)
-        ``img2[y + dy, x + dx] ≈ img1[y, x]`` (indices modulo H and W).
-    """
-    img = as_float_array(img, "img", min_ndim=2)
-    generator(rng)
-    if img.ndim != 2:
-        raise ValueError(f"img must be a 2-D image, got shape {img.shape}")
-    try:
-        dy, dx = (int(s) for s in shift)
-    except (TypeError, ValueError):
-        raise TypeError(f"shift must be a pair of integers, got {shift!r}") \
-            from None
-    img1 = img + noise * rng.standard_normal(img.shape)
-    img2 = np.roll(img, (dy, dx), axis=(0, 1)) \
-        + noise * rng.standard_normal(img.shape)
-    return img1, img2
+           "offset_encoding"]
 
 
 def normalize(X) -> np.ndarray:
@@ -253,58 +191,6 @@ def lookup(C, flow, radius: int) -> np.ndarray:
     ty = (ys[..., None] + flow[..., :1] + dy) % H          # (H, W, (2r+1)²)
     tx = (xs[..., None] + flow[..., 1:] + dx) % W
     return C[ys[..., None], xs[..., None], ty, tx]
-
-
-@dataclass(frozen=True)
-class RepeatedPattern:
-    """Two frames with four identical motifs and one distinct landmark."""
-
-    img1: np.ndarray        # (rows·patch, cols·patch) frame 1
-    img2: np.ndarray        # frame 2: the same, moved by `shift` patches
-    copies: tuple           # patch (row, col) of the four motifs in frame 1
-    landmark: tuple         # patch (row, col) of the landmark in frame 1
-    shift: tuple            # (d_row, d_col) in patches
-    motif: np.ndarray       # (patch, patch) the repeated motif
-    marker: np.ndarray      # (patch, patch) the landmark's motif
-    grid: tuple = (6, 10)
-    patch: int = 4
-
-
-def repeated_pattern_pair(rng: np.random.Generator,
-                          shift: tuple[int, int] = (1, 1),
-                          noise: float = 0.02) -> RepeatedPattern:
-    """A pair of frames whose motifs cross-attention alone cannot tell apart.
-
-    On a 6 × 10 grid of 4 × 4 patches, four identical ring motifs sit at
-    patches (2, 1), (2, 3), (2, 5) and (2, 7) and an X-shaped landmark at
-    (4, 8). Frame 2 shows the same scene moved by ``shift`` patches (within
-    the frame, no wrap-around). Each frame gets its own noise
-    (``2 · 24 · 40`` normals from ``rng``).
-    """
-    generator(rng)
-    grid, p = (6, 10), 4
-    copies = ((2, 1), (2, 3), (2, 5), (2, 7))
-    landmark = (4, 8)
-    dr, dc = (int(s) for s in shift)
-    if not (0 <= dr <= 1 and 0 <= dc <= 1):
-        raise ValueError(
-            f"shift must keep the motifs inside the frame: each of its two "
-            f"entries must be 0 or 1 patch, got {shift!r}"
-        )
-    ring = np.ones((p, p))
-    ring[1:-1, 1:-1] = 0.0
-    cross = np.maximum(np.eye(p), np.eye(p)[::-1])
-
-    def paint(offset):
-        img = np.zeros((grid[0] * p, grid[1] * p))
-        for (r, c), m in [(rc, ring) for rc in copies] + [(landmark, cross)]:
-            r, c = r + offset[0], c + offset[1]
-            img[r * p:(r + 1) * p, c * p:(c + 1) * p] = m
-        return img + noise * rng.standard_normal(img.shape)
-
-    return RepeatedPattern(img1=paint((0, 0)), img2=paint((dr, dc)),
-                           copies=copies, landmark=landmark, shift=(dr, dc),
-                           motif=ring, marker=cross, grid=grid, patch=p)
 
 
 def offset_encoding(offsets, omegas=(np.pi / 8, np.pi / 4, np.pi / 2)

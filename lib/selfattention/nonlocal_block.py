@@ -28,75 +28,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._legacy import as_float_array, generator, positive_int
+from ._legacy import as_float_array, positive_int
 
-__all__ = ["FORMS", "SCOPES", "moving_square_video", "scope_mask",
+__all__ = ["FORMS", "SCOPES", "scope_mask",
            "nonlocal_op", "mass_per_frame", "NonLocalBlock"]
 
 FORMS = ("embedded_gaussian", "dot_product")
 SCOPES = ("spacetime", "space", "time")
-
-
-def moving_square_video(rng: np.random.Generator, T: int = 4, size: int = 24,
-                        side: int = 8, start: tuple[int, int] = (4, 0),
-                        step: tuple[int, int] = (0, 4), noise: float = 0.05,
-                        distractor: bool = True) -> np.ndarray:
-    """A synthetic video: a bright square moving across dark frames.
-
-    Frame ``t`` holds a square of brightness 1 with its top-left corner at
-    ``start + t·step`` (pixels) and, if ``distractor``, a static square of
-    brightness 0.5 and the same side in the bottom-right corner. Every frame
-    gets its own light Gaussian noise; ``T·size²`` normals are drawn from
-    ``rng``.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    T : int
-        Number of frames.
-    size : int
-        Height and width of a frame in pixels.
-    side : int
-        Side of both squares in pixels.
-    start, step : (int, int)
-        Position of the moving square in frame 0 and its motion per frame,
-        as (row, col) in pixels.
-    noise : float
-        Standard deviation of the noise.
-    distractor : bool
-        Add the static dimmer square.
-
-    Returns
-    -------
-    video : ndarray, shape (T, size, size)
-
-    Raises
-    ------
-    TypeError
-        If ``rng`` is not a generator.
-    ValueError
-        If the moving square leaves the frame or meets the static square.
-    """
-    generator(rng)
-    T, size, side = (positive_int(v, name) for v, name in
-                     ((T, "T"), (size, "size"), (side, "side")))
-    video = np.zeros((T, size, size))
-    if distractor:
-        video[:, size - side:, size - side:] = 0.5
-    for t in range(T):
-        r, c = start[0] + t * step[0], start[1] + t * step[1]
-        if not (0 <= r <= size - side and 0 <= c <= size - side):
-            raise ValueError(
-                f"the moving square leaves the {size}x{size} frame at frame "
-                f"{t} (top-left corner ({r}, {c})); shorten T or the step"
-            )
-        if distractor and r + side > size - side and c + side > size - side:
-            raise ValueError(
-                f"the moving square meets the static square at frame {t}; "
-                f"choose another start or step"
-            )
-        video[t, r:r + side, c:c + side] = 1.0
-    return video + noise * rng.standard_normal(video.shape)
 
 
 def scope_mask(T: int, H: int, W: int, scope: str = "spacetime") -> np.ndarray:

@@ -8,30 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._legacy import as_float_array, generator, positive_int
+from ._legacy import as_float_array, positive_int
 
-__all__ = ["two_squares", "patchify", "unpatchify", "center",
+__all__ = ["patchify", "unpatchify", "center",
            "digit_patch_tokens"]
-
-
-def two_squares(rng: np.random.Generator, size: int = 32,
-                noise: float = 0.05) -> np.ndarray:
-    """A dark ``size × size`` image with two bright squares and light noise.
-
-    The squares cover rows and columns 2–13 and 18–29 of a 32 × 32 image
-    (scaled for other sizes). Draws ``size²`` standard normals from ``rng``.
-
-    Returns
-    -------
-    img : ndarray, shape (size, size)
-    """
-    generator(rng)
-    size = positive_int(size, "size")
-    img = np.zeros((size, size))
-    a, b = size // 16, 7 * size // 16                  # 2 and 14 for size 32
-    img[a:b, a:b] = 1.0
-    img[size // 2 + a:size // 2 + b, size // 2 + a:size // 2 + b] = 1.0
-    return img + noise * rng.standard_normal(img.shape)
 
 
 def patchify(img, p: int) -> np.ndarray:

@@ -1,0 +1,68 @@
+"""The synthetic images and videos of selfattention.data."""
+
+import numpy as np
+import pytest
+
+from selfattention.data import (moving_square_video, repeated_pattern_pair,
+                                shifted_pair, textured_scene, two_squares)
+from selfattention.patches import patchify
+
+
+def test_two_squares_is_a_dark_image_with_two_bright_squares():
+    img = two_squares(np.random.default_rng(0), noise=0.0)
+    assert img.shape == (32, 32)
+    assert img[2:14, 2:14].min() == 1.0 and img[18:30, 18:30].min() == 1.0
+    assert img.sum() == 2 * 144
+    with pytest.raises(TypeError, match="rng"):
+        two_squares(0)
+
+
+def test_pair_rejects_bad_input():
+    rng = np.random.default_rng(0)
+    with pytest.raises(TypeError, match="rng"):
+        textured_scene(None)
+    with pytest.raises(ValueError, match="size"):
+        textured_scene(rng, size=8)
+    with pytest.raises(TypeError, match="shift"):
+        shifted_pair(np.zeros((4, 4)), 3, rng)
+    with pytest.raises(ValueError, match="2-D"):
+        shifted_pair(np.zeros((2, 4, 4)), (1, 1), rng)
+
+
+def test_video_rejects_bad_input():
+    with pytest.raises(TypeError, match="rng"):
+        moving_square_video(0)
+    with pytest.raises(ValueError, match="leaves"):
+        moving_square_video(np.random.default_rng(0), T=6)
+    with pytest.raises(ValueError, match="meets"):
+        moving_square_video(np.random.default_rng(0), start=(16, 0),
+                            step=(0, 8), T=3)
+
+
+def test_second_frame_is_the_first_rolled():
+    scene = textured_scene(np.random.default_rng(0))
+    img1, img2 = shifted_pair(scene, (3, -5), np.random.default_rng(1),
+                              noise=0.0)
+    assert np.array_equal(np.roll(img1, (3, -5), axis=(0, 1)), img2)
+    assert scene.shape == (32, 32) and scene.min() >= 0
+
+
+def test_repeated_pattern_pair_moves_every_motif():
+    pp = repeated_pattern_pair(np.random.default_rng(0), noise=0.0)
+    X1, X2 = patchify(pp.img1, 4), patchify(pp.img2, 4)
+    for r, c in pp.copies:
+        assert np.array_equal(X1[r * 10 + c], pp.motif.ravel())
+        assert np.array_equal(X2[(r + 1) * 10 + c + 1], pp.motif.ravel())
+    r, c = pp.landmark
+    assert np.array_equal(X1[r * 10 + c], pp.marker.ravel())
+    with pytest.raises(ValueError, match="shift"):
+        repeated_pattern_pair(np.random.default_rng(0), shift=(2, 0))
+
+
+def test_square_moves_by_step_and_distractor_stays():
+    v = moving_square_video(np.random.default_rng(0), noise=0.0)
+    assert v.shape == (4, 24, 24)
+    for t in range(4):
+        assert (v[t, 4:12, 4 * t:4 * t + 8] == 1.0).all()
+        assert v[t].sum() == 64 + 0.5 * 64
+        assert (v[t, 16:, 16:] == 0.5).all()
