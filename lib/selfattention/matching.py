@@ -1,7 +1,7 @@
 """Matching two images: cross-attention and correlation volumes (chapter 9).
 
-Two frames of one scene, the second moved by a known displacement, are the
-test bed of the chapter:
+Two frames of one scene, the second moved by a known displacement (made by
+:mod:`selfattention.data`), are the test bed of the chapter:
 
 * patches of frame 1 ask, patches of frame 2 answer: cross-attention, whose
   strongest key per query (:func:`displacements`) recovers the motion;
@@ -9,9 +9,9 @@ test bed of the chapter:
   of frame 1 with every pixel feature of frame 2, as in RAFT (Teed and Deng,
   2020); its argmax per pixel (:func:`argmax_flow`) is the flow, and
   :func:`lookup` reads it around a flow estimate, as RAFT does;
-* :func:`repeated_pattern_pair` and :func:`offset_encoding` support the
-  chapter's small demonstration of why SuperGlue and LoFTR alternate
-  self-attention with cross-attention.
+* :func:`selfattention.data.repeated_pattern_pair` and :func:`offset_encoding`
+  support the chapter's small demonstration of why SuperGlue and LoFTR
+  alternate self-attention with cross-attention.
 
 Motion is cyclic (``np.roll``): what leaves one side of the frame comes back
 on the other, so every pixel and patch of frame 1 has a true match in frame 2.
