@@ -35,7 +35,8 @@ import numpy as np
 
 __all__ = ["boundary", "Constraint", "floats", "bools", "ints", "integer",
            "positive_int", "number", "positive", "one_of", "pair", "grid",
-           "optional", "generator", "instance", "function", "tiles"]
+           "sequence", "optional", "generator", "instance", "function",
+           "tiles"]
 
 _state = threading.local()
 
@@ -274,6 +275,19 @@ def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
                 value, "__len__") or len(value) != 2:
             raise TypeError(f"{name} must be {what}, got {_got(value)}")
         return tuple(item(v, f"{name}[{k}]") for k, v in enumerate(value))
+
+    return Constraint(convert, what)
+
+
+def sequence(item: Constraint) -> Constraint:
+    """A sequence (not a string) whose items ``item`` accepts, as a list."""
+    what = f"a sequence of items, each {item.expected}"
+
+    def convert(value, name):
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value,
+                                                                "__iter__"):
+            raise TypeError(f"{name} must be {what}, got {_got(value)}")
+        return [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
 
     return Constraint(convert, what)
 

@@ -27,8 +27,8 @@ def _batch(a: tuple, b: tuple, names: str) -> tuple:
     try:
         return np.broadcast_shapes(a, b)
     except ValueError:
-        raise ValueError(f"the leading (batch) dimensions of {names} do not "
-                         f"broadcast: {a} and {b}") from None
+        raise ValueError(f"{names} must have leading (batch) dimensions "
+                         f"that broadcast, got {a} and {b}") from None
 
 
 def _qkv_fit(args) -> None:

@@ -33,13 +33,13 @@ import tracemalloc
 
 import numpy as np
 
-from ._legacy import generator, positive_int
+from ._validate import boundary, function, generator, positive_int
 
 __all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes"]
 
 
-def random_qkv(n: int, d: int, rng: np.random.Generator,
-               dtype=np.float32) -> list[np.ndarray]:
+@boundary(n=positive_int(), d=positive_int(), rng=generator())
+def random_qkv(n, d, rng, dtype=np.float32):
     """Queries, keys and values of ``n`` random tokens of width ``d``.
 
     Entries are standard normal, drawn from ``rng`` in the order Q, K, V and
@@ -49,20 +49,16 @@ def random_qkv(n: int, d: int, rng: np.random.Generator,
     -------
     [Q, K, V] : list of three ndarrays, each of shape (n, d)
     """
-    n, d = positive_int(n, "n"), positive_int(d, "d")
-    rng = generator(rng)
     return [rng.standard_normal((n, d)).astype(dtype) for _ in range(3)]
 
 
-def best_time(fn, *args, repeat: int = 3, **kwargs) -> float:
+@boundary(fn=function(), repeat=positive_int(), runs_user_code=True)
+def best_time(fn, *args, repeat=3, **kwargs):
     """Fastest of ``repeat`` runs of ``fn(*args, **kwargs)``, in processor
     seconds (``time.process_time``, all threads of this process).
 
     The result of ``fn`` is discarded (chapter 6).
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    repeat = positive_int(repeat, "repeat")
     best = np.inf
     for _ in range(repeat):
         start = time.process_time()
@@ -71,6 +67,12 @@ def best_time(fn, *args, repeat: int = 3, **kwargs) -> float:
     return float(best)
 
 
+def _not_tracing(args) -> None:
+    if tracemalloc.is_tracing():
+        raise RuntimeError("tracemalloc is already tracing; stop it first")
+
+
+@boundary(fn=function(), checks=(_not_tracing,), runs_user_code=True)
 def run_traced(fn, *args, **kwargs):
     """Run ``fn(*args, **kwargs)`` once under ``tracemalloc``.
 
@@ -89,10 +91,6 @@ def run_traced(fn, *args, **kwargs):
         If ``tracemalloc`` is already tracing: two measurements would
         disturb each other.
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if tracemalloc.is_tracing():
-        raise RuntimeError("tracemalloc is already tracing; stop it first")
     tracemalloc.start()
     try:
         result = fn(*args, **kwargs)
@@ -102,7 +100,7 @@ def run_traced(fn, *args, **kwargs):
     return result, int(peak)
 
 
-def peak_bytes(fn, *args, **kwargs) -> int:
+def peak_bytes(fn, *args, **kwargs):
     """Most bytes traced at once while ``fn(*args, **kwargs)`` runs
     (see :func:`run_traced`; chapter 6)."""
     return run_traced(fn, *args, **kwargs)[1]
