@@ -93,7 +93,7 @@ _CHECKS = (_qkv_fit, fits_scores("mask"), every_query_has_a_key)
 
 @boundary(**_QKV, block=positive_int(), checks=_CHECKS)
 def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
-    """Exact attention one block of keys at a time, without the n_q × n_k S.
+    """Exact attention, one block of keys at a time: no n_q × n_k matrix.
 
     Same result as ``attention(Q, K, V, mask, scale=scale)[0]`` (chapter 1)
     up to rounding; the weights ``A`` are never formed, so only ``Y`` is

@@ -72,7 +72,7 @@ def grid_positions(grid):
 
 @boundary(grid=grid(), radius=integer(0))
 def neighborhood_mask(grid, radius):
-    """Each token may use the patches at most ``radius`` rows and columns away.
+    """Each token may use the patches up to ``radius`` rows and columns away.
 
     Query ``(r, c)`` may use key ``(r', c')`` when ``|r - r'| ≤ radius`` and
     ``|c - c'| ≤ radius``: a ``(2·radius + 1)²`` square centred on the query,
