@@ -96,12 +96,12 @@ def test_run_traced_stops_tracing_when_fn_raises():
 def test_run_traced_refuses_to_nest():
     tracemalloc.start()
     try:
-        with pytest.raises(RuntimeError, match="already tracing"):
+        with pytest.raises(RuntimeError, match="^tracemalloc"):
             timing.peak_bytes(len, [])
     finally:
         tracemalloc.stop()
 
 
 def test_run_traced_rejects_a_non_callable():
-    with pytest.raises(TypeError, match="fn must be callable"):
+    with pytest.raises(TypeError, match="^fn"):
         timing.run_traced(3)

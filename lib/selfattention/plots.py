@@ -202,8 +202,9 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
         else:
             xi, y = x, np.asarray(y, dtype=float)
         if xi.shape != y.shape or xi.ndim != 1:
-            raise ValueError(f"series {label or 0} must have one value per "
-                             f"size, got shapes {xi.shape} and {y.shape}")
+            raise ValueError(f"ys must have one value per size in series "
+                             f"{label or 0}, got shapes {xi.shape} and "
+                             f"{y.shape}")
         # a typographic minus, as on the axes' tick labels
         slope = (f"{loglog_slope(xi, y):.2f}".replace("-", "\u2212")
                  if fit else None)
