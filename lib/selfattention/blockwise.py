@@ -88,7 +88,7 @@ def online_softmax_update(m, l, acc, S, V):
 
 _QKV = dict(Q=floats(min_ndim=2), K=floats(min_ndim=2), V=floats(min_ndim=2),
             mask=optional(bools()), scale=optional(positive()))
-_CHECKS = (_qkv_fit, fits_scores("mask"), every_query_has_a_key)
+_CHECKS = (_qkv_fit, fits_scores("mask"), every_query_has_a_key())
 
 
 @boundary(**_QKV, block=positive_int(), checks=_CHECKS)
