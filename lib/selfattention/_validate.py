@@ -38,11 +38,7 @@ __all__ = ["boundary", "Constraint", "floats", "bools", "ints", "integer",
            "sequence", "optional", "generator", "instance", "function",
            "tiles"]
 
-_state = threading.local()
-
-
-def _inside() -> bool:
-    return getattr(_state, "depth", 0) > 0
+_state = threading.local()             # depth: public calls under way
 
 
 def boundary(checks=(), runs_user_code: bool = False, **constraints):
@@ -63,14 +59,15 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
 
     def wrap(fn):
         sig = inspect.signature(fn)
-        unknown = set(constraints) - set(sig.parameters)
+        unknown = sorted(set(constraints) - set(sig.parameters))
         if unknown:
             raise TypeError(f"{fn.__qualname__} has no parameter(s) "
-                            f"{sorted(unknown)} to constrain")
+                            f"{unknown} to constrain")
+        enters = 0 if runs_user_code else 1       # user code is checked
 
         @functools.wraps(fn)
         def public(*args, **kwargs):
-            if _inside():
+            if getattr(_state, "depth", 0):       # called by the library
                 return fn(*args, **kwargs)
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -79,16 +76,12 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
                 values[name] = constraint(values[name], name)
             for check in checks:
                 check(values)
-            if runs_user_code:
-                return fn(*bound.args, **bound.kwargs)
-            _state.depth = getattr(_state, "depth", 0) + 1
+            _state.depth = getattr(_state, "depth", 0) + enters
             try:
                 return fn(*bound.args, **bound.kwargs)
             finally:
-                _state.depth -= 1
+                _state.depth -= enters
 
-        public.constraints = dict(constraints)
-        public.checks = tuple(checks)
         return public
 
     return wrap
@@ -139,22 +132,16 @@ def floats(ndim: int | None = None, min_ndim: int = 0,
             arr = np.asarray(value)
         except (TypeError, ValueError) as err:
             raise TypeError(f"{name} must be {expected}: {err}") from None
-        if arr.dtype == bool:
-            arr = arr.astype(np.float64)
-        if not (np.issubdtype(arr.dtype, np.integer)
-                or np.issubdtype(arr.dtype, np.floating)):
+        if arr.dtype != bool and not (np.issubdtype(arr.dtype, np.integer)
+                                      or np.issubdtype(arr.dtype, np.floating)):
             raise TypeError(f"{name} must be {expected}, got dtype "
                             f"{arr.dtype}")
-        if not np.issubdtype(arr.dtype, np.floating):
-            arr = arr.astype(np.float64)
-        elif arr.dtype not in (np.float32, np.float64):
-            arr = arr.astype(np.float64)
+        if arr.dtype not in (np.float32, np.float64):
+            arr = arr.astype(np.float64)          # bools, integers, float16
         if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
             raise ValueError(f"{name} must be {expected}, got shape "
                              f"{arr.shape}")
-        bad = np.isnan(arr) | np.isposinf(arr)
-        if not neg_inf:
-            bad |= np.isneginf(arr)
+        bad = np.isnan(arr) | np.isposinf(arr) if neg_inf else ~np.isfinite(arr)
         if bad.any():
             allowed = "" if not neg_inf else " (-inf is allowed)"
             raise ValueError(f"{name} must be finite{allowed}, got "
