@@ -12,7 +12,7 @@ SUBMISSIONS ?= submissions
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
 .DEFAULT_GOAL := help
-.PHONY: help install book test unit execute assignments grade bench serve clean
+.PHONY: help install lint book test unit execute assignments grade bench serve clean
 
 help:  ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -32,11 +32,14 @@ book: $(STAMP)  ## Build the HTML book strictly (warnings are errors)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "Open $(abspath $(BUILD))/index.html"
 
-unit: $(STAMP)  ## Library and book tests without the built site (fast)
+lint: $(STAMP)  ## Check the code style (ruff): library, scripts, tests, chapters
+	$(VENV)/bin/ruff check lib scripts tests chapters
+
+unit: lint  ## ruff, then library and book tests without the built site (fast)
 	$(PY) -m pytest tests -q -n 2 --dist loadfile \
 	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
 
-test: book  ## Every check: strict build, library, links, browser, nbval on every chapter
+test: lint book  ## Every check: ruff, strict build, library, links, browser, nbval
 	$(PY) -m pytest tests chapters -n 2 --dist loadfile \
 	  --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg; \

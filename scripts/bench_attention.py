@@ -3,8 +3,9 @@
 Prints a table for n = 50,176 tokens of width d = 16 in float32 (chapter 6):
 the wall-clock time and the peak memory of
 
-* ``selfattention.blockwise.blockwise_attention`` (NumPy, online softmax,
-  query blocks spread over both cores), and
+* ``selfattention.blockwise.fast_blockwise_attention`` (NumPy, online
+  softmax, query blocks spread over both cores; the tuned form of the loop
+  chapter 6 shows), and
 * ``torch.nn.functional.scaled_dot_product_attention`` (PyTorch's fused
   CPU kernel),
 
@@ -12,9 +13,11 @@ their time ratio, and whether the two outputs agree. ``make bench`` runs it
 after the chapter timings; run it alone with ``python
 scripts/bench_attention.py`` (``--n 12544`` for a quicker look).
 
-How time and memory are measured, and why. Time is the wall clock of the
-call and, beside it, the processor time of the process (user + system, all
-threads), which other programs running at the same time disturb less.
+How time and memory are measured, and why. Time is the processor time of
+the process during the call (user + system, all threads), which other
+programs running at the same time disturb less than the wall clock; the goal
+(ours at most twice PyTorch's) is judged on it, from the fastest of
+``--repeat`` runs of each method. The wall clock is printed beside it.
 ``tracemalloc`` sees NumPy's buffers but not PyTorch's, so it cannot compare
 the two. Instead each method runs in a fresh Python process of its own: the
 process imports its library, builds the inputs and runs a small warm-up
@@ -72,11 +75,11 @@ def child(method: str, n: int, d: int, workers: int, block_q: int,
     """Run one method in this (fresh) process and print a JSON line."""
     Q, K, V = random_qkv(n, d, np.random.default_rng(0))       # float32
     if method == "numpy":
-        from selfattention.blockwise import blockwise_attention
+        from selfattention.blockwise import fast_blockwise_attention
 
         def run(q, k, v):
-            return blockwise_attention(q, k, v, block_q=block_q,
-                                       block_k=block_k, workers=workers)
+            return fast_blockwise_attention(q, k, v, block_q=block_q,
+                                            block_k=block_k, workers=workers)
     else:
         import torch
         from torch.nn.functional import scaled_dot_product_attention
@@ -116,7 +119,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--block-q", type=int, default=1024)
     parser.add_argument("--block-k", type=int, default=256)
-    parser.add_argument("--repeat", type=int, default=1,
+    parser.add_argument("--repeat", type=int, default=3,
                         help="runs per method; the fastest is reported")
     parser.add_argument("--child", choices=["numpy", "torch"])
     parser.add_argument("--out")
@@ -131,31 +134,32 @@ def main(argv=None) -> int:
         for method in ("numpy", "torch"):
             out = str(Path(tmp) / f"{method}.npy")
             runs = [measure(method, args, out) for _ in range(args.repeat)]
-            fastest = min(runs, key=lambda r: r["seconds"])
+            fastest = min(runs, key=lambda r: r["cpu"])
             results[method] = {"seconds": fastest["seconds"],
                                "cpu": fastest["cpu"],
                                "mb": max(r["mb"] for r in runs),
                                "Y": np.load(out)}
     ours, theirs = results["numpy"], results["torch"]
-    ratio = ours["seconds"] / theirs["seconds"]
+    ratio = ours["cpu"] / theirs["cpu"]
     dense_mb = args.n * args.n * 4 / 1e6
     err = float(np.abs(ours["Y"] - theirs["Y"]).max())
 
     print(f"Attention over n = {args.n:,} tokens, d = {args.d}, float32 "
           f"(one head; {args.workers} worker thread(s) for ours)")
-    print(f"{'method':36s}  {'wall s':>7s}  {'CPU s':>7s}  {'peak MB':>8s}")
-    for name, r in (("selfattention.blockwise (NumPy)", ours),
+    print(f"{'method':40s}  {'wall s':>7s}  {'CPU s':>7s}  {'peak MB':>8s}")
+    for name, r in (("selfattention.blockwise (NumPy, tuned)", ours),
                     ("torch scaled_dot_product_attention", theirs)):
-        print(f"{name:36s}  {r['seconds']:7.2f}  {r['cpu']:7.2f}  "
+        print(f"{name:40s}  {r['seconds']:7.2f}  {r['cpu']:7.2f}  "
               f"{r['mb']:8.1f}")
-    print(f"{'ratio ours / PyTorch':36s}  {ratio:7.2f}  "
-          f"{ours['cpu'] / theirs['cpu']:7.2f}")
-    print(f"{'one dense n x n float32 matrix':36s}  {'':7s}  {'':7s}  "
+    print(f"{'ratio ours / PyTorch':40s}  "
+          f"{ours['seconds'] / theirs['seconds']:7.2f}  {ratio:7.2f}")
+    print(f"{'one dense n x n float32 matrix':40s}  {'':7s}  {'':7s}  "
           f"{dense_mb:8.0f}")
     print(f"(load average at the end: "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; other programs "
           f"running at the same time slow the wall clock)")
-    print(f"goals: ratio <= {GOAL_RATIO:g}: {ratio <= GOAL_RATIO}; "
+    print(f"goals: processor-time ratio <= {GOAL_RATIO:g}: "
+          f"{ratio <= GOAL_RATIO}; "
           f"ours under {GOAL_MB:g} MB: {ours['mb'] < GOAL_MB}; "
           f"outputs agree (max |diff| < 1e-5): {err < 1e-5}")
     return 0

@@ -1,11 +1,13 @@
 """Execute chapters in place and normalise their metadata (``make execute``).
 
-Each notebook runs top to bottom in a fresh kernel started in its own folder,
-exactly as nbval will re-run it. Afterwards the file keeps its cell tags and
-kernelspec and loses what changes from run to run (execution timestamps,
-widget state (the book shows a static figure instead, see README), per-cell
-``execution`` metadata), so a re-run of unchanged code on the same day gives
-an unchanged file.
+Each notebook runs top to bottom in a fresh kernel started in its own folder
+(``nbclient``), exactly as nbval will re-run it, without recording execution
+times and without writing widget state (the book shows a static figure of
+each live widget, see README). nbconvert's ``ClearMetadataPreprocessor``
+then keeps only the metadata the book reads: cell tags, MyST-NB figure
+captions and alt text, the cells that show library code
+(``scripts/sync_code.py``), the kernelspec and the language. So a re-run of
+unchanged code on the same day gives an unchanged file.
 
 It also stamps the notebook with the date and the versions the kernel ran
 with, ``metadata.selfattention = {executed, python, numpy, torch}``; the book
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import ClearMetadataPreprocessor
 
 KERNEL = "python3"
 TIMEOUT = 300          # seconds per cell
@@ -51,22 +54,31 @@ print({STAMP_MARK!r} + _json.dumps({{
 """
 
 
-def normalise(nb: nbformat.NotebookNode) -> None:
-    """Drop volatile metadata; keep tags, kernelspec and language info."""
-    keep = {"kernelspec", "language_info", "selfattention"}
-    for key in list(nb.metadata):
-        if key not in keep:
-            del nb.metadata[key]
-    nb.metadata.get("language_info", {}).pop("version", None)
-    nb.metadata.kernelspec = {"display_name": "Python 3", "language": "python",
-                              "name": KERNEL}
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-        cell.metadata.pop("collapsed", None)
-        cell.metadata.pop("scrolled", None)
-        if cell.cell_type == "code":
-            for out in cell.get("outputs", []):
-                out.get("metadata", {}).pop("execution", None)
+CLEAN = ClearMetadataPreprocessor(
+    preserve_cell_metadata_mask={"tags", "mystnb", "selfattention"},
+    preserve_nb_metadata_mask={"kernelspec", "language_info", "selfattention"})
+
+
+class Client(NotebookClient):
+    """nbclient's notebook runner, writing no widget state into the notebook.
+
+    Its front end for Output widgets, which keeps a live widget's drawings
+    out of the cell's outputs as Jupyter does, records them in the widget
+    state it collects (nbclient 0.11 fails without it); the state is
+    collected but never written.
+    """
+
+    def set_widgets_metadata(self) -> None:
+        """Leave ``metadata.widgets`` unset."""
+
+
+def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Keep only the metadata the book reads, with a fixed kernelspec."""
+    nb, _ = CLEAN.preprocess(nb, {})
+    nb.metadata["language_info"].pop("version", None)   # of the machine
+    nb.metadata["kernelspec"] = {"display_name": "Python 3",
+                                 "language": "python", "name": KERNEL}
+    return nb
 
 
 def stamp(nb: nbformat.NotebookNode, cell: nbformat.NotebookNode) -> None:
@@ -85,14 +97,13 @@ def execute(path: Path) -> float:
     query = nbformat.v4.new_code_cell(VERSIONS_CELL)
     nb.cells.append(query)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=TIMEOUT, kernel_name=KERNEL,
-                   resources={"metadata": {"path": str(path.parent)}},
-                   store_widget_state=True).execute()
+    Client(nb, timeout=TIMEOUT, kernel_name=KERNEL,
+           resources={"metadata": {"path": str(path.parent)}},
+           record_timing=False).execute()
     elapsed = time.perf_counter() - start
     nb.cells.remove(query)
     stamp(nb, query)
-    normalise(nb)
-    nbformat.write(nb, path)
+    nbformat.write(normalise(nb), path)
     return elapsed
 
 

@@ -192,7 +192,7 @@ def test_multi_head_per_head_bias():
     X = rng.standard_normal((4, 6))
     W = rng.standard_normal((4, 6, 6))
     B = np.zeros((3, 4, 4))
-    B[1] = 50.0 * np.eye(4)                              # head 1 looks at itself
+    B[1] = 50.0 * np.eye(4)                     # head 1 looks at itself
     _, A = multi_head_attention(X, *W, h=3, bias=B)
     np.testing.assert_allclose(np.diag(A[1]), 1.0, atol=1e-12)
 
@@ -207,3 +207,68 @@ def test_multi_head_is_permutation_equivariant(order):
     Y_p, A_p = multi_head_attention(X[perm], *W, h=2)
     np.testing.assert_allclose(Y_p, Y[perm], atol=1e-12)
     np.testing.assert_allclose(A_p, A[:, perm][:, :, perm], atol=1e-12)
+
+
+# ---------------------------------------------------------------- bad input
+_rng = np.random.default_rng(0)
+Q3, K3, V3 = _rng.standard_normal((3, 4, 4))
+X5 = _rng.standard_normal((5, 8))
+W8 = _rng.standard_normal((8, 8))
+
+
+@pytest.mark.parametrize("call, error, name", [
+    # mismatched shapes
+    (lambda: attention(Q3, K3[:, :3], V3), ValueError, "Q and K"),
+    (lambda: attention(Q3, K3, V3[:3]), ValueError, "K and V"),
+    (lambda: attention(Q3[0], K3, V3), ValueError, "Q"),
+    (lambda: attention(np.ones((2, 3, 4)), np.ones((3, 3, 4)),
+                       np.ones((3, 3, 4))), ValueError, "Q and K"),
+    # wrong types
+    (lambda: attention("Q", K3, V3), TypeError, "Q"),
+    (lambda: attention(Q3.astype(complex), K3, V3), TypeError, "Q"),
+    (lambda: attention(np.array([["a"]]), K3, V3), TypeError, "Q"),
+    # non-finite input
+    (lambda: attention(np.where(Q3 > 0, np.nan, Q3), K3, V3), ValueError,
+     "Q"),
+    (lambda: attention(Q3, K3, np.full_like(V3, np.inf)), ValueError, "V"),
+    (lambda: softmax(np.array([0.0, np.nan])), ValueError, "S"),
+    (lambda: softmax(np.float64(1.0)), ValueError, "S"),
+    # masks, bias and scale
+    (lambda: attention(Q3, K3, V3, mask=np.ones((4, 4))), TypeError, "mask"),
+    (lambda: attention(Q3, K3, V3, mask=np.ones((3, 4), bool)), ValueError,
+     "mask"),
+    (lambda: attention(Q3, K3, V3, mask=np.arange(4)[:, None] != 2),
+     ValueError, "mask"),
+    (lambda: softmax(np.array([[-np.inf, -np.inf]])), ValueError, "S"),
+    (lambda: attention(Q3, K3, V3, bias=np.ones((2, 2))), ValueError, "bias"),
+    (lambda: attention(Q3, K3, V3, scale=-1.0), ValueError, "scale"),
+    (lambda: attention(Q3, K3, V3, scale=np.nan), ValueError, "scale"),
+    (lambda: attention(Q3, K3, V3, scale="1"), TypeError, "scale"),
+    # heads
+    (lambda: multi_head_attention(X5, W8, W8, W8, W8, 3), ValueError, "h"),
+    (lambda: multi_head_attention(X5, W8, W8, W8, W8, 0), ValueError, "h"),
+    (lambda: multi_head_attention(X5, W8, W8, W8, W8, 2.0), TypeError, "h"),
+    (lambda: multi_head_attention(X5, W8[:5], W8, W8, W8, 2), ValueError,
+     "W_q"),
+    (lambda: multi_head_attention(X5, W8, W8[:, :4], W8, W8, 2), ValueError,
+     "W_q and W_k"),
+    (lambda: multi_head_attention(X5, W8, W8, W8, W8[:4], 2), ValueError,
+     "W_o"),
+    (lambda: multi_head_attention(X5, W8, W8, W8, W8, 2,
+                                  context=np.ones((3, 5))), ValueError,
+     "W_k"),
+    (lambda: multi_head_attention(X5, W8, W8, W8, W8, 2,
+                                  mask=np.zeros((5, 5), bool)), ValueError,
+     "mask"),
+    (lambda: split_heads(np.ones((3, 6)), 4), ValueError, "h"),
+    (lambda: merge_heads(np.ones((3, 6))), ValueError, "Z"),
+])
+def test_bad_input_names_the_argument(call, error, name):
+    with pytest.raises(error, match=f"^{name}"):
+        call()
+
+
+def test_a_query_without_a_key_is_named_in_the_error():
+    mask = np.arange(4)[:, None] != 2                  # query 2: no key
+    with pytest.raises(ValueError, match="query 2"):
+        attention(Q3, K3, V3, mask=mask)

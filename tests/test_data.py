@@ -13,30 +13,33 @@ def test_two_squares_is_a_dark_image_with_two_bright_squares():
     assert img.shape == (32, 32)
     assert img[2:14, 2:14].min() == 1.0 and img[18:30, 18:30].min() == 1.0
     assert img.sum() == 2 * 144
-    with pytest.raises(TypeError, match="rng"):
-        two_squares(0)
 
 
-def test_pair_rejects_bad_input():
-    rng = np.random.default_rng(0)
-    with pytest.raises(TypeError, match="rng"):
-        textured_scene(None)
-    with pytest.raises(ValueError, match="size"):
-        textured_scene(rng, size=8)
-    with pytest.raises(TypeError, match="shift"):
-        shifted_pair(np.zeros((4, 4)), 3, rng)
-    with pytest.raises(ValueError, match="2-D"):
-        shifted_pair(np.zeros((2, 4, 4)), (1, 1), rng)
+RNG = np.random.default_rng(0)
 
 
-def test_video_rejects_bad_input():
-    with pytest.raises(TypeError, match="rng"):
-        moving_square_video(0)
-    with pytest.raises(ValueError, match="leaves"):
-        moving_square_video(np.random.default_rng(0), T=6)
-    with pytest.raises(ValueError, match="meets"):
-        moving_square_video(np.random.default_rng(0), start=(16, 0),
-                            step=(0, 8), T=3)
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: two_squares(0), TypeError, "rng"),
+    (lambda: two_squares(RNG, size=0), ValueError, "size"),
+    (lambda: two_squares(RNG, noise=-1.0), ValueError, "noise"),
+    (lambda: textured_scene(None), TypeError, "rng"),
+    (lambda: textured_scene(RNG, size=8), ValueError, "size"),
+    (lambda: shifted_pair(np.zeros((4, 4)), 3, RNG), TypeError, "shift"),
+    (lambda: shifted_pair(np.zeros((4, 4)), (1, 0.5), RNG), TypeError,
+     r"shift\[1\]"),
+    (lambda: shifted_pair(np.zeros((2, 4, 4)), (1, 1), RNG), ValueError,
+     "img"),
+    (lambda: moving_square_video(0), TypeError, "rng"),
+    (lambda: moving_square_video(RNG, T=6), ValueError, "step"),
+    (lambda: moving_square_video(RNG, start=(16, 0), step=(0, 8), T=3),
+     ValueError, "step"),
+    (lambda: moving_square_video(RNG, T=2.0), TypeError, "T"),
+    (lambda: repeated_pattern_pair(RNG, shift=(2, 0)), ValueError,
+     r"shift\[0\]"),
+])
+def test_bad_input_names_the_argument(call, error, name):
+    with pytest.raises(error, match=f"^{name}"):
+        call()
 
 
 def test_second_frame_is_the_first_rolled():
@@ -55,8 +58,6 @@ def test_repeated_pattern_pair_moves_every_motif():
         assert np.array_equal(X2[(r + 1) * 10 + c + 1], pp.motif.ravel())
     r, c = pp.landmark
     assert np.array_equal(X1[r * 10 + c], pp.marker.ravel())
-    with pytest.raises(ValueError, match="shift"):
-        repeated_pattern_pair(np.random.default_rng(0), shift=(2, 0))
 
 
 def test_square_moves_by_step_and_distractor_stays():

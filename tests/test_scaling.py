@@ -112,30 +112,31 @@ def test_experiment_draws_query_then_key_weights_from_the_stream():
 
 
 # ------------------------------------------------------------ bad input
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: softmax_jacobian("p"), TypeError, ["p", "str"]),
-    (lambda: softmax_jacobian([0.5, 0.6]), ValueError, ["p", "summing to one"]),
-    (lambda: softmax_jacobian([1.5, -0.5]), ValueError, ["non-negative"]),
-    (lambda: softmax_jacobian([np.nan, 1.0]), ValueError, ["p", "finite"]),
-    (lambda: jacobian_norm(np.float64(1.0)), ValueError, ["p", "dimension"]),
-    (lambda: logit_stats(np.zeros(3), 4), ValueError, ["S", "dimension"]),
-    (lambda: logit_stats(np.zeros((2, 2)), 0), ValueError, ["d_k", "positive"]),
-    (lambda: logit_stats(np.zeros((2, 2)), 2.5), TypeError, ["d_k"]),
-    (lambda: scaling_experiment(np.zeros((4, 2)), [4], np.random.default_rng()),
-     ValueError, ["T", "(N, n, p)"]),
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: softmax_jacobian("p"), TypeError, "p"),
+    (lambda: softmax_jacobian([0.5, 0.6]), ValueError, "p"),
+    (lambda: softmax_jacobian([1.5, -0.5]), ValueError, "p"),
+    (lambda: softmax_jacobian([np.nan, 1.0]), ValueError, "p"),
+    (lambda: jacobian_norm(np.float64(1.0)), ValueError, "p"),
+    (lambda: logit_stats(np.zeros(3), 4), ValueError, "S"),
+    (lambda: logit_stats(np.zeros((2, 2)), 0), ValueError, "d_k"),
+    (lambda: logit_stats(np.zeros((2, 2)), 2.5), TypeError, "d_k"),
+    (lambda: scaling_experiment(np.zeros((4, 2)), [4],
+                                np.random.default_rng()), ValueError, "T"),
     (lambda: scaling_experiment(np.zeros((1, 4, 2)), [4], 0), TypeError,
-     ["rng", "Generator"]),
+     "rng"),
     (lambda: scaling_experiment(np.zeros((1, 4, 2)), [0],
-                                np.random.default_rng()), ValueError, ["d_k"]),
+                                np.random.default_rng()), ValueError,
+     r"d_ks\[0\]"),
+    (lambda: scaling_experiment(np.zeros((1, 4, 2)), 4,
+                                np.random.default_rng()), TypeError, "d_ks"),
     (lambda: scaling_experiment(np.zeros((1, 4, 2)), [4],
                                 np.random.default_rng(), weight_scale=-1.0),
-     ValueError, ["weight_scale"]),
+     ValueError, "weight_scale"),
 ])
-def test_bad_input_is_named_in_the_error(call, error, words):
-    with pytest.raises(error) as info:
+def test_bad_input_names_the_argument(call, error, name):
+    with pytest.raises(error, match=f"^{name}"):
         call()
-    for word in words:
-        assert word in str(info.value)
 
 
 # ------------------------------------------------------------ bar_explorer

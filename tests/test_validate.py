@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from selfattention._validate import (boundary, bools, broadcasts_to, floats,
-                                     generator, integer, number, one_of,
-                                     optional, pair, positive, positive_int)
+                                     generator, grid, integer, ints, number,
+                                     one_of, optional, pair, positive,
+                                     positive_int, sequence, tiles)
 from selfattention.attention import attention, multi_head_attention
 
 
@@ -31,6 +32,12 @@ from selfattention.attention import attention, multi_head_attention
     (pair(positive_int()), (2, 0), ValueError),
     (generator(), 0, TypeError),
     (generator(), np.random.RandomState(0), TypeError),
+    (ints(), [1.5], TypeError), (ints(), [True], TypeError),
+    (ints(ndim=1), [[1]], ValueError),
+    (grid(), (2, 3.0), TypeError), (grid(), (2, -1), ValueError),
+    (sequence(positive_int()), 3, TypeError),
+    (sequence(positive_int()), "ab", TypeError),
+    (sequence(positive_int()), [1, 0], ValueError),
 ])
 def test_wrong_type_is_a_type_error_wrong_value_a_value_error(
         constraint, value, error):
@@ -51,6 +58,9 @@ def test_scalars_come_back_as_the_values_the_maths_wants():
     assert positive()(s, "x") is s
     assert pair(positive_int())([2, np.int64(3)], "grid") == (2, 3)
     assert optional(positive_int())(None, "x") is None
+    assert ints()([1, 2], "x").dtype == np.int64
+    assert grid()([4, np.int64(6)], "grid") == (4, 6)
+    assert sequence(positive_int())((2, np.int64(3)), "d") == [2, 3]
     rng = np.random.default_rng(0)
     assert generator()(rng, "rng") is rng
 
@@ -136,3 +146,15 @@ def test_library_calls_check_their_arguments_once():
 ])
 def test_broadcasts_to(shape, target, ok):
     assert broadcasts_to(shape, target) is ok
+
+
+@pytest.mark.parametrize("H, W, M, ok", [(8, 8, 4, True), (56, 56, 7, True),
+                                         (6, 9, 3, True), (8, 8, 3, False),
+                                         (6, 4, 4, False)])
+def test_tiles_accepts_exactly_the_windows_that_tile_the_grid(H, W, M, ok):
+    check = tiles()
+    if ok:
+        check({"grid": (H, W), "M": M})
+    else:
+        with pytest.raises(ValueError, match="^M"):
+            check({"grid": (H, W), "M": M})

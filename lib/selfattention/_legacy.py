@@ -1,7 +1,8 @@
 """Input checks of the modules that do not declare their arguments yet.
 
 Each helper here goes once no module calls it; new code declares its
-arguments with :func:`selfattention._validate.boundary`.
+arguments with :func:`selfattention._validate.boundary`. Still used by
+windows, matching, nonlocal_block, vit and ``cost.cost_calculator``.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-
-from ._validate import broadcasts_to  # noqa: F401  (re-exported)
 
 
 def as_float_array(x, name: str, min_ndim: int = 1) -> np.ndarray:
@@ -49,17 +48,6 @@ def as_float_array(x, name: str, min_ndim: int = 1) -> np.ndarray:
     return arr
 
 
-def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
-    """Return ``mask`` as a boolean array; refuse any other dtype."""
-    arr = np.asarray(mask)
-    if arr.dtype != bool:
-        raise TypeError(
-            f"{name} must be a boolean array (True = this query may use this "
-            f"key), got dtype {arr.dtype}"
-        )
-    return arr
-
-
 def integer(value, name: str, expected: str = "an integer") -> int:
     """Return ``value`` as an ``int`` if it is an integer, or raise.
 
@@ -79,76 +67,6 @@ def positive_int(value, name: str) -> int:
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
     return int(value)
-
-
-def broadcast_shape(a: tuple, b: tuple, names: tuple[str, str]) -> tuple:
-    """Broadcast two batch shapes, naming both arguments on failure."""
-    try:
-        return np.broadcast_shapes(a, b)
-    except ValueError:
-        raise ValueError(
-            f"the leading (batch) dimensions of {names[0]} {a} and "
-            f"{names[1]} {b} do not broadcast"
-        ) from None
-
-
-
-
-def check_qkv(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``Q``, ``K`` and ``V`` as float arrays that fit attention.
-
-    ``Q`` must be ``(..., n_q, d_k)``, ``K`` ``(..., n_k, d_k)`` and ``V``
-    ``(..., n_k, d_v)``: queries and keys share their width ``d_k``, keys
-    and values their count ``n_k``. The leading (batch) dimensions are left
-    to the caller, which knows how it broadcasts them
-    (:func:`broadcast_shape`).
-    """
-    Q = as_float_array(Q, "Q", min_ndim=2)
-    K = as_float_array(K, "K", min_ndim=2)
-    V = as_float_array(V, "V", min_ndim=2)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q and K must have the same last dimension d_k, got Q of shape "
-            f"{Q.shape} and K of shape {K.shape}"
-        )
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must hold the same number of rows n_k (one value per "
-            f"key), got K of shape {K.shape} and V of shape {V.shape}"
-        )
-    return Q, K, V
-
-
-def positive_scale(scale):
-    """Return ``scale`` unchanged if it is a positive finite number, or raise.
-
-    A bool, an array or a non-finite or non-positive number raises
-    ``ValueError``.
-    """
-    if isinstance(scale, bool) or not np.isscalar(scale) or not (
-        np.isfinite(scale) and scale > 0
-    ):
-        raise ValueError(
-            f"scale must be a positive finite number, got {scale!r}"
-        )
-    return scale
-
-
-def every_query_has_a_key(mask, torch_gives: str) -> None:
-    """Raise ``ValueError`` if a row of ``mask`` is all False.
-
-    Such a query has no key, so its softmax is undefined; the message names
-    its index and says what PyTorch gives there (``torch_gives``, which
-    depends on the PyTorch function the caller is compared with).
-    """
-    empty = ~mask.any(axis=-1)
-    if empty.any():
-        where = tuple(int(i) for i in np.argwhere(empty)[0])
-        raise ValueError(
-            f"mask leaves query {where[-1]} (index {where}) with no key to "
-            f"attend to: every entry of its row is False, so its softmax "
-            f"is undefined (PyTorch returns {torch_gives})"
-        )
 
 
 def generator(rng) -> np.random.Generator:

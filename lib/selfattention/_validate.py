@@ -33,15 +33,12 @@ import threading
 
 import numpy as np
 
-__all__ = ["boundary", "Constraint", "floats", "bools", "integer",
-           "positive_int", "number", "positive", "one_of", "pair",
-           "optional", "generator", "instance", "function"]
+__all__ = ["boundary", "Constraint", "floats", "bools", "ints", "integer",
+           "positive_int", "number", "positive", "one_of", "pair", "grid",
+           "sequence", "optional", "generator", "instance", "function",
+           "tiles"]
 
-_state = threading.local()
-
-
-def _inside() -> bool:
-    return getattr(_state, "depth", 0) > 0
+_state = threading.local()             # depth: public calls under way
 
 
 def boundary(checks=(), runs_user_code: bool = False, **constraints):
@@ -62,14 +59,15 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
 
     def wrap(fn):
         sig = inspect.signature(fn)
-        unknown = set(constraints) - set(sig.parameters)
+        unknown = sorted(set(constraints) - set(sig.parameters))
         if unknown:
             raise TypeError(f"{fn.__qualname__} has no parameter(s) "
-                            f"{sorted(unknown)} to constrain")
+                            f"{unknown} to constrain")
+        enters = 0 if runs_user_code else 1       # user code is checked
 
         @functools.wraps(fn)
         def public(*args, **kwargs):
-            if _inside():
+            if getattr(_state, "depth", 0):       # called by the library
                 return fn(*args, **kwargs)
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -78,16 +76,12 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
                 values[name] = constraint(values[name], name)
             for check in checks:
                 check(values)
-            if runs_user_code:
-                return fn(*bound.args, **bound.kwargs)
-            _state.depth = getattr(_state, "depth", 0) + 1
+            _state.depth = getattr(_state, "depth", 0) + enters
             try:
                 return fn(*bound.args, **bound.kwargs)
             finally:
-                _state.depth -= 1
+                _state.depth -= enters
 
-        public.constraints = dict(constraints)
-        public.checks = tuple(checks)
         return public
 
     return wrap
@@ -138,22 +132,16 @@ def floats(ndim: int | None = None, min_ndim: int = 0,
             arr = np.asarray(value)
         except (TypeError, ValueError) as err:
             raise TypeError(f"{name} must be {expected}: {err}") from None
-        if arr.dtype == bool:
-            arr = arr.astype(np.float64)
-        if not (np.issubdtype(arr.dtype, np.integer)
-                or np.issubdtype(arr.dtype, np.floating)):
+        if arr.dtype != bool and not (np.issubdtype(arr.dtype, np.integer)
+                                      or np.issubdtype(arr.dtype, np.floating)):
             raise TypeError(f"{name} must be {expected}, got dtype "
                             f"{arr.dtype}")
-        if not np.issubdtype(arr.dtype, np.floating):
-            arr = arr.astype(np.float64)
-        elif arr.dtype not in (np.float32, np.float64):
-            arr = arr.astype(np.float64)
+        if arr.dtype not in (np.float32, np.float64):
+            arr = arr.astype(np.float64)          # bools, integers, float16
         if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
             raise ValueError(f"{name} must be {expected}, got shape "
                              f"{arr.shape}")
-        bad = np.isnan(arr) | np.isposinf(arr)
-        if not neg_inf:
-            bad |= np.isneginf(arr)
+        bad = np.isnan(arr) | np.isposinf(arr) if neg_inf else ~np.isfinite(arr)
         if bad.any():
             allowed = "" if not neg_inf else " (-inf is allowed)"
             raise ValueError(f"{name} must be finite{allowed}, got "
@@ -177,6 +165,24 @@ def bools(ndim: int | None = None) -> Constraint:
             raise ValueError(f"{name} must be {expected}, got shape "
                              f"{arr.shape}")
         return arr
+
+    return Constraint(convert, expected)
+
+
+def ints(ndim: int | None = None) -> Constraint:
+    """An array of integers (``bool`` refused), returned as ``int64``."""
+    expected = "an array of integers" + (
+        f" with {ndim} dimension(s)" if ndim is not None else "")
+
+    def convert(value, name):
+        arr = np.asarray(value)
+        if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"{name} must be {expected}, got "
+                            f"{_got(value)}")
+        if ndim is not None and arr.ndim != ndim:
+            raise ValueError(f"{name} must be {expected}, got shape "
+                             f"{arr.shape}")
+        return arr.astype(np.int64, copy=False)
 
     return Constraint(convert, expected)
 
@@ -260,6 +266,24 @@ def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
     return Constraint(convert, what)
 
 
+def sequence(item: Constraint) -> Constraint:
+    """A sequence (not a string) whose items ``item`` accepts, as a list."""
+    what = f"a sequence of items, each {item.expected}"
+
+    def convert(value, name):
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value,
+                                                                "__iter__"):
+            raise TypeError(f"{name} must be {what}, got {_got(value)}")
+        return [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
+
+    return Constraint(convert, what)
+
+
+def grid() -> Constraint:
+    """A patch grid ``(H, W)``: a pair of positive integers."""
+    return pair(positive_int(), ("H", "W"))
+
+
 def optional(inner: Constraint) -> Constraint:
     """``None``, or what ``inner`` accepts."""
     return Constraint(lambda v, name: None if v is None else inner(v, name),
@@ -304,3 +328,17 @@ def broadcasts_to(shape: tuple, target: tuple) -> bool:
         return np.broadcast_shapes(shape, target) == target
     except ValueError:
         return False
+
+
+def tiles(grid: str = "grid", M: str = "M"):
+    """A check: windows of ``M × M`` patches tile the grid exactly."""
+
+    def check(args) -> None:
+        (H, W), side = args[grid], args[M]
+        if H % side or W % side:
+            raise ValueError(
+                f"{M}={side} must divide both sides of the {H}x{W} {grid} "
+                f"so that {side}x{side} windows tile it (pad the grid or "
+                f"choose another {M})")
+
+    return check

@@ -23,12 +23,12 @@ __all__ = ["softmax", "attention", "split_heads", "merge_heads",
 
 
 # ------------------------------------------------------------------ checks
-def _batch(a: tuple, b: tuple, names: str) -> tuple:
+def _batch(names: str, *shapes) -> tuple:
     try:
-        return np.broadcast_shapes(a, b)
+        return np.broadcast_shapes(*(s[:-2] for s in shapes))
     except ValueError:
-        raise ValueError(f"the leading (batch) dimensions of {names} do not "
-                         f"broadcast: {a} and {b}") from None
+        raise ValueError(f"{names} must have leading (batch) dimensions that "
+                         f"broadcast, got {[s[:-2] for s in shapes]}") from None
 
 
 def _qkv_fit(args) -> None:
@@ -41,53 +41,51 @@ def _qkv_fit(args) -> None:
         raise ValueError(f"K and V must hold the same number of rows n_k "
                          f"(one value per key), got K of shape {K.shape} "
                          f"and V of shape {V.shape}")
-    _batch(_batch(Q.shape[:-2], K.shape[:-2], "Q and K"), V.shape[:-2],
-           "Q, K and V")
+    _batch("Q and K", Q.shape, K.shape)
+    _batch("Q, K and V", Q.shape, K.shape, V.shape)
 
 
-def scores_shape(Q, K) -> tuple:
-    """Shape ``(..., n_q, n_k)`` of the score matrices of ``Q`` and ``K``."""
-    return np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (
-        Q.shape[-2], K.shape[-2])
+def _scores(args) -> tuple:
+    """Shape (..., n_q, n_k) of the score matrices of Q and K."""
+    Q, K = args["Q"], args["K"]
+    return _batch("Q and K", Q.shape, K.shape) + (Q.shape[-2], K.shape[-2])
 
 
-def fits_scores(name: str, q: str = "Q", k: str = "K"):
-    """A check: argument ``name`` (if given) broadcasts to the scores."""
+def fits_scores(name: str, scores=_scores):
+    """A check: argument ``name``, if given, broadcasts to the scores."""
 
     def check(args) -> None:
-        x = args[name]
-        if x is None:
-            return
-        want = scores_shape(args[q], args[k])
-        if not broadcasts_to(x.shape, want):
-            raise ValueError(f"{name} must broadcast to the score matrix of "
-                             f"shape {want} (last two axes (n_q, n_k)), got "
-                             f"shape {x.shape}")
+        x, want = args[name], scores(args)
+        if x is not None and not broadcasts_to(x.shape, want):
+            raise ValueError(f"{name} must broadcast to the score matrices "
+                             f"of shape {want} (last two axes: queries, "
+                             f"keys), got shape {x.shape}")
 
     return check
 
 
-def every_query_has_a_key(args, q: str = "Q", k: str = "K") -> None:
-    """A check: the mask leaves no query without a key."""
-    mask = args["mask"]
-    if mask is None:
-        return
-    mask = np.broadcast_to(mask, scores_shape(args[q], args[k]))
-    empty = ~mask.any(axis=-1)
-    if empty.any():
-        where = tuple(int(i) for i in np.argwhere(empty)[0])
-        raise ValueError(
-            f"mask leaves query {where[-1]} (index {where}) with no key to "
-            f"attend to: every entry of its row is False, so its softmax is "
-            f"undefined (PyTorch returns NaN or zeros there, depending on the "
-            f"function; chapter 4)")
+def every_query_has_a_key(scores=_scores):
+    """A check: the mask, if given, leaves no query without a key."""
+
+    def check(args) -> None:
+        if args["mask"] is None:
+            return
+        empty = ~np.broadcast_to(args["mask"], scores(args)).any(axis=-1)
+        if empty.any():
+            where = tuple(int(i) for i in np.argwhere(empty)[0])
+            raise ValueError(
+                f"mask leaves query {where[-1]} (index {where}) with no key "
+                f"to attend to: every entry of its row is False, so its "
+                f"softmax is undefined (PyTorch returns NaN or zeros there, "
+                f"depending on the function; chapter 4)")
+
+    return check
 
 
 def _no_empty_row(args) -> None:
-    S = args["S"]
-    if S.ndim == 0:
+    if args["S"].ndim == 0:
         raise ValueError("S must have at least 1 dimension, got a scalar")
-    if np.isneginf(S).all(axis=-1).any():
+    if np.isneginf(args["S"]).all(axis=-1).any():
         raise ValueError("S has a row whose entries are all -inf: no entry "
                          "can receive weight (is every key of some query "
                          "masked?)")
@@ -116,26 +114,12 @@ def _heads_fit(args) -> None:
                          f"width of W_v), got shape {W_o.shape}")
 
 
-def _head_mask_fits(name: str):
-    def check(args) -> None:
-        x = args[name]
-        if x is None:
-            return
-        X = args["X"]
-        C = X if args["context"] is None else args["context"]
-        want = np.broadcast_shapes(X.shape[:-2], C.shape[:-2]) + (
-            args["h"], X.shape[-2], C.shape[-2])
-        if not broadcasts_to(x.shape, want):
-            raise ValueError(f"{name} must broadcast to the heads' score "
-                             f"matrices of shape {want} (..., h, n, m), got "
-                             f"shape {x.shape}")
-        if name == "mask":
-            empty = ~np.broadcast_to(x, want).any(axis=-1)
-            if empty.any():
-                raise ValueError(f"mask leaves a query with no key to attend "
-                                 f"to (index {tuple(np.argwhere(empty)[0])})")
-
-    return check
+def _head_scores(args) -> tuple:
+    """Shape (..., h, n, m) of the heads' score matrices."""
+    X = args["X"]
+    C = X if args["context"] is None else args["context"]
+    return _batch("X and context", X.shape, C.shape) + (
+        args["h"], X.shape[-2], C.shape[-2])
 
 
 # ------------------------------------------------------------------ maths
@@ -173,7 +157,7 @@ def softmax(S):
           mask=optional(bools()), bias=optional(floats()),
           scale=optional(positive()),
           checks=(_qkv_fit, fits_scores("mask"), fits_scores("bias"),
-                  every_query_has_a_key))
+                  every_query_has_a_key()))
 def attention(Q, K, V, mask=None, bias=None, scale=None):
     """Scaled dot-product attention: ``softmax(Q Kᵀ / √d_k + B) V``.
 
@@ -247,8 +231,9 @@ def merge_heads(Z):
           W_v=floats(ndim=2), W_o=floats(ndim=2), h=positive_int(),
           mask=optional(bools()), bias=optional(floats()),
           context=optional(floats(min_ndim=2)),
-          checks=(_heads_fit, _head_mask_fits("mask"),
-                  _head_mask_fits("bias")))
+          checks=(_heads_fit, fits_scores("mask", _head_scores),
+                  fits_scores("bias", _head_scores),
+                  every_query_has_a_key(_head_scores)))
 def multi_head_attention(X, W_q, W_k, W_v, W_o, h, mask=None, bias=None,
                          context=None):
     """Multi-head attention: ``Concat(head_1, …, head_h) W_O``.

@@ -19,14 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._legacy import as_float_array, generator, positive_int
+from ._validate import (boundary, floats, generator, integer, number, pair,
+                        positive_int)
 
 __all__ = ["two_squares", "moving_square_video", "textured_scene",
            "shifted_pair", "RepeatedPattern", "repeated_pattern_pair"]
 
 
-def two_squares(rng: np.random.Generator, size: int = 32,
-                noise: float = 0.05) -> np.ndarray:
+_NOISE = number(0)
+
+
+@boundary(rng=generator(), size=positive_int(), noise=_NOISE)
+def two_squares(rng, size=32, noise=0.05):
     """A dark ``size × size`` image with two bright squares and light noise.
 
     The squares cover rows and columns 2–13 and 18–29 of a 32 × 32 image
@@ -36,8 +40,6 @@ def two_squares(rng: np.random.Generator, size: int = 32,
     -------
     img : ndarray, shape (size, size)
     """
-    generator(rng)
-    size = positive_int(size, "size")
     img = np.zeros((size, size))
     a, b = size // 16, 7 * size // 16                  # 2 and 14 for size 32
     img[a:b, a:b] = 1.0
@@ -45,10 +47,28 @@ def two_squares(rng: np.random.Generator, size: int = 32,
     return img + noise * rng.standard_normal(img.shape)
 
 
-def moving_square_video(rng: np.random.Generator, T: int = 4, size: int = 24,
-                        side: int = 8, start: tuple[int, int] = (4, 0),
-                        step: tuple[int, int] = (0, 4), noise: float = 0.05,
-                        distractor: bool = True) -> np.ndarray:
+def _square_stays_apart(args) -> None:
+    T, size, side = args["T"], args["size"], args["side"]
+    (r0, c0), (dr, dc) = args["start"], args["step"]
+    for t in range(T):
+        r, c = r0 + t * dr, c0 + t * dc
+        if not (0 <= r <= size - side and 0 <= c <= size - side):
+            raise ValueError(
+                f"step moves the square out of the {size}x{size} frame at "
+                f"frame {t} (top-left corner ({r}, {c})); shorten T or the "
+                f"step")
+        if args["distractor"] and min(r, c) + side > size - side:
+            raise ValueError(
+                f"step brings the moving square onto the static square at "
+                f"frame {t}; choose another start or step")
+
+
+@boundary(rng=generator(), T=positive_int(), size=positive_int(),
+          side=positive_int(), start=pair(integer(), ("row", "col")),
+          step=pair(integer(), ("row", "col")), noise=_NOISE,
+          checks=(_square_stays_apart,))
+def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
+                        step=(0, 4), noise=0.05, distractor=True):
     """A synthetic video: a bright square moving across dark frames.
 
     Frame ``t`` holds a square of brightness 1 with its top-left corner at
@@ -85,30 +105,18 @@ def moving_square_video(rng: np.random.Generator, T: int = 4, size: int = 24,
     ValueError
         If the moving square leaves the frame or meets the static square.
     """
-    generator(rng)
-    T, size, side = (positive_int(v, name) for v, name in
-                     ((T, "T"), (size, "size"), (side, "side")))
-    video = np.zeros((T, size, size))
+    video = np.zeros((T, size, size))                   # (T, size, size)
     if distractor:
         video[:, size - side:, size - side:] = 0.5
     for t in range(T):
         r, c = start[0] + t * step[0], start[1] + t * step[1]
-        if not (0 <= r <= size - side and 0 <= c <= size - side):
-            raise ValueError(
-                f"the moving square leaves the {size}x{size} frame at frame "
-                f"{t} (top-left corner ({r}, {c})); shorten T or the step"
-            )
-        if distractor and r + side > size - side and c + side > size - side:
-            raise ValueError(
-                f"the moving square meets the static square at frame {t}; "
-                f"choose another start or step"
-            )
         video[t, r:r + side, c:c + side] = 1.0
     return video + noise * rng.standard_normal(video.shape)
 
 
-def textured_scene(rng: np.random.Generator, size: int = 32,
-                   n_shapes: int = 5, texture: float = 0.3) -> np.ndarray:
+@boundary(rng=generator(), size=integer(12, what="a number of pixels"),
+          n_shapes=positive_int(), texture=number(0))
+def textured_scene(rng, size=32, n_shapes=5, texture=0.3):
     """A scene of overlapping rectangles on a faintly textured background.
 
     ``n_shapes`` rectangles with sides of 6 to ``size // 2`` pixels and
@@ -121,11 +129,6 @@ def textured_scene(rng: np.random.Generator, size: int = 32,
     img : ndarray, shape (size, size)
         Values in [0, 0.9 + texture].
     """
-    generator(rng)
-    size = positive_int(size, "size")
-    n_shapes = positive_int(n_shapes, "n_shapes")
-    if size < 12:
-        raise ValueError(f"size must be at least 12 pixels, got {size}")
     img = np.zeros((size, size))
     for _ in range(n_shapes):
         h, w = rng.integers(6, size // 2 + 1, size=2)
@@ -134,8 +137,9 @@ def textured_scene(rng: np.random.Generator, size: int = 32,
     return img + texture * rng.random((size, size))
 
 
-def shifted_pair(img, shift: tuple[int, int], rng: np.random.Generator,
-                 noise: float = 0.02):
+@boundary(img=floats(ndim=2), shift=pair(integer(), ("dy", "dx")),
+          rng=generator(), noise=_NOISE)
+def shifted_pair(img, shift, rng, noise=0.02):
     """Two noisy frames of ``img``, the second rolled by ``shift`` pixels.
 
     Parameters
@@ -153,17 +157,8 @@ def shifted_pair(img, shift: tuple[int, int], rng: np.random.Generator,
     img1, img2 : ndarray, shape (H, W)
         ``img2[y + dy, x + dx] ≈ img1[y, x]`` (indices modulo H and W).
     """
-    img = as_float_array(img, "img", min_ndim=2)
-    generator(rng)
-    if img.ndim != 2:
-        raise ValueError(f"img must be a 2-D image, got shape {img.shape}")
-    try:
-        dy, dx = (int(s) for s in shift)
-    except (TypeError, ValueError):
-        raise TypeError(f"shift must be a pair of integers, got {shift!r}") \
-            from None
     img1 = img + noise * rng.standard_normal(img.shape)
-    img2 = np.roll(img, (dy, dx), axis=(0, 1)) \
+    img2 = np.roll(img, shift, axis=(0, 1)) \
         + noise * rng.standard_normal(img.shape)
     return img1, img2
 
@@ -183,9 +178,9 @@ class RepeatedPattern:
     patch: int = 4
 
 
-def repeated_pattern_pair(rng: np.random.Generator,
-                          shift: tuple[int, int] = (1, 1),
-                          noise: float = 0.02) -> RepeatedPattern:
+@boundary(rng=generator(), shift=pair(integer(0, 1, "0 or 1 patch"),
+                                     ("d_row", "d_col")), noise=_NOISE)
+def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
     """A pair of frames whose motifs cross-attention alone cannot tell apart.
 
     On a 6 × 10 grid of 4 × 4 patches, four identical ring motifs sit at
@@ -194,16 +189,9 @@ def repeated_pattern_pair(rng: np.random.Generator,
     the frame, no wrap-around). Each frame gets its own noise
     (``2 · 24 · 40`` normals from ``rng``).
     """
-    generator(rng)
     grid, p = (6, 10), 4
     copies = ((2, 1), (2, 3), (2, 5), (2, 7))
     landmark = (4, 8)
-    dr, dc = (int(s) for s in shift)
-    if not (0 <= dr <= 1 and 0 <= dc <= 1):
-        raise ValueError(
-            f"shift must keep the motifs inside the frame: each of its two "
-            f"entries must be 0 or 1 patch, got {shift!r}"
-        )
     ring = np.ones((p, p))
     ring[1:-1, 1:-1] = 0.0
     cross = np.maximum(np.eye(p), np.eye(p)[::-1])
@@ -215,6 +203,6 @@ def repeated_pattern_pair(rng: np.random.Generator,
             img[r * p:(r + 1) * p, c * p:(c + 1) * p] = m
         return img + noise * rng.standard_normal(img.shape)
 
-    return RepeatedPattern(img1=paint((0, 0)), img2=paint((dr, dc)),
-                           copies=copies, landmark=landmark, shift=(dr, dc),
+    return RepeatedPattern(img1=paint((0, 0)), img2=paint(shift),
+                           copies=copies, landmark=landmark, shift=shift,
                            motif=ring, marker=cross, grid=grid, patch=p)

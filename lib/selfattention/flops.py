@@ -17,10 +17,13 @@ has a formula for, chiefly matrix products. Two conventions to keep in mind:
 
 from __future__ import annotations
 
+from ._validate import boundary, function
+
 __all__ = ["count_flops"]
 
 
-def count_flops(fn, *args, **kwargs) -> dict[str, int]:
+@boundary(fn=function(), runs_user_code=True)
+def count_flops(fn, *args, **kwargs):
     """FLOPs per operator recorded while ``fn(*args, **kwargs)`` runs.
 
     Parameters
@@ -39,8 +42,6 @@ def count_flops(fn, *args, **kwargs) -> dict[str, int]:
         FLOPs, two per multiply-add; ``sum(flops.values())`` is the total.
         Operators the counter has no formula for are absent.
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:

@@ -1,68 +1,87 @@
-"""Synthetic images and patch grids: how an image becomes tokens (chapter 1).
+"""Patch grids: how an image becomes tokens (chapters 1 and 2).
 
 A ``p × p`` patch of a grayscale image becomes one token of ``p²`` pixels,
-numbered row-major over the patch grid, as in ViT.
+numbered row-major over the patch grid ``(H, W)``, as in ViT.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._legacy import as_float_array, positive_int
+from ._validate import boundary, floats, grid, integer, positive_int
 
-__all__ = ["patchify", "unpatchify", "center",
-           "digit_patch_tokens"]
+__all__ = ["patchify", "unpatchify", "center", "digit_patch_tokens"]
 
 
-def patchify(img, p: int) -> np.ndarray:
+def _p_tiles_img(args) -> None:
+    *_, H_img, W_img = args["img"].shape
+    p = args["p"]
+    if H_img % p or W_img % p:
+        raise ValueError(f"p={p} must divide the image height and width so "
+                         f"that the patches tile it, got an image of "
+                         f"{H_img}x{W_img}")
+
+
+@boundary(img=floats(min_ndim=2), p=positive_int(), checks=(_p_tiles_img,))
+def patchify(img, p):
     """Cut images into non-overlapping ``p × p`` patches, row-major.
 
     Parameters
     ----------
-    img : array_like, shape (..., H, W)
-        Grayscale images; ``p`` must divide ``H`` and ``W``.
+    img : array_like, shape (..., H·p, W·p)
+        Grayscale images; ``p`` must divide their height and width.
     p : int
         Patch side in pixels.
 
     Returns
     -------
-    X : ndarray, shape (..., (H/p)·(W/p), p²)
-        One token per patch; token ``r·(W/p) + c`` is patch (r, c).
+    X : ndarray, shape (..., H·W, p²)
+        One token per patch; token ``r·W + c`` is patch (r, c).
     """
-    img = as_float_array(img, "img", min_ndim=2)
-    p = positive_int(p, "p")
-    *batch, H, W = img.shape
-    if H % p or W % p:
-        raise ValueError(
-            f"patch size p={p} must divide the image height and width, "
-            f"got an image of {H}x{W}"
-        )
-    g = img.reshape(*batch, H // p, p, W // p, p)       # (..., R, p, C, p)
-    g = np.moveaxis(g, -3, -2)                          # (..., R, C, p, p)
-    return g.reshape(*batch, (H // p) * (W // p), p * p)
+    *batch, H_img, W_img = img.shape
+    H, W = H_img // p, W_img // p
+    g = img.reshape(*batch, H, p, W, p)                 # (..., H, p, W, p)
+    g = np.moveaxis(g, -3, -2)                          # (..., H, W, p, p)
+    return g.reshape(*batch, H * W, p * p)              # (..., n, p²)
 
 
-def unpatchify(X, grid: tuple[int, int]) -> np.ndarray:
-    """Inverse of :func:`patchify`: (..., R·C, p²) -> (..., R·p, C·p)."""
-    X = as_float_array(X, "X", min_ndim=2)
-    R, C = grid
-    *batch, n, pp = X.shape
+def _tokens_fill_grid(args) -> None:
+    X, (H, W) = args["X"], args["grid"]
+    p = int(round(np.sqrt(X.shape[-1])))
+    if p * p != X.shape[-1] or X.shape[-2] != H * W:
+        raise ValueError(f"X must hold {H}x{W} square patches, shape (..., "
+                         f"{H * W}, p²), got shape {X.shape}")
+
+
+@boundary(X=floats(min_ndim=2), grid=grid(), checks=(_tokens_fill_grid,))
+def unpatchify(X, grid):
+    """Inverse of :func:`patchify`: (..., H·W, p²) -> (..., H·p, W·p)."""
+    H, W = grid
+    *batch, _, pp = X.shape
     p = int(round(np.sqrt(pp)))
-    if p * p != pp or n != R * C:
-        raise ValueError(
-            f"X of shape {X.shape} does not hold {R}x{C} square patches"
-        )
-    g = X.reshape(*batch, R, C, p, p)
-    return np.moveaxis(g, -3, -2).reshape(*batch, R * p, C * p)
+    g = X.reshape(*batch, H, W, p, p)                   # (..., H, W, p, p)
+    g = np.moveaxis(g, -3, -2)                          # (..., H, p, W, p)
+    return g.reshape(*batch, H * p, W * p)
 
 
-def center(X) -> np.ndarray:
+@boundary(X=floats(min_ndim=1))
+def center(X):
     """Subtract each token's mean, so a flat patch becomes the zero vector."""
-    X = as_float_array(X, "X")
     return X - X.mean(axis=-1, keepdims=True)
 
 
-def digit_patch_tokens(n_images: int = 300, p: int = 2) -> np.ndarray:
+_DIGITS = 1797          # images in scikit-learn's digits
+
+
+def _p_tiles_digits(args) -> None:
+    if 8 % args["p"]:
+        raise ValueError(f"p must divide the digits' 8 pixels (1, 2, 4 or "
+                         f"8), got {args['p']}")
+
+
+@boundary(n_images=integer(1, _DIGITS, "a number of images"),
+          p=positive_int(), checks=(_p_tiles_digits,))
+def digit_patch_tokens(n_images=300, p=2):
     """Patches of scikit-learn's 8 × 8 digits, standardized per pixel.
 
     Each image becomes ``(8/p)²`` tokens of ``p²`` pixels; every pixel of a
@@ -75,11 +94,5 @@ def digit_patch_tokens(n_images: int = 300, p: int = 2) -> np.ndarray:
     """
     from sklearn.datasets import load_digits
 
-    n_images = positive_int(n_images, "n_images")
-    images = load_digits().images
-    if n_images > len(images):
-        raise ValueError(
-            f"n_images must be at most {len(images)}, got {n_images}"
-        )
-    T = patchify(images[:n_images], p)                   # (N, n, p²)
+    T = patchify(load_digits().images[:n_images], p)     # (N, n, p²)
     return (T - T.mean(axis=(0, 1))) / T.std(axis=(0, 1))

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validate import boundary, floats
+
 __all__ = ["CMAP", "ACCENT", "show_image", "show_attention_on_image",
            "show_matrix", "show_mask", "mark_patch", "figure", "show_grid",
-           "mark_cell", "show_loglog"]
+           "mark_cell", "show_loglog", "loglog_slope"]
 
 CMAP = "viridis"
 ACCENT = "#ff7f0e"          # orange: the chosen query, window borders
@@ -177,7 +179,7 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
         pair ``(x_i, y_i)`` for a series measured at other sizes.
     fit : bool
         Write each series' least-squares slope
-        (:func:`selfattention.timing.loglog_slope`) in its legend label, or,
+        (:func:`loglog_slope`) in its legend label, or,
         for a single unlabelled series, in the top corner.
     ref_slope : float, optional
         Add a dashed grey reference line of this slope through the last
@@ -189,50 +191,73 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
     -------
     ax
     """
-    from .timing import loglog_slope
-
     x = np.asarray(x, dtype=float)
     labelled = isinstance(ys, dict)
-    series = ys.items() if labelled else [(None, ys)]
-    xs_all = []
-    markers = "os^vD"
-    for k, (label, y) in enumerate(series):
-        if isinstance(y, tuple):
-            xi, y = (np.asarray(v, dtype=float) for v in y)
-        else:
-            xi, y = x, np.asarray(y, dtype=float)
-        if xi.shape != y.shape or xi.ndim != 1:
-            raise ValueError(f"series {label or 0} must have one value per "
-                             f"size, got shapes {xi.shape} and {y.shape}")
+    series = _series(x, ys if labelled else {None: ys})
+    for k, (label, xi, y) in enumerate(series):
         # a typographic minus, as on the axes' tick labels
         slope = (f"{loglog_slope(xi, y):.2f}".replace("-", "\u2212")
                  if fit else None)
         if label is not None and fit:
             label = f"{label} (slope {slope})"
-        ax.loglog(xi, y, markers[k % len(markers)] + "-", ms=4,
-                  color=f"C{k}", label=label)
+        ax.loglog(xi, y, "os^vD"[k % 5] + "-", ms=4, color=f"C{k}",
+                  label=label)
         if not labelled and fit:
             ax.text(0.97, 0.95, f"slope {slope}", transform=ax.transAxes,
                     ha="right", va="top", fontsize=8, color="C0")
-        xs_all.append(xi)
-        last = (xi[-1], y[-1])
-    if ref_slope is not None:
-        span = np.array([min(v.min() for v in xs_all),
-                         max(v.max() for v in xs_all)])
-        ax.loglog(span, last[1] * (span / last[0]) ** ref_slope, "--",
+    if ref_slope is not None:       # through the last point of the last one
+        span = np.array([min(xi.min() for _, xi, _ in series),
+                         max(xi.max() for _, xi, _ in series)])
+        ax.loglog(span, y[-1] * (span / xi[-1]) ** ref_slope, "--",
                   color="gray", lw=1, label=f"slope {ref_slope:g}")
     if ticks:
         ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.minorticks_off()
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if ylabel:
-        ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
+    ax.set(**{k: v for k, v in dict(xlabel=xlabel, ylabel=ylabel,
+                                     title=title).items() if v})
     if labelled or ref_slope is not None:
         ax.legend(fontsize=8)
     return ax
+
+
+def _series(x, ys: dict) -> list:
+    """``(label, x_i, y_i)`` of each series; a value may be a pair."""
+    series = []
+    for label, y in ys.items():
+        xi, y = ((np.asarray(v, dtype=float) for v in y)
+                 if isinstance(y, tuple) else (x, np.asarray(y, dtype=float)))
+        if xi.shape != y.shape or xi.ndim != 1:
+            raise ValueError(f"ys must have one value per size in series "
+                             f"{label or 0}, got shapes {xi.shape} and "
+                             f"{y.shape}")
+        series.append((label, xi, y))
+    return series
+
+
+def _fits_loglog(args) -> None:
+    x, y = args["x"], args["y"]
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError(f"x and y must have the same length >= 2, got "
+                         f"shapes {x.shape} and {y.shape}")
+    if not ((x > 0).all() and (y > 0).all()):
+        raise ValueError("x and y must be positive to take logarithms")
+
+
+@boundary(x=floats(ndim=1), y=floats(ndim=1), checks=(_fits_loglog,))
+def loglog_slope(x, y):
+    """Slope of the least-squares line through ``(log x, log y)``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (k,)
+        Positive sizes and costs, ``k ≥ 2`` (chapter 6).
+
+    Returns
+    -------
+    slope : float
+        ``p`` when ``y`` grows like ``x**p``.
+    """
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
 def _tidy(ax, title):

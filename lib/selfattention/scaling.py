@@ -15,27 +15,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._legacy import as_float_array, generator, positive_int
+from ._validate import (boundary, floats, generator, positive, positive_int,
+                        sequence)
 from .attention import softmax
 
 __all__ = ["softmax_jacobian", "jacobian_norm", "LogitStats", "logit_stats",
            "scaling_experiment"]
 
 
-def _as_weights(p, name: str = "p") -> np.ndarray:
-    p = as_float_array(p, name, min_ndim=1)
+def _weights(args) -> None:
+    p = args["p"]
     if (p < 0).any() or not np.allclose(p.sum(axis=-1), 1.0, rtol=0,
                                         atol=1e-6):
         raise ValueError(
-            f"{name} must hold softmax weights along its last axis "
-            f"(non-negative, each row summing to one), got row sums between "
+            f"p must hold softmax weights along its last axis (non-negative, "
+            f"each row summing to one), got row sums between "
             f"{p.sum(axis=-1).min():.3g} and {p.sum(axis=-1).max():.3g} and "
-            f"smallest entry {p.min():.3g}"
-        )
-    return p
+            f"smallest entry {p.min():.3g}")
 
 
-def softmax_jacobian(p) -> np.ndarray:
+@boundary(p=floats(min_ndim=1), checks=(_weights,))
+def softmax_jacobian(p):
     """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ`` (chapter 2).
 
     Entry ``(i, j)`` is ``∂p_i / ∂s_j`` for ``p = softmax(s)``. Every entry
@@ -60,12 +60,12 @@ def softmax_jacobian(p) -> np.ndarray:
         If ``p`` is not finite, or its rows are not non-negative and summing
         to one.
     """
-    p = _as_weights(p)
     eye = np.eye(p.shape[-1], dtype=p.dtype)
     return p[..., :, None] * (eye - p[..., None, :])       # (..., n, n)
 
 
-def jacobian_norm(p) -> np.ndarray:
+@boundary(p=floats(min_ndim=1), checks=(_weights,))
+def jacobian_norm(p):
     """Frobenius norm of each row's softmax Jacobian (chapter 2).
 
     A single number for "how much gradient this row can pass back":
@@ -116,7 +116,8 @@ class LogitStats:
     jacobian_scaled: float
 
 
-def logit_stats(S, d_k: int) -> LogitStats:
+@boundary(S=floats(min_ndim=2), d_k=positive_int())
+def logit_stats(S, d_k):
     """Summarise how saturated raw scores are, with and without √d_k.
 
     Parameters
@@ -136,8 +137,6 @@ def logit_stats(S, d_k: int) -> LogitStats:
         If ``S`` is not a finite array with at least 2 dimensions, or
         ``d_k`` is not a positive integer.
     """
-    S = as_float_array(S, "S", min_ndim=2)
-    d_k = positive_int(d_k, "d_k")
     p_raw = softmax(S)                                      # (..., n_q, n_k)
     p_scaled = softmax(S / math.sqrt(d_k))
     return LogitStats(
@@ -150,8 +149,9 @@ def logit_stats(S, d_k: int) -> LogitStats:
     )
 
 
-def scaling_experiment(T, d_ks, rng: np.random.Generator,
-                       weight_scale: float = 0.5) -> list[LogitStats]:
+@boundary(T=floats(ndim=3), d_ks=sequence(positive_int()), rng=generator(),
+          weight_scale=positive())
+def scaling_experiment(T, d_ks, rng, weight_scale=0.5):
     """Random query and key projections of tokens for several ``d_k``.
 
     For each ``d_k`` in order, draws query weights and then key weights,
@@ -185,17 +185,6 @@ def scaling_experiment(T, d_ks, rng: np.random.Generator,
         ``d_k`` is not a positive integer or ``weight_scale`` is not a
         positive finite number.
     """
-    T = as_float_array(T, "T", min_ndim=1)
-    if T.ndim != 3:
-        raise ValueError(f"T must have shape (N, n, p), got shape {T.shape}")
-    generator(rng)
-    if isinstance(weight_scale, bool) or not np.isscalar(weight_scale) or not (
-        np.isfinite(weight_scale) and weight_scale > 0
-    ):
-        raise ValueError(
-            f"weight_scale must be a positive finite number, got {weight_scale!r}"
-        )
-    d_ks = [positive_int(d_k, "d_k") for d_k in d_ks]
     N, _, p = T.shape
     stats = []
     for d_k in d_ks:

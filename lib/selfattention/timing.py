@@ -17,8 +17,9 @@ What is measured, and how:
   workspaces or PyTorch's tensors, is not seen: to compare with PyTorch,
   ``scripts/bench_attention.py`` measures the resident memory of a fresh
   process instead.
-* :func:`loglog_slope` fits a straight line to measurements on log–log axes:
-  a slope of 2 means that doubling the size multiplies the cost by four.
+* :func:`selfattention.plots.loglog_slope` fits a straight line to such
+  measurements on log–log axes: a slope of 2 means that doubling the size
+  multiplies the cost by four.
 
 Thread counts are not changed here; limit them around the call (for example
 with ``threadpoolctl.threadpool_limits(1)``) to time the work rather than
@@ -32,14 +33,13 @@ import tracemalloc
 
 import numpy as np
 
-from ._legacy import generator, positive_int
+from ._validate import boundary, function, generator, positive_int
 
-__all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes",
-           "loglog_slope"]
+__all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes"]
 
 
-def random_qkv(n: int, d: int, rng: np.random.Generator,
-               dtype=np.float32) -> list[np.ndarray]:
+@boundary(n=positive_int(), d=positive_int(), rng=generator())
+def random_qkv(n, d, rng, dtype=np.float32):
     """Queries, keys and values of ``n`` random tokens of width ``d``.
 
     Entries are standard normal, drawn from ``rng`` in the order Q, K, V and
@@ -49,20 +49,16 @@ def random_qkv(n: int, d: int, rng: np.random.Generator,
     -------
     [Q, K, V] : list of three ndarrays, each of shape (n, d)
     """
-    n, d = positive_int(n, "n"), positive_int(d, "d")
-    rng = generator(rng)
     return [rng.standard_normal((n, d)).astype(dtype) for _ in range(3)]
 
 
-def best_time(fn, *args, repeat: int = 3, **kwargs) -> float:
+@boundary(fn=function(), repeat=positive_int(), runs_user_code=True)
+def best_time(fn, *args, repeat=3, **kwargs):
     """Fastest of ``repeat`` runs of ``fn(*args, **kwargs)``, in processor
     seconds (``time.process_time``, all threads of this process).
 
     The result of ``fn`` is discarded (chapter 6).
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    repeat = positive_int(repeat, "repeat")
     best = np.inf
     for _ in range(repeat):
         start = time.process_time()
@@ -71,6 +67,12 @@ def best_time(fn, *args, repeat: int = 3, **kwargs) -> float:
     return float(best)
 
 
+def _not_tracing(args) -> None:
+    if tracemalloc.is_tracing():
+        raise RuntimeError("tracemalloc is already tracing; stop it first")
+
+
+@boundary(fn=function(), checks=(_not_tracing,), runs_user_code=True)
 def run_traced(fn, *args, **kwargs):
     """Run ``fn(*args, **kwargs)`` once under ``tracemalloc``.
 
@@ -89,10 +91,6 @@ def run_traced(fn, *args, **kwargs):
         If ``tracemalloc`` is already tracing: two measurements would
         disturb each other.
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if tracemalloc.is_tracing():
-        raise RuntimeError("tracemalloc is already tracing; stop it first")
     tracemalloc.start()
     try:
         result = fn(*args, **kwargs)
@@ -102,30 +100,7 @@ def run_traced(fn, *args, **kwargs):
     return result, int(peak)
 
 
-def peak_bytes(fn, *args, **kwargs) -> int:
+def peak_bytes(fn, *args, **kwargs):
     """Most bytes traced at once while ``fn(*args, **kwargs)`` runs
     (see :func:`run_traced`; chapter 6)."""
     return run_traced(fn, *args, **kwargs)[1]
-
-
-def loglog_slope(x, y) -> float:
-    """Slope of the least-squares line through ``(log x, log y)``.
-
-    Parameters
-    ----------
-    x, y : array_like, shape (k,)
-        Positive sizes and costs, ``k ≥ 2`` (chapter 6).
-
-    Returns
-    -------
-    slope : float
-        ``p`` when ``y`` grows like ``x**p``.
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.ndim != 1 or x.shape != y.shape or x.size < 2:
-        raise ValueError(f"x and y must be 1-D of the same length >= 2, got "
-                         f"shapes {x.shape} and {y.shape}")
-    if not ((x > 0).all() and (y > 0).all()):
-        raise ValueError("x and y must be positive to take logarithms")
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])

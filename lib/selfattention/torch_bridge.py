@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._legacy import as_bool_mask, as_float_array, positive_int
+from ._validate import boundary, bools, floats, instance, positive_int
 
 __all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights"]
 
 
+@boundary(mask=bools())
 def mask_for_mha(mask):
     """Our mask (True = may attend) as ``nn.MultiheadAttention`` wants it.
 
@@ -29,17 +30,35 @@ def mask_for_mha(mask):
     """
     import torch
 
-    return torch.from_numpy(~as_bool_mask(mask))
+    return torch.from_numpy(~mask)
 
 
+@boundary(mask=bools())
 def mask_for_sdpa(mask):
     """Our mask as ``scaled_dot_product_attention`` wants it: True = allowed."""
     import torch
 
-    return torch.from_numpy(as_bool_mask(mask).copy())
+    return torch.from_numpy(mask.copy())
 
 
-def multihead_from_weights(W_q, W_k, W_v, W_o, h: int, bias: bool = False):
+_NAMES = ("W_q", "W_k", "W_v", "W_o")
+
+
+def _square_and_split(args) -> None:
+    d, h = args["W_q"].shape[0], args["h"]
+    for name in _NAMES:
+        if args[name].shape != (d, d):
+            raise ValueError(f"{name} must be square ({d}, {d}) for "
+                             f"nn.MultiheadAttention, got shape "
+                             f"{args[name].shape}")
+    if d % h:
+        raise ValueError(f"h={h} heads must divide the width d={d}")
+
+
+@boundary(W_q=floats(ndim=2), W_k=floats(ndim=2), W_v=floats(ndim=2),
+          W_o=floats(ndim=2), h=positive_int(), bias=instance(bool),
+          checks=(_square_and_split,))
+def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
     """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights.
 
     Parameters
@@ -62,25 +81,13 @@ def multihead_from_weights(W_q, W_k, W_v, W_o, h: int, bias: bool = False):
     """
     import torch
 
-    h = positive_int(h, "h")
-    Ws = [as_float_array(W, name, min_ndim=2) for W, name in
-          ((W_q, "W_q"), (W_k, "W_k"), (W_v, "W_v"), (W_o, "W_o"))]
-    d = Ws[0].shape[0]
-    for W, name in zip(Ws, ("W_q", "W_k", "W_v", "W_o")):
-        if W.shape != (d, d):
-            raise ValueError(
-                f"{name} must be square ({d}, {d}) for nn.MultiheadAttention, "
-                f"got shape {W.shape}"
-            )
-    if d % h:
-        raise ValueError(f"h={h} heads must divide the width d={d}")
-    mha = torch.nn.MultiheadAttention(d, h, bias=bias, batch_first=True)
-    mha = mha.double()
+    mha = torch.nn.MultiheadAttention(len(W_q), h, bias=bias,
+                                      batch_first=True).double()
     with torch.no_grad():
         # PyTorch computes x @ weight.T, so each of our matrices goes in as W.T
-        stacked = np.concatenate([W.T for W in Ws[:3]])        # (3d, d)
+        stacked = np.concatenate([W_q.T, W_k.T, W_v.T])         # (3d, d)
         mha.in_proj_weight.copy_(torch.from_numpy(stacked))
-        mha.out_proj.weight.copy_(torch.from_numpy(Ws[3].T.copy()))
+        mha.out_proj.weight.copy_(torch.from_numpy(W_o.T.copy()))
         if bias:
             mha.in_proj_bias.zero_()
             mha.out_proj.bias.zero_()

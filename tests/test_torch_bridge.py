@@ -1,6 +1,8 @@
-"""The NumPy reference agrees with PyTorch on random shapes and masks."""
+"""Tests of selfattention.torch_bridge: the NumPy reference agrees with
+PyTorch on random shapes and masks, once weights and masks are converted."""
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given
@@ -53,13 +55,37 @@ def test_multihead_module_matches_multi_head_attention(seed, dh, n, masked):
     assert np.abs(A_t.numpy() - A).max() < TOL
 
 
-def test_the_two_torch_conventions_are_opposite():
-    mask = np.array([[True, False], [True, True]])
-    assert mask_for_sdpa(mask).tolist() == mask.tolist()
-    assert mask_for_mha(mask).tolist() == (~mask).tolist()
-
-
 def test_bias_free_module_has_4_d_squared_parameters():
     W = np.eye(16)
     mha = multihead_from_weights(W, W, W, W, h=4)
     assert sum(p.numel() for p in mha.parameters()) == 4 * 16 * 16
+
+
+def test_an_unconverted_mask_attends_exactly_where_it_should_not():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((1, 6, 4))
+    mha = multihead_from_weights(*np.eye(4)[None].repeat(4, 0), h=2)
+    mask = np.tril(np.ones((5, 6), bool))             # ours: True = may use
+    x = torch.from_numpy(X)
+    with torch.no_grad():
+        _, A = mha(x[:, :5], x, x, attn_mask=torch.from_numpy(mask))
+        _, A_ok = mha(x[:, :5], x, x, attn_mask=mask_for_mha(mask))
+    assert (A[0][torch.from_numpy(mask)] == 0).all()     # the allowed keys
+    assert (A_ok[0][torch.from_numpy(~mask)] == 0).all()
+
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: mask_for_mha(np.ones((2, 2))), TypeError, "mask"),
+    (lambda: mask_for_sdpa([[1, 0]]), TypeError, "mask"),
+    (lambda: multihead_from_weights(*np.ones((4, 4, 4)), h=3), ValueError,
+     "h"),
+    (lambda: multihead_from_weights(np.ones((4, 2)), *np.ones((3, 4, 4)),
+                                    h=2), ValueError, "W_q"),
+    (lambda: multihead_from_weights(*np.ones((4, 4, 4)), h=2.0), TypeError,
+     "h"),
+    (lambda: multihead_from_weights(*np.ones((4, 4, 4)), h=2, bias=1),
+     TypeError, "bias"),
+])
+def test_bad_input_names_the_argument(call, error, name):
+    with pytest.raises(error, match=f"^{name}"):
+        call()
