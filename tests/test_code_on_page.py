@@ -19,6 +19,8 @@ CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 MUST_SHOW = {
     "01_definition": ["selfattention.attention.softmax",
                       "selfattention.attention.attention"],
+    "09_matching": ["selfattention.matching.correlation_volume",
+                    "selfattention.matching.lookup"],
 }
 
 

@@ -250,7 +250,8 @@ def lookup(C, flow, radius):
     H, W = C.shape[:2]
     ys, xs = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")  # (H, W)
     d = np.arange(-radius, radius + 1)                    # (2r+1,)
-    dy, dx = (a.ravel() for a in np.meshgrid(d, d, indexing="ij"))
+    dy, dx = np.meshgrid(d, d, indexing="ij")             # (2r+1, 2r+1)
+    dy, dx = dy.ravel(), dx.ravel()                       # ((2r+1)²,)
     ty = (ys[..., None] + flow[..., :1] + dy) % H         # (H, W, (2r+1)²)
     tx = (xs[..., None] + flow[..., 1:] + dx) % W         # (H, W, (2r+1)²)
     return C[ys[..., None], xs[..., None], ty, tx]        # (H, W, (2r+1)²)
