@@ -19,6 +19,8 @@ CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 MUST_SHOW = {
     "01_definition": ["selfattention.attention.softmax",
                       "selfattention.attention.attention"],
+    "08_nonlocal": ["selfattention.nonlocal_block.scope_mask",
+                    "selfattention.nonlocal_block.nonlocal_op"],
     "09_matching": ["selfattention.matching.correlation_volume",
                     "selfattention.matching.lookup"],
 }
