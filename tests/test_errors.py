@@ -58,10 +58,10 @@ W = rng.standard_normal((8, 8))
     (lambda: multi_head_attention(X, W, W, W, W, 2, context=np.ones((3, 5))),
      ValueError, ["W_k", "context"]),
     # masks and patches
-    (lambda: window_mask((8, 8), (3, 3)), ValueError, ["tile", "8x8"]),
-    (lambda: window_mask((8, 8), 4), TypeError, ["pairs"]),
+    (lambda: window_mask((8, 8), 3), ValueError, ["tile", "8x8"]),
+    (lambda: window_mask((8, 8), (4, 4)), TypeError, ["M"]),
     (lambda: causal_mask(0), ValueError, ["n", "positive"]),
-    (lambda: padding_mask([0, 3], 4), ValueError, ["length", "1..4"]),
+    (lambda: padding_mask([0, 3], 4), ValueError, ["lengths", "1..4"]),
     (lambda: padding_mask([1.5], 4), TypeError, ["lengths", "integers"]),
     (lambda: patchify(np.ones((10, 10)), 4), ValueError, ["p=4", "10x10"]),
     (lambda: two_squares(0), TypeError, ["rng", "Generator"]),

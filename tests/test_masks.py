@@ -1,4 +1,4 @@
-"""Tests of the neighbourhood mask added to selfattention.masks (chapter 4)."""
+"""Tests of selfattention.masks: True = this query may use this key."""
 
 import numpy as np
 import pytest
@@ -9,98 +9,119 @@ from selfattention import masks
 from selfattention.attention import attention
 
 
-def test_neighborhood_mask_of_a_corner_and_a_centre_patch():
-    m = masks.neighborhood_mask((8, 8), 1)
-    assert m.shape == (64, 64) and m.dtype == bool
-    corner = np.flatnonzero(m[0])
-    np.testing.assert_array_equal(corner, [0, 1, 8, 9])
-    centre = np.flatnonzero(m[3 * 8 + 3])                    # patch (3, 3)
-    want = [r * 8 + c for r in (2, 3, 4) for c in (2, 3, 4)]
-    np.testing.assert_array_equal(centre, want)
+def by_definition(n, allowed):
+    """The (n, n) mask whose entry [i, j] is allowed(i, j)."""
+    return np.array([[bool(allowed(i, j)) for j in range(n)]
+                     for i in range(n)])
 
 
-def test_neighborhood_mask_radius_zero_is_the_identity():
-    np.testing.assert_array_equal(masks.neighborhood_mask((3, 5), 0),
-                                  np.eye(15, dtype=bool))
+# ------------------------------------------------------------ 1-D masks
+@given(st.integers(1, 12))
+def test_causal_mask_allows_exactly_the_keys_up_to_the_query(n):
+    m = masks.causal_mask(n)
+    assert m.dtype == bool
+    np.testing.assert_array_equal(m, by_definition(n, lambda i, j: j <= i))
 
 
-def test_neighborhood_mask_crosses_window_borders():
-    # patches (0, 3) and (0, 4) lie in different 4x4 windows but are neighbours
-    assert masks.neighborhood_mask((8, 8), 1)[3, 4]
-    assert not masks.window_mask((8, 8), (4, 4))[3, 4]
+@given(st.integers(1, 12), st.integers(0, 12))
+def test_local_mask_is_the_band_of_its_radius(n, radius):
+    np.testing.assert_array_equal(
+        masks.local_mask(n, radius),
+        by_definition(n, lambda i, j: abs(i - j) <= radius))
+
+
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=4))
+def test_padding_mask_allows_the_real_keys_of_each_item(lengths):
+    n = 6
+    m = masks.padding_mask(lengths, n)
+    assert m.shape == (len(lengths), n, n) and m.dtype == bool
+    for b, L in enumerate(lengths):
+        want = by_definition(n, lambda i, j, L=L: j < L)
+        np.testing.assert_array_equal(m[b], want)
+
+
+def test_padding_mask_makes_padded_items_equal_to_items_alone():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2, 5, 3))
+    X[0, 3:] = 0.0                                   # item 0: 3 real tokens
+    Y, _ = attention(X, X, X, mask=masks.padding_mask([3, 5], 5))
+    alone, _ = attention(X[0, :3], X[0, :3], X[0, :3])
+    np.testing.assert_allclose(Y[0, :3], alone, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------ grid masks
+@given(st.integers(1, 6), st.integers(1, 6))
+def test_grid_positions_number_the_tokens_row_major(H, W):
+    pos = masks.grid_positions((H, W))
+    assert pos.shape == (H * W, 2)
+    np.testing.assert_array_equal(pos, [divmod(i, W) for i in range(H * W)])
 
 
 @given(st.integers(1, 6), st.integers(1, 6), st.integers(0, 6))
-def test_neighborhood_mask_invariants(rows, cols, radius):
-    m = masks.neighborhood_mask((rows, cols), radius)
-    n = rows * cols
-    assert m.shape == (n, n)
-    assert m.diagonal().all()
-    np.testing.assert_array_equal(m, m.T)
-    # row r of the grid sees min(rows, r + radius + 1) - max(0, r - radius) rows
-    reach = lambda k, size: min(size, k + radius + 1) - max(0, k - radius)
-    pos = masks.grid_positions(rows, cols)
-    counts = [reach(r, rows) * reach(c, cols) for r, c in pos]
-    np.testing.assert_array_equal(m.sum(axis=1), counts)
-    # on a 1-row grid it is the 1-D band of local_mask
-    if rows == 1:
-        np.testing.assert_array_equal(m, masks.local_mask(cols, radius))
+def test_neighborhood_mask_is_the_square_around_each_query(H, W, radius):
+    pos = masks.grid_positions((H, W))
+    want = by_definition(H * W, lambda i, j: np.abs(pos[i] - pos[j]).max()
+                         <= radius)
+    np.testing.assert_array_equal(masks.neighborhood_mask((H, W), radius),
+                                  want)
+    if H == 1:                       # a single row is the 1-D band
+        np.testing.assert_array_equal(masks.neighborhood_mask((H, W), radius),
+                                      masks.local_mask(W, radius))
 
 
-def test_neighborhood_mask_feeds_attention():
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((16, 3))
-    m = masks.neighborhood_mask((4, 4), 1)
-    _, A = attention(X, X, X, mask=m)
-    assert (A[~m] == 0).all()
-    np.testing.assert_allclose(A.sum(axis=-1), 1)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4))
+def test_window_mask_joins_exactly_the_tokens_of_one_window(a, b, M):
+    H, W = a * M, b * M
+    pos = masks.grid_positions((H, W))
+    same = by_definition(H * W, lambda i, j: (pos[i] // M ==
+                                              pos[j] // M).all())
+    np.testing.assert_array_equal(masks.window_mask((H, W), M), same)
+    ids = masks.window_ids((H, W), M)
+    assert sorted(set(ids)) == list(range(a * b))
+    assert ids[W - 1] == b - 1 and ids[-1] == a * b - 1    # row-major
 
 
-@pytest.mark.parametrize("grid, radius, error, words", [
-    ((8, 8), -1, ValueError, ["radius", "non-negative", "-1"]),
-    ((8, 8), 1.5, ValueError, ["radius", "1.5"]),
-    ((8, 8), True, ValueError, ["radius", "True"]),
-    (8, 1, TypeError, ["grid", "pair", "8"]),
-    ((0, 8), 1, ValueError, ["rows", "positive"]),
-])
-def test_neighborhood_mask_rejects_bad_input(grid, radius, error, words):
-    with pytest.raises(error) as info:
-        masks.neighborhood_mask(grid, radius)
-    for word in words:
-        assert word in str(info.value)
-
-
-# mask_of_kind: chapter 4's masks chosen by name (the live widget's factory)
-
-def test_mask_of_kind_matches_each_mask_function():
-    grid = (4, 6)
-    np.testing.assert_array_equal(masks.mask_of_kind("none", grid, 2),
-                                  np.ones((24, 24), dtype=bool))
-    np.testing.assert_array_equal(masks.mask_of_kind("causal", grid, 2),
-                                  masks.causal_mask(24))
-    np.testing.assert_array_equal(masks.mask_of_kind("local", grid, 4),
-                                  masks.neighborhood_mask(grid, 2))
-    np.testing.assert_array_equal(masks.mask_of_kind("window", grid, 2),
-                                  masks.window_mask(grid, (2, 2)))
+def test_window_mask_of_the_running_example():
+    m = masks.window_mask((8, 8), 4)
+    assert m.sum() == 4 * 16 ** 2 == 1024               # of 64² = 4096
+    # patches (0, 3) and (0, 4): neighbours, but in different windows
+    assert masks.neighborhood_mask((8, 8), 1)[3, 4] and not m[3, 4]
 
 
 @given(st.sampled_from(masks.MASK_KINDS), st.integers(1, 4),
        st.integers(1, 4), st.sampled_from([1, 2, 4]))
-def test_mask_of_kind_invariants(kind, r, c, size):
-    grid = (r * size, c * size)                 # windows of `size` tile it
-    m = masks.mask_of_kind(kind, grid, size)
+def test_mask_of_kind_is_the_function_of_that_name(kind, a, b, size):
+    grid = (a * size, b * size)                 # windows of `size` tile it
     n = grid[0] * grid[1]
-    assert m.shape == (n, n) and m.dtype == bool
-    assert m.diagonal().all()                   # every token sees itself
+    want = {"none": np.ones((n, n), bool),
+            "causal": masks.causal_mask(n),
+            "neighborhood": masks.neighborhood_mask(grid, size // 2),
+            "window": masks.window_mask(grid, size)}[kind]
+    np.testing.assert_array_equal(masks.mask_of_kind(kind, grid, size), want)
 
 
-@pytest.mark.parametrize("kind, grid, size, error, word", [
-    ("square", (4, 4), 2, ValueError, "kind"),
-    ("window", (4, 4), 3, ValueError, "tile"),
-    ("local", (4, 4), 0, ValueError, "size"),
-    ("none", 16, 2, TypeError, "grid"),
-    ("causal", (0, 4), 2, ValueError, "grid rows"),
+# ------------------------------------------------------------ bad input
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: masks.causal_mask(0), ValueError, "n"),
+    (lambda: masks.causal_mask(2.0), TypeError, "n"),
+    (lambda: masks.local_mask(4, -1), ValueError, "radius"),
+    (lambda: masks.local_mask(4, 1.5), TypeError, "radius"),
+    (lambda: masks.padding_mask([0, 3], 4), ValueError, "lengths"),
+    (lambda: masks.padding_mask([1.5], 4), TypeError, "lengths"),
+    (lambda: masks.padding_mask([[1, 2]], 4), ValueError, "lengths"),
+    (lambda: masks.grid_positions(8), TypeError, "grid"),
+    (lambda: masks.grid_positions((0, 8)), ValueError, r"grid\[0\]"),
+    (lambda: masks.neighborhood_mask((8, 8), -1), ValueError, "radius"),
+    (lambda: masks.neighborhood_mask((8, 8), True), TypeError, "radius"),
+    (lambda: masks.window_mask((8, 8), 3), ValueError, "M"),
+    (lambda: masks.window_mask((8, 8), (4, 4)), TypeError, "M"),
+    (lambda: masks.window_ids((6, 4), 3), ValueError, "M"),
+    (lambda: masks.mask_of_kind("square", (4, 4), 2), ValueError, "kind"),
+    (lambda: masks.mask_of_kind("window", (4, 4), 3), ValueError, "size"),
+    (lambda: masks.mask_of_kind("neighborhood", (4, 4), 0), ValueError,
+     "size"),
+    (lambda: masks.mask_of_kind("none", 16, 2), TypeError, "grid"),
 ])
-def test_mask_of_kind_rejects_bad_input(kind, grid, size, error, word):
-    with pytest.raises(error, match=word):
-        masks.mask_of_kind(kind, grid, size)
+def test_bad_input_names_the_argument(call, error, name):
+    with pytest.raises(error, match=f"^{name}"):
+        call()

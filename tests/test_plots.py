@@ -7,6 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from selfattention import plots  # noqa: E402
 
@@ -115,3 +117,17 @@ def test_show_loglog_writes_a_negative_slope_with_a_minus_sign(ax):
 def test_mark_cell_size(ax):
     plots.mark_cell(ax, 0, 0, size=8)
     assert ax.lines[0].get_markersize() == 8
+
+
+@given(st.floats(-3, 3), st.floats(0.1, 10))
+def test_loglog_slope_recovers_a_power_law(p, c):
+    x = np.array([1.0, 2.0, 5.0, 10.0])
+    assert plots.loglog_slope(x, c * x**p) == pytest.approx(p, abs=1e-9)
+
+
+@pytest.mark.parametrize("x, y", [
+    ([1, 2], [1, 2, 3]), ([1], [1]), ([1, 0], [1, 2]), ([1, 2], [-1, 2]),
+    ([[1, 2]], [[1, 2]])])
+def test_loglog_slope_bad_input(x, y):
+    with pytest.raises(ValueError, match="^(x|y)"):
+        plots.loglog_slope(x, y)

@@ -5,8 +5,6 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from selfattention import timing
 
@@ -107,17 +105,3 @@ def test_run_traced_refuses_to_nest():
 def test_run_traced_rejects_a_non_callable():
     with pytest.raises(TypeError, match="fn must be callable"):
         timing.run_traced(3)
-
-
-@given(st.floats(-3, 3), st.floats(0.1, 10))
-def test_loglog_slope_recovers_a_power_law(p, c):
-    x = np.array([1.0, 2.0, 5.0, 10.0])
-    assert timing.loglog_slope(x, c * x**p) == pytest.approx(p, abs=1e-9)
-
-
-@pytest.mark.parametrize("x, y", [
-    ([1, 2], [1, 2, 3]), ([1], [1]), ([1, 0], [1, 2]), ([1, 2], [-1, 2]),
-    ([[1, 2]], [[1, 2]])])
-def test_loglog_slope_bad_input(x, y):
-    with pytest.raises(ValueError):
-        timing.loglog_slope(x, y)

@@ -33,9 +33,9 @@ import threading
 
 import numpy as np
 
-__all__ = ["boundary", "Constraint", "floats", "bools", "integer",
-           "positive_int", "number", "positive", "one_of", "pair",
-           "optional", "generator", "instance", "function"]
+__all__ = ["boundary", "Constraint", "floats", "bools", "ints", "integer",
+           "positive_int", "number", "positive", "one_of", "pair", "grid",
+           "optional", "generator", "instance", "function", "tiles"]
 
 _state = threading.local()
 
@@ -181,6 +181,24 @@ def bools(ndim: int | None = None) -> Constraint:
     return Constraint(convert, expected)
 
 
+def ints(ndim: int | None = None) -> Constraint:
+    """An array of integers (``bool`` refused), returned as ``int64``."""
+    expected = "an array of integers" + (
+        f" with {ndim} dimension(s)" if ndim is not None else "")
+
+    def convert(value, name):
+        arr = np.asarray(value)
+        if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"{name} must be {expected}, got "
+                            f"{_got(value)}")
+        if ndim is not None and arr.ndim != ndim:
+            raise ValueError(f"{name} must be {expected}, got shape "
+                             f"{arr.shape}")
+        return arr.astype(np.int64, copy=False)
+
+    return Constraint(convert, expected)
+
+
 # ------------------------------------------------------------------ scalars
 def integer(low: int | None = None, high: int | None = None,
             what: str = "an integer") -> Constraint:
@@ -260,6 +278,11 @@ def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
     return Constraint(convert, what)
 
 
+def grid() -> Constraint:
+    """A patch grid ``(H, W)``: a pair of positive integers."""
+    return pair(positive_int(), ("H", "W"))
+
+
 def optional(inner: Constraint) -> Constraint:
     """``None``, or what ``inner`` accepts."""
     return Constraint(lambda v, name: None if v is None else inner(v, name),
@@ -304,3 +327,17 @@ def broadcasts_to(shape: tuple, target: tuple) -> bool:
         return np.broadcast_shapes(shape, target) == target
     except ValueError:
         return False
+
+
+def tiles(grid: str = "grid", M: str = "M"):
+    """A check: windows of ``M × M`` patches tile the grid exactly."""
+
+    def check(args) -> None:
+        (H, W), side = args[grid], args[M]
+        if H % side or W % side:
+            raise ValueError(
+                f"{M}={side} must divide both sides of the {H}x{W} {grid} "
+                f"so that {side}x{side} windows tile it (pad the grid or "
+                f"choose another {M})")
+
+    return check

@@ -1,42 +1,69 @@
-"""What attention costs: tokens, score entries, bytes and FLOPs (chapter 6).
+"""What attention costs: tokens, score entries, bytes and multiply-adds
+(chapters 6 and 7).
 
 Every function here is exact integer arithmetic on sizes, so it runs in no
 time and prints the same digits on every machine. Chapter 6 uses them to
 show how the patch size sets the number of tokens ``n`` and why the ``n × n``
-score matrix dominates; chapter 7 uses the two FLOP formulas of the Swin
+score matrix dominates; chapter 7 uses the two cost formulas of the Swin
 Transformer to compare global attention with window attention.
 
-Notation: an image of ``H × W`` pixels cut into ``P × P`` patches gives an
-``h × w`` patch grid (``h = H / P``, ``w = W / P``) and ``n = h·w`` tokens of
-width ``C``; windows hold ``M × M`` patches.
+Notation: an image of ``H_img × W_img`` pixels cut into ``P × P`` patches
+gives a patch grid ``grid = (H, W)`` and ``n = H·W`` tokens of width ``C``;
+windows hold ``M × M`` patches; ``h`` is the number of heads. Costs are
+counted in multiply-adds (``*_macs``); a FLOP counter such as PyTorch's
+counts two FLOPs per multiply-add (:mod:`selfattention.flops`).
 """
 
 from __future__ import annotations
 
+import numbers
 
 import numpy as np
 
-from ._legacy import positive_int
+from ._legacy import positive_int  # used by cost_calculator only
+from ._validate import (Constraint, boundary, grid, integer, optional, pair,
+                        tiles)
+from ._validate import positive_int as count
 
-__all__ = ["tokens", "score_entries", "attention_bytes", "attention_flops",
-           "global_attention_flops", "window_attention_flops",
-           "window_score_entries", "human_bytes", "cost_calculator"]
-
-
-def _pair(value, name: str) -> tuple[int, int]:
-    """An int ``s`` means ``(s, s)``; a pair is checked element by element."""
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ValueError(
-                f"{name} must be an int or a pair (height, width), got "
-                f"{len(value)} values: {value!r}")
-        return (positive_int(value[0], f"{name}[0]"),
-                positive_int(value[1], f"{name}[1]"))
-    s = positive_int(value, name)
-    return s, s
+__all__ = ["tokens", "score_entries", "attention_bytes", "attention_macs",
+           "msa_macs", "window_msa_macs", "window_score_entries",
+           "human_bytes", "cost_calculator"]
 
 
-def tokens(image_size, patch_size) -> int:
+def _sides(names: tuple[str, str]) -> Constraint:
+    """A positive int ``s``, meaning ``(s, s)``, or a pair of them."""
+    as_pair = pair(count(), names)
+
+    def convert(value, name):
+        if isinstance(value, numbers.Integral) and not isinstance(value,
+                                                                   bool):
+            value = (value, value)
+        return as_pair(value, name)
+
+    return Constraint(convert, "an int or " + as_pair.expected)
+
+
+def _numeric_dtype(value, name):
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        dt = None
+    if dt is None or not np.issubdtype(dt, np.number):
+        raise TypeError(f"{name} must be a numeric NumPy dtype such as "
+                        f"'float32', got {value!r}")
+    return dt
+
+
+def _patches_tile(args) -> None:
+    (H, W), (P_h, P_w) = args["image_size"], args["patch_size"]
+    if H % P_h or W % P_w:
+        raise ValueError(f"patch_size {(P_h, P_w)} must divide image_size "
+                         f"{(H, W)} so that the patches tile the image")
+
+
+@boundary(image_size=_sides(("H", "W")), patch_size=_sides(("P_h", "P_w")),
+          checks=(_patches_tile,))
+def tokens(image_size, patch_size):
     """Number of tokens when an image is cut into non-overlapping patches.
 
     ``n = (H / P_h) · (W / P_w)``: the sequence length falls with the square
@@ -45,7 +72,7 @@ def tokens(image_size, patch_size) -> int:
     Parameters
     ----------
     image_size : int or (int, int)
-        Image height and width ``(H, W)`` in pixels; an int means a square.
+        Image height and width in pixels; an int means a square.
     patch_size : int or (int, int)
         Patch height and width ``(P_h, P_w)``; 1 means one token per pixel.
 
@@ -57,28 +84,24 @@ def tokens(image_size, patch_size) -> int:
     Raises
     ------
     TypeError
-        If a size is not an integer.
+        If a size is not an integer or a pair of integers.
     ValueError
         If a size is not positive, or a patch side does not divide the image
         side (the patches would not tile the image).
     """
-    H, W = _pair(image_size, "image_size")
-    P_h, P_w = _pair(patch_size, "patch_size")
-    if H % P_h or W % P_w:
-        raise ValueError(
-            f"patch_size {(P_h, P_w)} must divide image_size {(H, W)} so that "
-            f"the patches tile the image")
+    (H, W), (P_h, P_w) = image_size, patch_size
     return (H // P_h) * (W // P_w)
 
 
-def score_entries(n, heads: int = 1, n_k=None) -> int:
+@boundary(n=count(), h=count(), n_k=optional(count()))
+def score_entries(n, h=1, n_k=None):
     """Entries of the score matrices ``Q Kᵀ`` of one attention layer.
 
     Parameters
     ----------
     n : int
         Number of queries (tokens).
-    heads : int
+    h : int
         Number of heads; each holds its own matrix.
     n_k : int, optional
         Number of keys, for cross-attention; defaults to ``n``.
@@ -86,22 +109,23 @@ def score_entries(n, heads: int = 1, n_k=None) -> int:
     Returns
     -------
     entries : int
-        ``heads · n · n_k``; ``n²`` per head for self-attention (38,416 for
+        ``h · n · n_k``; ``n²`` per head for self-attention (38,416 for
         the 196 tokens of a ViT-B/16 input).
     """
-    n = positive_int(n, "n")
-    n_k = n if n_k is None else positive_int(n_k, "n_k")
-    return positive_int(heads, "heads") * n * n_k
+    return h * n * (n if n_k is None else n_k)
 
 
-def attention_bytes(n, heads: int = 1, dtype="float32", n_k=None) -> int:
+@boundary(n=count(), h=count(),
+          dtype=Constraint(_numeric_dtype, "a numeric NumPy dtype"),
+          n_k=optional(count()))
+def attention_bytes(n, h=1, dtype="float32", n_k=None):
     """Bytes needed to hold the score (or weight) matrices of one layer.
 
     Parameters
     ----------
     n : int
         Number of queries (tokens).
-    heads : int
+    h : int
         Number of heads.
     dtype : str or numpy dtype
         Element type; float32 takes 4 bytes, float64 8.
@@ -111,7 +135,7 @@ def attention_bytes(n, heads: int = 1, dtype="float32", n_k=None) -> int:
     Returns
     -------
     nbytes : int
-        ``score_entries(n, heads, n_k) · itemsize``; about 10 GB for one
+        ``score_entries(n, h, n_k) · itemsize``; about 10 GB for one
         float32 matrix over the 50,176 pixels of a 224 × 224 image.
 
     Raises
@@ -119,17 +143,11 @@ def attention_bytes(n, heads: int = 1, dtype="float32", n_k=None) -> int:
     TypeError
         If ``dtype`` is not a numeric NumPy dtype.
     """
-    try:
-        dt = np.dtype(dtype)
-    except TypeError as err:
-        raise TypeError(f"dtype must be a NumPy dtype such as 'float32', got "
-                        f"{dtype!r}") from err
-    if not np.issubdtype(dt, np.number):
-        raise TypeError(f"dtype must be numeric, got {dt}")
-    return score_entries(n, heads, n_k) * dt.itemsize
+    return score_entries(n, h, n_k) * dtype.itemsize
 
 
-def attention_flops(n, d_k, d_v=None, heads: int = 1) -> int:
+@boundary(n=count(), d_k=count(), d_v=optional(count()), h=count())
+def attention_macs(n, d_k, d_v=None, h=1):
     """Multiply-adds of ``Q Kᵀ`` and ``A V`` (no projections), per layer.
 
     Forming the scores takes ``n² d_k`` multiply-adds per head and the
@@ -143,67 +161,55 @@ def attention_flops(n, d_k, d_v=None, heads: int = 1) -> int:
         Query and key width per head.
     d_v : int, optional
         Value width per head; defaults to ``d_k``.
-    heads : int
+    h : int
         Number of heads.
 
     Returns
     -------
     macs : int
-        ``heads · n² · (d_k + d_v)``.
+        ``h · n² · (d_k + d_v)``.
     """
-    n = positive_int(n, "n")
-    d_k = positive_int(d_k, "d_k")
-    d_v = d_k if d_v is None else positive_int(d_v, "d_v")
-    return positive_int(heads, "heads") * n * n * (d_k + d_v)
+    return h * n * n * (d_k + (d_k if d_v is None else d_v))
 
 
-def _grid(h, w, C):
-    return positive_int(h, "h"), positive_int(w, "w"), positive_int(C, "C")
+@boundary(grid=grid(), C=count())
+def msa_macs(grid, C):
+    """Swin's cost of global multi-head self-attention, ``4nC² + 2n²C``.
 
-
-def _window_side(M, h: int, w: int) -> int:
-    """``M`` as a positive int whose windows tile the ``h × w`` grid."""
-    M = positive_int(M, "M")
-    if h % M or w % M:
-        raise ValueError(f"windows of M={M} patches must tile the {h} × {w} "
-                         f"patch grid: M must divide h and w")
-    return M
-
-
-def global_attention_flops(h, w, C) -> int:
-    """Swin's cost of global multi-head self-attention, ``4hwC² + 2(hw)²C``.
-
-    The first term counts the four ``C × C`` projections (queries, keys,
-    values, output) of ``hw`` tokens; the second forms ``Q Kᵀ`` and ``A V``
-    over all ``(hw)²`` pairs (Liu et al., 2021, Eq. 1; chapter 7).
+    With ``n = H·W`` patches, the first term counts the four ``C × C``
+    projections (queries, keys, values, output) and the second forms
+    ``Q Kᵀ`` and ``A V`` over all ``n²`` pairs (Liu et al., 2021, Eq. 1,
+    written there ``4hwC² + 2(hw)²C``; chapter 7).
 
     Parameters
     ----------
-    h, w : int
-        Height and width of the patch grid.
+    grid : (int, int)
+        Patch grid ``(H, W)``.
     C : int
         Token width (channels).
 
     Returns
     -------
-    flops : int
-        ``4·h·w·C² + 2·(h·w)²·C``, quadratic in the number of patches.
+    macs : int
+        ``4·n·C² + 2·n²·C`` multiply-adds, quadratic in the number of
+        patches.
     """
-    h, w, C = _grid(h, w, C)
-    return 4 * h * w * C * C + 2 * (h * w) ** 2 * C
+    n = grid[0] * grid[1]
+    return 4 * n * C * C + 2 * n * n * C
 
 
-def window_attention_flops(h, w, C, M) -> int:
-    """Swin's cost of window self-attention, ``4hwC² + 2M²hwC``.
+@boundary(grid=grid(), C=count(), M=count(), checks=(tiles(),))
+def window_msa_macs(grid, C, M):
+    """Swin's cost of window self-attention, ``4nC² + 2M²nC``.
 
-    Each token attends only within its ``M × M`` window, so the pair term
-    becomes ``2·M²·h·w·C``: linear in the number of patches for a fixed
-    ``M`` (Liu et al., 2021, Eq. 2; chapter 7).
+    Each of the ``n = H·W`` tokens attends only within its ``M × M`` window,
+    so the pair term becomes ``2·M²·n·C``: linear in the number of patches
+    for a fixed ``M`` (Liu et al., 2021, Eq. 2; chapter 7).
 
     Parameters
     ----------
-    h, w : int
-        Height and width of the patch grid.
+    grid : (int, int)
+        Patch grid ``(H, W)``.
     C : int
         Token width (channels).
     M : int
@@ -211,42 +217,40 @@ def window_attention_flops(h, w, C, M) -> int:
 
     Returns
     -------
-    flops : int
-        ``4·h·w·C² + 2·M²·h·w·C``.
+    macs : int
+        ``4·n·C² + 2·M²·n·C`` multiply-adds.
 
     Raises
     ------
     ValueError
-        If ``M`` does not divide ``h`` and ``w`` (windows must tile the grid).
+        If ``M`` does not divide ``H`` and ``W`` (windows must tile the grid).
     """
-    h, w, C = _grid(h, w, C)
-    M = _window_side(M, h, w)
-    return 4 * h * w * C * C + 2 * M * M * h * w * C
+    n = grid[0] * grid[1]
+    return 4 * n * C * C + 2 * M * M * n * C
 
 
-def window_score_entries(h, w, M, heads: int = 1) -> int:
-    """Score entries of window attention: ``h·w`` queries times ``M²`` keys.
+@boundary(grid=grid(), M=count(), h=count(), checks=(tiles(),))
+def window_score_entries(grid, M, h=1):
+    """Score entries of window attention: ``H·W`` queries times ``M²`` keys.
 
-    Compared with :func:`score_entries` of the whole grid (``(hw)²``), the
-    saving is ``hw / M²``, the number of windows (64 for Swin's 56 × 56
+    Compared with :func:`score_entries` of the whole grid (``(HW)²``), the
+    saving is ``HW / M²``, the number of windows (64 for Swin's 56 × 56
     grid and M = 7; chapter 7).
 
     Raises
     ------
     ValueError
-        If ``M`` does not divide ``h`` and ``w``.
+        If ``M`` does not divide ``H`` and ``W``.
     """
-    h, w = positive_int(h, "h"), positive_int(w, "w")
-    M = _window_side(M, h, w)
-    return positive_int(heads, "heads") * h * w * M * M
+    return h * grid[0] * grid[1] * M * M
 
 
-def human_bytes(nbytes) -> str:
+@boundary(nbytes=integer(0))
+def human_bytes(nbytes):
     """Bytes in decimal units with two decimals: ``10.07 GB``, ``153.66 kB``.
 
     :func:`cost_calculator` formats its numbers the same way in JavaScript.
     """
-    nbytes = int(nbytes)
     for unit, size in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6),
                        ("kB", 10**3)):
         if nbytes >= size:

@@ -10,7 +10,9 @@ same numbers:
 1. the image noise (32 × 32 normals);
 2. an orthogonal matrix ``R`` (QR of 16 × 16 normals); ``W_Q = W_K = 2R``;
 3. the value projection ``W_V`` (16 × 16);
-4. four projections ``Wq, Wk, Wv, Wo`` for four heads (16 × 16 each);
+4. the four projections of a four-head layer, ``ex.mha = (W_q, W_k, W_v,
+   W_o)`` (16 × 16 each; ``ex.h = 4``), so that chapter 3 calls
+   ``multi_head_attention(ex.X, *ex.mha, h=ex.h)``;
 5. a permutation of the 64 patches.
 
 :func:`running_example` replays this chain and returns the generator in the
@@ -20,23 +22,36 @@ state it is left in, ready for the next draw (chapter 2's digit experiment).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from ._validate import boundary, generator, integer, positive_int
 from .data import two_squares
 from .patches import center, patchify
 
-__all__ = ["RunningExample", "running_example", "random_orthogonal"]
+__all__ = ["RunningExample", "MhaWeights", "running_example",
+           "random_orthogonal"]
 
 GRID = (8, 8)
 PATCH = 4
 QUERY = 1      # patch (0, 1): the top edge of the first square
 
 
-def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
+@boundary(d=positive_int(), rng=generator())
+def random_orthogonal(d, rng):
     """A random (d, d) orthogonal matrix: the Q factor of a Gaussian matrix."""
     R, _ = np.linalg.qr(rng.standard_normal((d, d)))
     return R
+
+
+class MhaWeights(NamedTuple):
+    """The four projections of a multi-head layer, heads side by side."""
+
+    W_q: np.ndarray       # (d, h·d_k) queries
+    W_k: np.ndarray       # (d, h·d_k) keys
+    W_v: np.ndarray       # (d, h·d_v) values
+    W_o: np.ndarray       # (h·d_v, d) output
 
 
 @dataclass(frozen=True)
@@ -48,10 +63,7 @@ class RunningExample:
     W_q: np.ndarray       # (16, 16) tied query projection 2R
     W_k: np.ndarray       # (16, 16) tied key projection, equal to W_q
     W_v: np.ndarray       # (16, 16) value projection
-    Wq: np.ndarray        # (16, 16) four-head query projections
-    Wk: np.ndarray        # (16, 16) four-head key projections
-    Wv: np.ndarray        # (16, 16) four-head value projections
-    Wo: np.ndarray        # (16, 16) output projection
+    mha: MhaWeights       # four-head projections, (16, 16) each
     perm: np.ndarray      # (64,) a permutation of the patches
     rng: np.random.Generator   # the stream, after all of the above
     grid: tuple = GRID
@@ -60,15 +72,17 @@ class RunningExample:
     h: int = 4
 
 
-def running_example(seed: int = 0) -> RunningExample:
+@boundary(seed=integer(0))
+def running_example(seed=0):
     """Replay the running example's random chain from ``seed``."""
     rng = np.random.default_rng(seed)
     img = two_squares(rng)                              # (32, 32)
     X = center(patchify(img, PATCH))                    # (64, 16)
     d = X.shape[1]
-    W_q = W_k = 2.0 * random_orthogonal(d, rng)         # scores = patch dot products
+    W_q = W_k = 2.0 * random_orthogonal(d, rng)   # scores = patch dot products
     W_v = rng.standard_normal((d, d)) / np.sqrt(d)
-    Wq, Wk, Wv, Wo = (rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(4))
+    mha = MhaWeights(*(rng.standard_normal((d, d)) / np.sqrt(d)
+                       for _ in range(4)))
     perm = rng.permutation(X.shape[0])
-    return RunningExample(img=img, X=X, W_q=W_q, W_k=W_k, W_v=W_v, Wq=Wq,
-                          Wk=Wk, Wv=Wv, Wo=Wo, perm=perm, rng=rng)
+    return RunningExample(img=img, X=X, W_q=W_q, W_k=W_k, W_v=W_v, mha=mha,
+                          perm=perm, rng=rng)

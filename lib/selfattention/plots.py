@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validate import boundary, floats
+
 __all__ = ["CMAP", "ACCENT", "show_image", "show_attention_on_image",
            "show_matrix", "show_mask", "mark_patch", "figure", "show_grid",
-           "mark_cell", "show_loglog"]
+           "mark_cell", "show_loglog", "loglog_slope"]
 
 CMAP = "viridis"
 ACCENT = "#ff7f0e"          # orange: the chosen query, window borders
@@ -177,7 +179,7 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
         pair ``(x_i, y_i)`` for a series measured at other sizes.
     fit : bool
         Write each series' least-squares slope
-        (:func:`selfattention.timing.loglog_slope`) in its legend label, or,
+        (:func:`loglog_slope`) in its legend label, or,
         for a single unlabelled series, in the top corner.
     ref_slope : float, optional
         Add a dashed grey reference line of this slope through the last
@@ -189,8 +191,6 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
     -------
     ax
     """
-    from .timing import loglog_slope
-
     x = np.asarray(x, dtype=float)
     labelled = isinstance(ys, dict)
     series = ys.items() if labelled else [(None, ys)]
@@ -233,6 +233,32 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
     if labelled or ref_slope is not None:
         ax.legend(fontsize=8)
     return ax
+
+
+def _fits_loglog(args) -> None:
+    x, y = args["x"], args["y"]
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError(f"x and y must have the same length >= 2, got "
+                         f"shapes {x.shape} and {y.shape}")
+    if not ((x > 0).all() and (y > 0).all()):
+        raise ValueError("x and y must be positive to take logarithms")
+
+
+@boundary(x=floats(ndim=1), y=floats(ndim=1), checks=(_fits_loglog,))
+def loglog_slope(x, y):
+    """Slope of the least-squares line through ``(log x, log y)``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (k,)
+        Positive sizes and costs, ``k ≥ 2`` (chapter 6).
+
+    Returns
+    -------
+    slope : float
+        ``p`` when ``y`` grows like ``x**p``.
+    """
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
 def _tidy(ax, title):

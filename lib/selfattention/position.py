@@ -10,30 +10,44 @@ outside, and this module builds the usual ways of doing so:
   table of the same shape (see :mod:`selfattention.vit`);
 * a relative position bias added to the scores, one learned number per
   offset between two patches, as in Swin (:func:`relative_position_index`,
-  :func:`relative_position_bias`).
+  :func:`relative_position_bias`). Its table has one layout everywhere in
+  the library: ``(h, 2H - 1, 2W - 1)``, heads first.
 
-Tokens of a grid are numbered row-major, as in
+A grid is ``(H, W)`` patches; its tokens are numbered row-major, as in
 :func:`selfattention.patches.patchify`.
 """
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ._legacy import as_float_array, positive_int
+from ._validate import boundary, floats, grid, number, positive_int
+from .masks import grid_positions
 
 __all__ = ["sinusoidal_1d", "sinusoidal_2d", "relative_offsets",
            "relative_position_index", "relative_position_bias"]
 
+_BASE = number(1, strict=True)
 
-def sinusoidal_1d(n: int, d: int, base: float = 10000.0) -> np.ndarray:
+
+def _pairs_of(k: int, why: str):
+    def check(args) -> None:
+        if args["d"] % k:
+            raise ValueError(f"d must be divisible by {k} ({why}), got "
+                             f"{args['d']}")
+
+    return check
+
+
+@boundary(n=positive_int(), d=positive_int(), base=_BASE,
+          checks=(_pairs_of(2, "sin and cos come in pairs"),))
+def sinusoidal_1d(n, d, base=10000.0):
     """The transformer's sinusoidal encoding of positions ``0 … n-1``.
 
     Column pair ``(2i, 2i+1)`` holds ``sin`` and ``cos`` of
     ``pos / base**(2i/d)``: a wavelength that grows geometrically from
-    ``2π`` to about ``2π·base`` along the columns (chapter 5, Eq. 3).
+    ``2π`` to about ``2π·base`` along the columns (chapter 5, Eq.
+    ``eq-pos-sinusoid``).
 
     Parameters
     ----------
@@ -57,24 +71,18 @@ def sinusoidal_1d(n: int, d: int, base: float = 10000.0) -> np.ndarray:
         If ``n`` or ``d`` is not positive, ``d`` is odd, or ``base`` is not
         finite and greater than 1.
     """
-    n, d = positive_int(n, "n"), positive_int(d, "d")
-    if d % 2:
-        raise ValueError(f"d must be even (sin and cos come in pairs), got {d}")
-    if isinstance(base, bool) or not isinstance(base, numbers.Real):
-        raise TypeError(f"base must be a real number, got {base!r}")
-    if not np.isfinite(base) or base <= 1:
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
     pos = np.arange(n)[:, None]                          # (n, 1)
     freq = float(base) ** (-np.arange(0, d, 2) / d)      # (d/2,)
-    angle = pos * freq                                   # (n, d/2)
     E = np.empty((n, d))
-    E[:, 0::2] = np.sin(angle)
-    E[:, 1::2] = np.cos(angle)
+    E[:, 0::2] = np.sin(pos * freq)                      # (n, d/2)
+    E[:, 1::2] = np.cos(pos * freq)
     return E
 
 
-def sinusoidal_2d(rows: int, cols: int, d: int,
-                  base: float = 10000.0) -> np.ndarray:
+@boundary(grid=grid(), d=positive_int(), base=_BASE,
+          checks=(_pairs_of(4, "half for rows, half for columns, each in "
+                               "sin/cos pairs"),))
+def sinusoidal_2d(grid, d, base=10000.0):
     """Two-dimensional sinusoidal encoding of a row-major patch grid.
 
     The first ``d/2`` columns encode the patch's row with
@@ -83,8 +91,8 @@ def sinusoidal_2d(rows: int, cols: int, d: int,
 
     Parameters
     ----------
-    rows, cols : int
-        Patch grid.
+    grid : (int, int)
+        Patch grid ``(H, W)``.
     d : int
         Width of the encoding; must be divisible by 4.
     base : float
@@ -92,75 +100,83 @@ def sinusoidal_2d(rows: int, cols: int, d: int,
 
     Returns
     -------
-    E : ndarray, shape (rows·cols, d)
-        Row ``r·cols + c`` encodes patch (r, c).
+    E : ndarray, shape (H·W, d)
+        Row ``r·W + c`` encodes patch (r, c).
 
     Raises
     ------
     TypeError, ValueError
-        As :func:`sinusoidal_1d`, and if ``d`` is not divisible by 4.
+        As :func:`sinusoidal_1d`, and if ``d`` is not divisible by 4 or
+        ``grid`` is not a pair of positive integers.
     """
-    rows, cols = positive_int(rows, "rows"), positive_int(cols, "cols")
-    d = positive_int(d, "d")
-    if d % 4:
-        raise ValueError(
-            f"d must be divisible by 4 (half for rows, half for columns, "
-            f"each in sin/cos pairs), got {d}"
-        )
-    E_row = sinusoidal_1d(rows, d // 2, base)            # (rows, d/2)
-    E_col = sinusoidal_1d(cols, d // 2, base)            # (cols, d/2)
-    r, c = np.divmod(np.arange(rows * cols), cols)
-    return np.concatenate([E_row[r], E_col[c]], axis=1)  # (rows·cols, d)
+    H, W = grid
+    r, c = grid_positions(grid).T                        # (n,) each
+    E_row = sinusoidal_1d(H, d // 2, base)[r]            # (n, d/2)
+    E_col = sinusoidal_1d(W, d // 2, base)[c]            # (n, d/2)
+    return np.concatenate([E_row, E_col], axis=1)        # (n, d)
 
 
-def relative_offsets(rows: int, cols: int) -> np.ndarray:
+@boundary(grid=grid())
+def relative_offsets(grid):
     """Offset from key to query for every pair of patches of a grid.
 
     Returns
     -------
-    offsets : ndarray of int, shape (rows·cols, rows·cols, 2)
+    offsets : ndarray of int, shape (H·W, H·W, 2)
         ``offsets[i, j] = (r_i - r_j, c_i - c_j)``, each component in
-        ``-(rows-1) … rows-1`` and ``-(cols-1) … cols-1``.
+        ``-(H-1) … H-1`` and ``-(W-1) … W-1``.
     """
-    rows, cols = positive_int(rows, "rows"), positive_int(cols, "cols")
-    rc = np.stack(np.divmod(np.arange(rows * cols), cols), axis=1)  # (n, 2)
-    return rc[:, None, :] - rc[None, :, :]                         # (n, n, 2)
+    rc = grid_positions(grid)                            # (n, 2)
+    return rc[:, None, :] - rc[None, :, :]               # (n, n, 2)
 
 
-def relative_position_index(rows: int, cols: int) -> np.ndarray:
-    """Index of each query-key offset in a table of ``(2R-1)(2C-1)`` entries.
+@boundary(grid=grid())
+def relative_position_index(grid):
+    """Index of each query-key offset in a table of ``(2H-1)(2W-1)`` entries.
 
-    The offset ``(Δr, Δc)`` of :func:`relative_offsets` is shifted to start
-    at zero and numbered row-major in a ``(2·rows-1) × (2·cols-1)`` table,
-    so pairs of patches with the same offset share one entry (the scheme of
-    Swin's relative position bias, chapters 5 and 7).
+    The offset ``(Δr, Δc)`` of :func:`relative_offsets` (query minus key)
+    is shifted to start at zero and numbered row-major in a
+    ``(2H-1) × (2W-1)`` table: ``(Δr + H - 1)·(2W - 1) + (Δc + W - 1)``,
+    so pairs of patches with the same offset share one entry. For a window
+    ``grid = (M, M)`` this is the index of Swin's released code (chapters 5
+    and 7).
 
     Returns
     -------
-    index : ndarray of int, shape (rows·cols, rows·cols)
-        Entries in ``0 … (2·rows-1)(2·cols-1) - 1``; the diagonal (offset
-        zero) points at the table's centre.
+    index : ndarray of int, shape (H·W, H·W)
+        Entries in ``0 … (2H-1)(2W-1) - 1``; the diagonal (offset zero)
+        points at the table's centre.
     """
-    off = relative_offsets(rows, cols)                   # (n, n, 2)
-    dr = off[..., 0] + rows - 1                          # 0 … 2·rows-2
-    dc = off[..., 1] + cols - 1                          # 0 … 2·cols-2
-    return dr * (2 * cols - 1) + dc
+    H, W = grid
+    off = relative_offsets(grid)                         # (n, n, 2)
+    return (off[..., 0] + H - 1) * (2 * W - 1) + off[..., 1] + W - 1
 
 
-def relative_position_bias(table, rows: int, cols: int) -> np.ndarray:
+def _table_fits(args) -> None:
+    (H, W), table = args["grid"], args["table"]
+    want = (2 * H - 1, 2 * W - 1)
+    if table.shape[-2:] != want:
+        raise ValueError(f"table must end with the axes (2H-1, 2W-1) = "
+                         f"{want} for a {H}x{W} grid, got shape "
+                         f"{table.shape}")
+
+
+@boundary(table=floats(min_ndim=2), grid=grid(), checks=(_table_fits,))
+def relative_position_bias(table, grid):
     """Expand a table of per-offset biases into a score bias ``B``.
 
     Parameters
     ----------
-    table : array_like, shape (..., 2·rows-1, 2·cols-1)
-        One bias per offset ``(Δr, Δc)``; entry ``[..., Δr + rows-1,
-        Δc + cols-1]``. Leading axes (for example one per head) are kept.
-    rows, cols : int
-        Patch grid.
+    table : array_like, shape (h, 2H-1, 2W-1)
+        One bias per head and offset ``(Δr, Δc)``, at ``[..., Δr + H - 1,
+        Δc + W - 1]``. Any leading axes are kept: ``(2H-1, 2W-1)`` gives one
+        bias shared by every head.
+    grid : (int, int)
+        Patch grid ``(H, W)``.
 
     Returns
     -------
-    B : ndarray, shape (..., rows·cols, rows·cols)
+    B : ndarray, shape (h, H·W, H·W)
         ``B[..., i, j]`` is the table entry of the offset from key ``j`` to
         query ``i``; add it to the scaled scores (the ``bias`` argument of
         :func:`selfattention.attention.attention`).
@@ -170,15 +186,8 @@ def relative_position_bias(table, rows: int, cols: int) -> np.ndarray:
     TypeError
         If ``table`` is not numeric.
     ValueError
-        If the last two axes of ``table`` are not ``(2·rows-1, 2·cols-1)``.
+        If ``table`` is not finite or its last two axes are not
+        ``(2H-1, 2W-1)``.
     """
-    rows, cols = positive_int(rows, "rows"), positive_int(cols, "cols")
-    table = as_float_array(table, "table", min_ndim=2)
-    want = (2 * rows - 1, 2 * cols - 1)
-    if table.shape[-2:] != want:
-        raise ValueError(
-            f"table must end with the axes (2·rows-1, 2·cols-1) = {want} for "
-            f"a {rows}x{cols} grid, got shape {table.shape}"
-        )
-    flat = table.reshape(*table.shape[:-2], want[0] * want[1])  # (..., T)
-    return flat[..., relative_position_index(rows, cols)]        # (..., n, n)
+    flat = table.reshape(*table.shape[:-2], -1)          # (h, (2H-1)(2W-1))
+    return flat[..., relative_position_index(grid)]      # (h, n, n)

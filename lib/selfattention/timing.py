@@ -17,8 +17,9 @@ What is measured, and how:
   workspaces or PyTorch's tensors, is not seen: to compare with PyTorch,
   ``scripts/bench_attention.py`` measures the resident memory of a fresh
   process instead.
-* :func:`loglog_slope` fits a straight line to measurements on log–log axes:
-  a slope of 2 means that doubling the size multiplies the cost by four.
+* :func:`selfattention.plots.loglog_slope` fits a straight line to such
+  measurements on log–log axes: a slope of 2 means that doubling the size
+  multiplies the cost by four.
 
 Thread counts are not changed here; limit them around the call (for example
 with ``threadpoolctl.threadpool_limits(1)``) to time the work rather than
@@ -34,8 +35,7 @@ import numpy as np
 
 from ._legacy import generator, positive_int
 
-__all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes",
-           "loglog_slope"]
+__all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes"]
 
 
 def random_qkv(n: int, d: int, rng: np.random.Generator,
@@ -106,26 +106,3 @@ def peak_bytes(fn, *args, **kwargs) -> int:
     """Most bytes traced at once while ``fn(*args, **kwargs)`` runs
     (see :func:`run_traced`; chapter 6)."""
     return run_traced(fn, *args, **kwargs)[1]
-
-
-def loglog_slope(x, y) -> float:
-    """Slope of the least-squares line through ``(log x, log y)``.
-
-    Parameters
-    ----------
-    x, y : array_like, shape (k,)
-        Positive sizes and costs, ``k ≥ 2`` (chapter 6).
-
-    Returns
-    -------
-    slope : float
-        ``p`` when ``y`` grows like ``x**p``.
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.ndim != 1 or x.shape != y.shape or x.size < 2:
-        raise ValueError(f"x and y must be 1-D of the same length >= 2, got "
-                         f"shapes {x.shape} and {y.shape}")
-    if not ((x > 0).all() and (y > 0).all()):
-        raise ValueError("x and y must be positive to take logarithms")
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])

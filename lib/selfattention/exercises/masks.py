@@ -133,7 +133,7 @@ def check_mha_mask(to_mha):
     from ..torch_bridge import multihead_from_weights
 
     ex = running_example()
-    mask = window_mask(ex.grid, (4, 4)) & causal_mask(64)     # not symmetric
+    mask = window_mask(ex.grid, 4) & causal_mask(64)     # not symmetric
     m = call(to_mha, mask.copy(), what="to_mha")
     if isinstance(m, np.ndarray):
         raise Wrong("to_mha returned a NumPy array; nn.MultiheadAttention "
@@ -159,12 +159,11 @@ def check_mha_mask(to_mha):
         i, j = np.argwhere(got != ~mask)[0]
         raise Wrong(f"entry [{i}, {j}] should be {bool(~mask[i, j])}: True "
                     f"exactly where our mask is False")
-    mha = multihead_from_weights(ex.Wq, ex.Wk, ex.Wv, ex.Wo, ex.h)
+    mha = multihead_from_weights(*ex.mha, ex.h)
     x = torch.from_numpy(ex.X)[None]                         # (1, 64, 16)
     with torch.no_grad():
         Y_t, _ = mha(x, x, x, attn_mask=m, need_weights=False)
-    Y, _ = multi_head_attention(ex.X, ex.Wq, ex.Wk, ex.Wv, ex.Wo, ex.h,
-                                mask=mask)
+    Y, _ = multi_head_attention(ex.X, *ex.mha, ex.h, mask=mask)
     if not np.allclose(Y_t[0].numpy(), Y, rtol=0, atol=1e-10):
         raise Wrong("the mask looks right but nn.MultiheadAttention does not "
                     "match the NumPy code")

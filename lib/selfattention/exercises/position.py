@@ -114,7 +114,7 @@ def check_bias(my_bias):
     if B.shape != (n, n):
         raise Wrong(f"B has shape {B.shape}; expected (rows·cols, rows·cols)"
                     f" = {(n, n)}, one entry per query and key")
-    ref = relative_position_bias(table, rows, cols)
+    ref = relative_position_bias(table, (rows, cols))
     if np.allclose(B, ref):
         return None
     if np.allclose(B, ref.T):
