@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import (Constraint, boundary, floats, instance, integer,
-                        pair, positive_int)
+from ._validate import (boundary, floats, grid, instance, integer, ints,
+                        positive_int)
 
 __all__ = ["normalize", "displacements",
            "pixel_features", "correlation_volume", "argmax_flow", "lookup",
@@ -31,20 +31,6 @@ __all__ = ["normalize", "displacements",
 
 
 # ------------------------------------------------------------------ checks
-def _ints() -> Constraint:
-    """An array of integers (a flow in whole pixels), returned unchanged."""
-    expected = "an array of integers"
-
-    def convert(value, name):
-        arr = np.asarray(value)
-        if not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"{name} must be {expected}, got dtype "
-                            f"{arr.dtype}")
-        return arr
-
-    return Constraint(convert, expected)
-
-
 def _scores_on_grid(args) -> None:
     n = args["grid"][0] * args["grid"][1]
     if args["S"].shape != (n, n):
@@ -92,7 +78,7 @@ def normalize(X):
     return X / np.where(norm > 0, norm, 1.0)
 
 
-@boundary(S=floats(ndim=2), grid=pair(positive_int()),
+@boundary(S=floats(ndim=2), grid=grid(),
           periodic=instance(bool), checks=(_scores_on_grid,))
 def displacements(S, grid, periodic=True):
     """Where each query's strongest key lies, relative to the query.
@@ -216,7 +202,7 @@ def argmax_flow(C, periodic=True):
     return D.reshape(H, W, 2)
 
 
-@boundary(C=floats(ndim=4), flow=_ints(), radius=integer(0),
+@boundary(C=floats(ndim=4), flow=ints(ndim=3), radius=integer(0),
           checks=(_square_volume, _flow_fits))
 def lookup(C, flow, radius):
     """Read the correlations around where the flow says each pixel went.

@@ -27,8 +27,8 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch import nn
 
-from ._validate import (Constraint, boundary, floats, generator, instance,
-                        integer, number, optional, positive, positive_int)
+from ._validate import (boundary, floats, generator, instance, integer, ints,
+                        number, optional, positive, positive_int)
 from .patches import patchify
 
 __all__ = ["DigitSplit", "digit_split", "TinyViT", "train", "logits",
@@ -59,23 +59,6 @@ class DigitSplit:
 
 
 # ------------------------------------------------------------------ checks
-def _labels() -> Constraint:
-    """Class labels: a 1-D array of integers, returned unchanged."""
-    expected = "a 1-D array of integer class labels"
-
-    def convert(value, name):
-        arr = np.asarray(value)
-        if not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"{name} must be {expected}, got dtype "
-                            f"{arr.dtype}")
-        if arr.ndim != 1:
-            raise ValueError(f"{name} must be {expected}, got shape "
-                             f"{arr.shape}")
-        return arr
-
-    return Constraint(convert, expected)
-
-
 def _a_fraction(args) -> None:
     if not args["test_fraction"] < 1:
         raise ValueError(f"test_fraction must lie in (0, 1), got "
@@ -380,7 +363,7 @@ def predict(model, X):
     return logits(model, X).argmax(axis=1)
 
 
-@boundary(model=_MODEL, X=floats(ndim=3), y=_labels(),
+@boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
           checks=(_fits_model, _one_per_image("y")))
 def accuracy(model, X, y):
     """Share of the images ``X`` (N, n, p²) classified as ``y`` (N,)."""
@@ -489,7 +472,7 @@ def logits_with_cls_weights(model, X, weights):
         return model(_tokens(X), cls_weights=_tokens(weights)).numpy()
 
 
-@boundary(model=_MODEL, X=floats(ndim=3), target=optional(_labels()),
+@boundary(model=_MODEL, X=floats(ndim=3), target=optional(ints(ndim=1)),
           checks=(_fits_model, _one_per_image("target")))
 def gradient_importance(model, X, target=None):
     """Gradient-based importance of each patch (a saliency map).
