@@ -110,7 +110,9 @@ _SHIFT_FITS = (tiles(), _shift_below_M)
 # ------------------------------------------------------------------ windows
 @boundary(x=_GRID_OF_TOKENS, M=positive_int(), checks=(_x_tiles,))
 def window_partition(x, M):
-    """Cut a patch grid into non-overlapping ``M × M`` windows (chapter 7).
+    """Cut a patch grid into non-overlapping ``M × M`` windows.
+
+    A reshape and a transpose (chapter 7, Eq. ``eq-win-partition``).
 
     Parameters
     ----------
@@ -143,7 +145,9 @@ def window_partition(x, M):
 @boundary(windows=_tokens(3, "(..., nW, M², C)"), grid=grid(),
           M=positive_int(), checks=(tiles(), _windows_fit))
 def window_reverse(windows, grid, M):
-    """Put windows back on the grid: the inverse of :func:`window_partition`.
+    """Put the windows back on the grid: undo the window partition.
+
+    The inverse of :func:`window_partition` (chapter 7).
 
     Parameters
     ----------
@@ -165,7 +169,8 @@ def window_reverse(windows, grid, M):
         it, or ``windows`` does not hold ``(H/M)·(W/M)`` windows of ``M²``
         tokens.
     """
-    (H, W), (*batch, _, _, C) = grid, windows.shape
+    H, W = grid
+    *batch, _, _, C = windows.shape                  # (..., nW, M², C)
     x = windows.reshape(*batch, H // M, W // M, M, M, C)
     # (..., H/M, W/M, M, M, C)
     x = np.swapaxes(x, -4, -3)                       # (..., H/M, M, W/M, M, C)
@@ -175,13 +180,13 @@ def window_reverse(windows, grid, M):
 # ------------------------------------------------------------------ shift
 @boundary(x=_GRID_OF_TOKENS, shift=integer(0))
 def cyclic_shift(x, shift):
-    """Roll a patch grid up and left by ``shift`` patches (chapter 7).
+    """Roll a patch grid up and left by ``shift`` patches.
 
     The token at ``(r, c)`` moves to ``((r - shift) mod H, (c - shift) mod
     W)``; the top ``shift`` rows and left ``shift`` columns wrap around to
     the bottom and right. Regular windows of the rolled grid are Swin's
     shifted windows of the original one, plus the wrapped strips, which
-    :func:`rolled_window_masks` keeps apart.
+    :func:`rolled_window_masks` keeps apart (chapter 7, Eq. ``eq-win-roll``).
 
     Parameters
     ----------
@@ -210,7 +215,8 @@ def region_labels(grid, M, shift):
     strips: ``[0, H-M)`` (whole windows), ``[H-M, H-shift)`` (the end of
     the original grid) and ``[H-shift, H)`` (rows that wrapped around from
     the top). Two tokens were neighbours before the roll exactly when they
-    share both strips, so the label is ``3·row_strip + col_strip``.
+    share both strips, so the label is ``3·row_strip + col_strip`` (chapter
+    7, Eq. ``eq-win-shift-mask``).
 
     Parameters
     ----------
@@ -230,10 +236,10 @@ def region_labels(grid, M, shift):
         return np.zeros(grid, dtype=int)           # no roll: one region
 
     def strips(n):
-        s = np.zeros(n, dtype=int)                 # [0, n-M): whole windows
-        s[n - M:] = 1                              # the grid's former end
-        s[n - shift:] = 2                          # wrapped from the start
-        return s
+        strip = np.zeros(n, dtype=int)             # [0, n-M): whole windows
+        strip[n - M:] = 1                          # the grid's former end
+        strip[n - shift:] = 2                      # wrapped from the start
+        return strip
 
     H, W = grid
     return 3 * strips(H)[:, None] + strips(W)[None, :]       # (H, W)
@@ -282,16 +288,17 @@ def padded_window_ids(grid, M, shift):
         Row-major window index among the ``(H/M + 1)·(W/M + 1)`` windows of
         the padded grid (among ``(H/M)·(W/M)`` when ``shift`` is 0).
     """
-    (H, W), start = grid, (M - shift) % M          # windows start before
-    rows = (np.arange(H) + start) // M             # (H,) window row
-    cols = (np.arange(W) + start) // M             # (W,) window column
-    per_row = (W + start + M - 1) // M             # windows along a row
+    H, W = grid
+    pad = (M - shift) % M                          # patches before the grid
+    rows = (np.arange(H) + pad) // M               # (H,) window row
+    cols = (np.arange(W) + pad) // M               # (W,) window column
+    per_row = (W + pad + M - 1) // M               # windows along a row
     return rows[:, None] * per_row + cols[None, :]           # (H, W)
 
 
 @boundary(checks=_SHIFT_FITS, **_SHIFTED)
 def shifted_window_mask(grid, M, shift):
-    """Each token may use the tokens of its shifted window, on the whole grid.
+    """Tokens may use the tokens of their shifted window, on the whole grid.
 
     The shifted form of :func:`selfattention.masks.window_mask` (equal to it
     when ``shift`` is 0): token ``i`` may attend to token ``j`` when both
