@@ -83,27 +83,12 @@ def normalize(X):
 def displacements(S, grid, periodic=True):
     """Where each query's strongest key lies, relative to the query.
 
-    Parameters
-    ----------
-    S : array_like, shape (H·W, H·W)
-        Scores or attention weights between the positions of two frames on
-        the same row-major grid: queries from frame 1, keys from frame 2.
-    grid : (int, int)
-        The grid ``(H, W)``.
-    periodic : bool
-        Wrap displacements into ``[-H/2, H/2)`` and ``[-W/2, W/2)``, as
-        cyclic motion requires.
-
-    Returns
-    -------
-    D : ndarray of int, shape (H·W, 2)
-        ``(d_row, d_col)`` of the argmax of each row, in grid units.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``S`` is not a finite real matrix of shape (H·W, H·W), or
-        ``grid`` is not a pair of positive integers.
+    ``S`` (H·W, H·W) holds scores or weights between the positions of two
+    frames on the same row-major ``grid = (H, W)``, queries from frame 1,
+    keys from frame 2. Returns the ``(d_row, d_col)`` of each row's argmax,
+    an int array of shape (H·W, 2), wrapped into ``[-H/2, H/2) × [-W/2,
+    W/2)`` if ``periodic`` (cyclic motion). ``TypeError`` or ``ValueError``
+    if ``S`` is not a finite matrix of that shape.
     """
     H, W = grid
     best = np.argmax(S, axis=1)                           # (n,) key index
@@ -124,21 +109,8 @@ def pixel_features(img, k=5):
     function encodes both frames, like RAFT's shared encoder, whose weights
     are learned instead.
 
-    Parameters
-    ----------
-    img : array_like, shape (H, W)
-    k : int
-        Odd side of the neighbourhood, at most ``min(H, W)``.
-
-    Returns
-    -------
-    F : ndarray, shape (H, W, k²)
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``img`` is not a finite 2-D image or ``k`` not an odd positive
-        integer that fits in it.
+    ``img`` (H, W) -> ``F`` (H, W, k²), for an odd ``k`` no larger than the
+    image (``ValueError`` otherwise).
     """
     padded = np.pad(img, k // 2, mode="wrap")
     win = np.lib.stride_tricks.sliding_window_view(padded, (k, k))  # (H,W,k,k)
@@ -180,22 +152,9 @@ def correlation_volume(F1, F2):
 def argmax_flow(C, periodic=True):
     """The flow that picks, for each pixel, its best-correlated pixel.
 
-    Parameters
-    ----------
-    C : array_like, shape (H, W, H, W)
-        A correlation volume (:func:`correlation_volume`).
-    periodic : bool
-        As in :func:`displacements`.
-
-    Returns
-    -------
-    flow : ndarray of int, shape (H, W, 2)
-        ``(d_row, d_col)`` per pixel.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``C`` is not a finite real array of shape (H, W, H, W).
+    ``C`` (H, W, H, W), a :func:`correlation_volume` -> ``(d_row, d_col)``
+    per pixel, an int array of shape (H, W, 2); ``periodic`` as in
+    :func:`displacements`.
     """
     H, W = C.shape[:2]
     D = displacements(C.reshape(H * W, H * W), (H, W), periodic)
@@ -253,19 +212,7 @@ def offset_encoding(offsets, omegas=(np.pi / 8, np.pi / 4, np.pi / 2)):
     which is largest, ``2·len(omegas)``, when the offsets agree (and, with
     the default frequencies, only then for differences below 16).
 
-    Parameters
-    ----------
-    offsets : array_like, shape (..., 2)
-    omegas : sequence of float
-
-    Returns
-    -------
-    E : ndarray, shape (..., 4·len(omegas))
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``offsets`` is not a finite real array of shape (..., 2).
+    ``offsets`` (..., 2) -> ``E`` (..., 4·len(omegas)).
     """
     angles = offsets[..., :, None] * omegas               # (..., 2, F)
     E = np.concatenate([np.cos(angles), np.sin(angles)], axis=-1)

@@ -77,13 +77,6 @@ def scope_mask(T, H, W, scope="spacetime"):
     -------
     mask : ndarray of bool, shape (N, N) with ``N = T·H·W``
         True = may attend. Each row holds ``N``, ``H·W`` or ``T`` Trues.
-
-    Raises
-    ------
-    TypeError
-        If ``T``, ``H`` or ``W`` is not an integer.
-    ValueError
-        If one of them is not positive, or ``scope`` is unknown.
     """
     N = T * H * W
     if scope == "spacetime":
@@ -150,22 +143,9 @@ def nonlocal_op(X, W_theta, W_phi, W_g, form="embedded_gaussian",
 def mass_per_frame(weights, T):
     """Sum one query's weights over the positions of each frame.
 
-    Parameters
-    ----------
-    weights : array_like, shape (..., T·H·W)
-        A row (or rows) of the weights ``F`` of :func:`nonlocal_op`.
-    T : int
-        Number of frames.
-
-    Returns
-    -------
-    mass : ndarray, shape (..., T)
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``weights`` is not a finite real array, ``T`` not a positive
-        integer, or the length of ``weights`` not a multiple of ``T``.
+    ``weights`` (..., T·H·W), rows of the ``F`` of :func:`nonlocal_op`,
+    -> mass (..., T). ``ValueError`` if their length is not a multiple of
+    ``T``.
     """
     return weights.reshape(*weights.shape[:-1], T, -1).sum(axis=-1)
 

@@ -116,24 +116,9 @@ def digit_split(test_fraction=0.25, seed=0):
     ``random_state=seed``: the same split on every machine. Both parts keep
     the order of the data set.
 
-    Parameters
-    ----------
-    test_fraction : float
-        Share of the images held out for testing, in (0, 1); each digit
-        keeps this share, up to rounding.
-    seed : int
-        Seed of the split.
-
-    Returns
-    -------
-    DigitSplit
-
-    Raises
-    ------
-    TypeError
-        If ``test_fraction`` is not a number or ``seed`` not an integer.
-    ValueError
-        If ``test_fraction`` is not in (0, 1) or ``seed`` is negative.
+    ``test_fraction`` of the images, in (0, 1), is held out for testing,
+    the same share of each digit up to rounding; ``seed`` (>= 0) seeds the
+    split. Returns a :class:`DigitSplit`.
     """
     digits = load_digits()
     images, labels = digits.images / 16.0, digits.target  # (N, 8, 8), (N,)
@@ -184,20 +169,11 @@ class TinyViT(nn.Module):
 
     Parameters
     ----------
-    n_tokens : int
-        Patches per image (16 for 2 × 2 patches of an 8 × 8 digit).
-    patch_dim : int
-        Pixels per patch (4).
-    dim : int
-        Token width ``d``.
-    heads : int
-        Attention heads ``h``; must divide ``dim``.
-    depth : int
-        Number of transformer blocks.
-    hidden : int
-        Width of each block's MLP.
-    n_classes : int
-        Number of classes.
+    n_tokens, patch_dim : int
+        Patches per image and pixels per patch (16 and 4 for the digits).
+    dim, heads, depth, hidden, n_classes : int
+        Token width ``d``, heads ``h`` (dividing ``d``), transformer blocks,
+        width of each block's MLP, classes.
     position : bool
         Add learned position embeddings (one trainable vector per patch
         slot, as in ViT). Without them the model is exactly invariant to
@@ -283,14 +259,11 @@ def train(data, position=True, seed=0, epochs=15, batch_size=64, lr=5e-3,
         From :func:`digit_split`.
     position : bool
         Learned position embeddings or none (chapter 5's ablation).
-    seed : int
-        Seed of the initial weights and the batch order.
-    epochs, batch_size : int
-        Passes over the training set and images per step.
+    seed, epochs, batch_size, threads : int
+        Seed of the weights and the batch order, passes over the training
+        set, images per step, CPU threads used.
     lr : float
         Peak learning rate.
-    threads : int
-        CPU threads used while training.
     **model_options
         Passed to :class:`TinyViT` (``dim``, ``heads``, ``depth`` ...).
 

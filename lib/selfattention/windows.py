@@ -1,28 +1,13 @@
 """Window attention and shifted windows on a patch grid (chapter 7).
 
-Swin restricts self-attention to disjoint ``M × M`` windows of the patch grid
-and, in alternate blocks, moves the windows by ``⌊M/2⌋`` patches so that
-neighbouring windows exchange information. This module holds that recipe in
-NumPy, on grids of shape ``(..., H, W, C)`` (any leading batch dimensions,
-``H × W`` patches of width ``C``):
-
-* :func:`window_partition` and :func:`window_reverse` cut the grid into
-  windows of ``M²`` tokens and put them back;
-* :func:`cyclic_shift` and :func:`reverse_cyclic_shift` roll the grid so that
-  the shifted windows become regular ones;
-* :func:`region_labels` and :func:`rolled_window_masks` keep apart, inside
-  each window of the rolled grid, the tokens that the roll brought together;
-* :func:`padded_window_ids` and :func:`shifted_window_mask` give the same
-  rule on the unrolled grid, one ``(n, n)`` mask (the shifted form of
-  :func:`selfattention.masks.window_mask`), and :func:`shifted_window_bias`
-  spreads the relative position bias over it: a full-grid reference;
-* :func:`window_attention` is multi-head attention inside each window with
-  Swin's relative position bias ``B`` (from
-  :func:`selfattention.position.relative_position_bias` on the grid
-  ``(M, M)``) and an optional shift.
-
-Masks follow the library's convention: **True = this query may use this
-key**. Windows are numbered row-major, and so are the tokens inside a window.
+Swin keeps self-attention inside ``M × M`` windows of the patch grid and, in
+every other block, shifts the windows by ``⌊M/2⌋`` patches. Grids have shape
+``(..., H, W, C)``: any leading batch axes, ``H × W`` tokens of width ``C``,
+numbered row-major, as are the windows and the tokens inside a window. Masks
+are boolean, **True = this query may use this key**. The shifted windows are
+computed with a cyclic shift and :func:`rolled_window_masks`;
+:func:`shifted_window_mask` and :func:`shifted_window_bias` state the same
+attention on the whole unrolled grid, as a reference.
 """
 
 from __future__ import annotations
@@ -41,8 +26,8 @@ __all__ = ["window_partition", "window_reverse", "cyclic_shift",
 
 
 # ------------------------------------------------------------------ checks
-def _tokens(min_ndim: int, shape: str) -> Constraint:
-    """An array of numbers or booleans, returned with its own dtype."""
+def _tokens(shape: str) -> Constraint:
+    """An array of numbers or booleans (dtype kept) with the axes of shape."""
     expected = f"an array of shape {shape}"
 
     def convert(value, name):
@@ -50,7 +35,7 @@ def _tokens(min_ndim: int, shape: str) -> Constraint:
         if not (arr.dtype == bool or np.issubdtype(arr.dtype, np.number)):
             raise TypeError(f"{name} must be {expected} of numbers, got "
                             f"dtype {arr.dtype}")
-        if arr.ndim < min_ndim:
+        if arr.ndim < 3:
             raise ValueError(f"{name} must be {expected}, got shape "
                              f"{arr.shape}")
         return arr
@@ -58,12 +43,8 @@ def _tokens(min_ndim: int, shape: str) -> Constraint:
     return Constraint(convert, expected)
 
 
-_GRID_OF_TOKENS = _tokens(3, "(..., H, W, C)")
-
-
 def _x_tiles(args) -> None:
-    """Windows of M × M patches tile the grid of ``x``."""
-    tiles("grid", "M")({"grid": args["x"].shape[-3:-1], "M": args["M"]})
+    tiles()({"grid": args["x"].shape[-3:-1], "M": args["M"]})
 
 
 def _shift_below_M(args) -> None:
@@ -83,32 +64,28 @@ def _windows_fit(args) -> None:
 
 
 def _table_fits(name: str):
-    """A check: the bias table ``name``, if given, is (h, 2M-1, 2M-1)."""
-
     def check(args) -> None:
         table, M = args[name], args["M"]
-        if table is None:
-            return
-        want = (args.get("h", table.shape[0]), 2 * M - 1, 2 * M - 1)
-        if table.shape != want:
+        want = None if table is None else (
+            args.get("h", table.shape[0]), 2 * M - 1, 2 * M - 1)
+        if table is not None and table.shape != want:
             raise ValueError(f"{name} must have shape (h, 2M-1, 2M-1) = "
                              f"{want}, got shape {table.shape}")
 
     return check
 
 
-def _weights_fit(args) -> None:
-    """The projections fit ``x`` as in multi_head_attention."""
+def _weights_fit(args) -> None:          # as multi_head_attention checks them
     _heads_fit({**args, "X": args["x"], "context": None})
 
 
-# grid, window side and shift of the shifted-window functions
+_GRID = _tokens("(..., H, W, C)")
 _SHIFTED = dict(grid=grid(), M=positive_int(), shift=integer(0))
 _SHIFT_FITS = (tiles(), _shift_below_M)
 
 
 # ------------------------------------------------------------------ windows
-@boundary(x=_GRID_OF_TOKENS, M=positive_int(), checks=(_x_tiles,))
+@boundary(x=_GRID, M=positive_int(), checks=(_x_tiles,))
 def window_partition(x, M):
     """Cut a patch grid into non-overlapping ``M × M`` windows.
 
@@ -117,24 +94,19 @@ def window_partition(x, M):
     Parameters
     ----------
     x : array_like, shape (..., H, W, C)
-        Patch grid: ``H × W`` tokens of width ``C``; any dtype of numbers
-        or booleans, kept.
+        Patch grid, of numbers or booleans (the dtype is kept).
     M : int
         Window side in patches; must divide ``H`` and ``W``.
 
     Returns
     -------
     windows : ndarray, shape (..., (H/M)·(W/M), M², C)
-        Windows numbered row-major over the grid; the ``M²`` tokens of a
-        window are numbered row-major inside it.
 
     Raises
     ------
-    TypeError
-        If ``x`` is not an array of numbers or ``M`` not an integer.
-    ValueError
-        If ``x`` has fewer than 3 dimensions, or ``M`` is not positive or
-        does not divide the grid.
+    TypeError, ValueError
+        If ``x`` is not an array of numbers with at least 3 axes, or ``M``
+        not a positive integer that divides the grid.
     """
     *batch, H, W, C = x.shape
     x = x.reshape(*batch, H // M, M, W // M, M, C)  # (..., H/M, M, W/M, M, C)
@@ -142,32 +114,15 @@ def window_partition(x, M):
     return x.reshape(*batch, -1, M * M, C)           # (..., nW, M², C)
 
 
-@boundary(windows=_tokens(3, "(..., nW, M², C)"), grid=grid(),
+@boundary(windows=_tokens("(..., nW, M², C)"), grid=grid(),
           M=positive_int(), checks=(tiles(), _windows_fit))
 def window_reverse(windows, grid, M):
     """Put the windows back on the grid: undo the window partition.
 
-    The inverse of :func:`window_partition` (chapter 7).
-
-    Parameters
-    ----------
-    windows : array_like, shape (..., nW, M², C)
-        Windows as returned by :func:`window_partition`.
-    grid : (int, int)
-        Grid ``(H, W)`` in patches.
-    M : int
-        Window side in patches; must divide ``H`` and ``W``.
-
-    Returns
-    -------
-    x : ndarray, shape (..., H, W, C)
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``grid`` is not a pair of positive integers, ``M`` does not tile
-        it, or ``windows`` does not hold ``(H/M)·(W/M)`` windows of ``M²``
-        tokens.
+    The inverse of :func:`window_partition`: ``windows`` of shape (...,
+    (H/M)·(W/M), M², C) become a grid of shape (..., H, W, C) for ``grid =
+    (H, W)``. ``TypeError`` or ``ValueError`` if ``M`` does not tile the grid
+    or ``windows`` does not hold its windows.
     """
     H, W = grid
     *batch, _, _, C = windows.shape                  # (..., nW, M², C)
@@ -178,30 +133,20 @@ def window_reverse(windows, grid, M):
 
 
 # ------------------------------------------------------------------ shift
-@boundary(x=_GRID_OF_TOKENS, shift=integer(0))
+@boundary(x=_GRID, shift=integer(0))
 def cyclic_shift(x, shift):
     """Roll a patch grid up and left by ``shift`` patches.
 
-    The token at ``(r, c)`` moves to ``((r - shift) mod H, (c - shift) mod
-    W)``; the top ``shift`` rows and left ``shift`` columns wrap around to
-    the bottom and right. Regular windows of the rolled grid are Swin's
-    shifted windows of the original one, plus the wrapped strips, which
-    :func:`rolled_window_masks` keeps apart (chapter 7, Eq. ``eq-win-roll``).
-
-    Parameters
-    ----------
-    x : array_like, shape (..., H, W, C)
-    shift : int
-        Patches to roll by, usually ``M // 2``; at least 0.
-
-    Returns
-    -------
-    rolled : ndarray, shape (..., H, W, C)
+    The token at ``(r, c)`` of ``x`` (..., H, W, C) moves to ``((r - shift)
+    mod H, (c - shift) mod W)``. Regular windows of the rolled grid are
+    Swin's shifted windows of the original one, plus the strips that wrapped
+    around, which :func:`rolled_window_masks` keeps apart (chapter 7, Eq.
+    ``eq-win-roll``). ``shift`` is usually ``M // 2``, at least 0.
     """
     return np.roll(x, (-shift, -shift), axis=(-3, -2))  # up and left
 
 
-@boundary(x=_GRID_OF_TOKENS, shift=integer(0))
+@boundary(x=_GRID, shift=integer(0))
 def reverse_cyclic_shift(x, shift):
     """Roll down and right by ``shift`` patches: undo the cyclic shift."""
     return np.roll(x, (shift, shift), axis=(-3, -2))    # down and right
@@ -231,6 +176,13 @@ def region_labels(grid, M, shift):
     -------
     labels : ndarray of int, shape (H, W)
         Values in 0 … 8.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``grid``, ``M`` or ``shift`` is not an integer (pair) in range,
+        or ``M`` does not tile the grid. The same holds for the other
+        functions of ``(grid, M, shift)`` below.
     """
     if shift == 0:
         return np.zeros(grid, dtype=int)           # no roll: one region
@@ -249,22 +201,10 @@ def region_labels(grid, M, shift):
 def rolled_window_masks(grid, M, shift):
     """Masks of the windows of the rolled grid: same region, may attend.
 
-    Parameters
-    ----------
-    grid : (int, int)
-        Grid ``(H, W)`` in patches.
-    M : int
-        Window side; must divide ``H`` and ``W``.
-    shift : int
-        Roll in patches, ``0 ≤ shift < M`` (all True when 0).
-
-    Returns
-    -------
-    masks : ndarray of bool, shape ((H/M)·(W/M), M², M²)
-        ``masks[w, i, j]`` is True when token ``i`` of window ``w`` of the
-        rolled grid may attend to its token ``j``: both carry the same
-        :func:`region_labels`. The diagonal is True, so no query is left
-        without a key.
+    Returns a boolean array of shape ((H/M)·(W/M), M², M²): ``[w, i, j]``
+    is True when tokens ``i`` and ``j`` of window ``w`` of the rolled grid
+    carry the same :func:`region_labels` (all True when ``shift`` is 0). The
+    diagonal is True, so no query is left without a key.
     """
     labels = region_labels(grid, M, shift)[..., None]        # (H, W, 1)
     win = window_partition(labels, M)[..., 0]                # (nW, M²)
@@ -275,18 +215,12 @@ def rolled_window_masks(grid, M, shift):
 def padded_window_ids(grid, M, shift):
     """Shifted window of every token of the unrolled grid.
 
-    The shifted windows start ``M - shift`` patches before the grid (or at
-    it if ``shift`` is 0): pad the grid by ``M - shift`` patches at the top
-    and left and by ``shift`` at the bottom and right, and cut regular
-    windows. Along each axis that gives ``H/M + 1`` windows when
-    ``shift > 0``, some of them partly padding: the "simple alternative" to
-    the cyclic shift (Liu et al., 2021).
-
-    Returns
-    -------
-    ids : ndarray of int, shape (H, W)
-        Row-major window index among the ``(H/M + 1)·(W/M + 1)`` windows of
-        the padded grid (among ``(H/M)·(W/M)`` when ``shift`` is 0).
+    The shifted windows start ``M - shift`` patches before the grid (at it
+    if ``shift`` is 0): pad ``M - shift`` patches before and ``shift`` after
+    each axis and cut regular windows, Swin's "simple alternative" to the
+    cyclic shift. Returns an (H, W) array of indices among the
+    ``(H/M + 1)·(W/M + 1)`` windows of the padded grid, numbered row-major
+    (``(H/M)·(W/M)`` when ``shift`` is 0).
     """
     H, W = grid
     pad = (M - shift) % M                          # patches before the grid
@@ -301,16 +235,11 @@ def shifted_window_mask(grid, M, shift):
     """Tokens may use the tokens of their shifted window, on the whole grid.
 
     The shifted form of :func:`selfattention.masks.window_mask` (equal to it
-    when ``shift`` is 0): token ``i`` may attend to token ``j`` when both
-    lie in the same window of :func:`padded_window_ids`. Given to
-    :func:`selfattention.attention.multi_head_attention` over all ``n = H·W``
-    tokens, with :func:`shifted_window_bias`, it gives the outputs of
-    :func:`window_attention` at ``n²`` cost: a reference, not a method.
-
-    Returns
-    -------
-    mask : ndarray of bool, shape (H·W, H·W)
-        Tokens numbered row-major.
+    when ``shift`` is 0), shape (H·W, H·W): True when tokens ``i`` and ``j``
+    lie in the same window of :func:`padded_window_ids`. With
+    :func:`shifted_window_bias`, multi-head attention over all ``n = H·W``
+    tokens gives the outputs of :func:`window_attention` at ``n²`` cost: a
+    reference, not a method.
     """
     ids = padded_window_ids(grid, M, shift).ravel()          # (n,)
     return ids[:, None] == ids[None, :]                      # (n, n)
@@ -321,25 +250,11 @@ def shifted_window_mask(grid, M, shift):
 def shifted_window_bias(table, grid, M, shift):
     """The relative position bias of the (shifted) windows, on the whole grid.
 
-    Two tokens of the same window of :func:`shifted_window_mask` get the
-    table entry of their offset on the original grid (the cyclic shift
-    never separates them); every other pair gets 0, which the mask removes
-    anyway.
-
-    Parameters
-    ----------
-    table : array_like, shape (h, 2M-1, 2M-1)
-        The window's bias table, as in :func:`window_attention`.
-    grid : (int, int)
-        Grid ``(H, W)`` in patches.
-    M : int
-        Window side; must divide ``H`` and ``W``.
-    shift : int
-        Window shift, ``0 ≤ shift < M``.
-
-    Returns
-    -------
-    B : ndarray, shape (h, H·W, H·W)
+    For ``table`` of shape (h, 2M-1, 2M-1), as in :func:`window_attention`,
+    returns ``B`` of shape (h, H·W, H·W): two tokens of the same window of
+    :func:`shifted_window_mask` get the entry of their offset on the grid
+    (the cyclic shift never separates them), every other pair 0, which that
+    mask removes anyway.
     """
     (H, W), h = grid, table.shape[0]
     full = np.zeros((h, 2 * H - 1, 2 * W - 1))     # every offset of the grid
