@@ -16,6 +16,7 @@ afterwards, so two calls with the same arguments return identical weights.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -237,6 +238,23 @@ class TinyViT(nn.Module):
         return (out, maps) if attention else out
 
 
+@contextlib.contextmanager
+def _deterministic(threads):
+    """Deterministic PyTorch on ``threads`` threads with a forked random
+    state; the caller's state, threads and determinism come back after."""
+    old = (torch.get_num_threads(),
+           torch.are_deterministic_algorithms_enabled(),
+           torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        torch.set_num_threads(old[0])
+        torch.use_deterministic_algorithms(old[1], warn_only=old[2])
+
+
 # ``runs_user_code``: the model options reach TinyViT's own checks.
 @boundary(data=instance(DigitSplit, "a DigitSplit from digit_split()"),
           position=instance(bool), seed=integer(0), epochs=positive_int(),
@@ -281,36 +299,27 @@ def train(data, position=True, seed=0, epochs=15, batch_size=64, lr=5e-3,
     """
     X = torch.from_numpy(np.ascontiguousarray(data.X_train, dtype=np.float64))
     y = torch.from_numpy(np.asarray(data.y_train, dtype=np.int64))
-    old_threads = torch.get_num_threads()
-    old_det = torch.are_deterministic_algorithms_enabled()
-    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = TinyViT(n_tokens=X.shape[1], patch_dim=X.shape[2],
-                            position=position, **model_options).double()
-            steps = epochs * math.ceil(len(X) / batch_size)
-            opt = torch.optim.Adam(model.parameters(), lr=lr)
-            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-            losses = []
-            model.train()
-            for _ in range(epochs):
-                order = torch.randperm(len(X))
-                total = 0.0
-                for start in range(0, len(X), batch_size):
-                    idx = order[start:start + batch_size]
-                    loss = nn.functional.cross_entropy(model(X[idx]), y[idx])
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-                    sched.step()
-                    total += loss.item() * len(idx)
-                losses.append(total / len(X))
-    finally:
-        torch.set_num_threads(old_threads)
-        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
+    with _deterministic(threads):
+        torch.manual_seed(seed)
+        model = TinyViT(n_tokens=X.shape[1], patch_dim=X.shape[2],
+                        position=position, **model_options).double()
+        steps = epochs * math.ceil(len(X) / batch_size)
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+        losses = []
+        model.train()
+        for _ in range(epochs):
+            order = torch.randperm(len(X))
+            total = 0.0
+            for start in range(0, len(X), batch_size):
+                idx = order[start:start + batch_size]
+                loss = nn.functional.cross_entropy(model(X[idx]), y[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sched.step()
+                total += loss.item() * len(idx)
+            losses.append(total / len(X))
     model.eval()
     model.losses = losses
     return model
