@@ -37,6 +37,18 @@ MUST_SHOW = {
                  "selfattention.masks.window_mask"],
     "06_cost": ["selfattention.blockwise.online_softmax_update",
                 "selfattention.blockwise.blockwise_attention"],
+    "07_windows": ["selfattention.windows.window_partition",
+                   "selfattention.windows.window_reverse",
+                   "selfattention.windows.cyclic_shift",
+                   "selfattention.windows.reverse_cyclic_shift",
+                   "selfattention.windows.region_labels",
+                   "selfattention.windows.rolled_window_masks",
+                   "selfattention.windows.shifted_window_mask",
+                   "selfattention.position.relative_position_index"],
+    "08_nonlocal": ["selfattention.nonlocal_block.scope_mask",
+                    "selfattention.nonlocal_block.nonlocal_op"],
+    "09_matching": ["selfattention.matching.correlation_volume",
+                    "selfattention.matching.lookup"],
 }
 
 

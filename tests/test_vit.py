@@ -5,7 +5,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import spearmanr
 
 from selfattention import patches, vit
 
@@ -39,23 +38,58 @@ def test_split_is_stratified_disjoint_and_reproducible(data):
     assert not np.array_equal(other.y_test, data.y_test)
 
 
-@pytest.mark.parametrize("fraction", [0.0, 1.0, 1, "0.2"])
-def test_split_rejects_bad_fractions(fraction):
-    with pytest.raises(ValueError, match="test_fraction"):
-        vit.digit_split(test_fraction=fraction)
+def test_split_holds_the_fraction_asked_for():
+    small = vit.digit_split(test_fraction=0.1)
+    assert len(small.y_test) == 180 and len(small.y_train) == 1617
+    assert set(small.y_test) == set(range(10))
+
+
+@pytest.mark.parametrize("kwargs, error, name", [
+    ({"test_fraction": 0.0}, ValueError, "test_fraction"),
+    ({"test_fraction": 1.0}, ValueError, "test_fraction"),
+    ({"test_fraction": 1}, ValueError, "test_fraction"),
+    ({"test_fraction": "0.2"}, TypeError, "test_fraction"),
+    ({"seed": -1}, ValueError, "seed"),
+    ({"seed": 0.5}, TypeError, "seed"),
+])
+def test_split_names_the_bad_argument(kwargs, error, name):
+    with pytest.raises(error, match=rf"\b{name}\b"):
+        vit.digit_split(**kwargs)
 
 
 # ------------------------------------------------------------ model
-def test_model_rejects_bad_configuration_and_input():
-    with pytest.raises(ValueError, match="heads=3 must divide dim=32"):
-        vit.TinyViT(heads=3)
-    with pytest.raises(TypeError):
-        vit.TinyViT(dim=32.0)
+@pytest.mark.parametrize("kwargs, error, name", [
+    ({"heads": 3}, ValueError, "heads"),
+    ({"dim": 32.0}, TypeError, "dim"),
+    ({"depth": 0}, ValueError, "depth"),
+    ({"position": 1}, TypeError, "position"),
+    ({"pos_std": -0.1}, ValueError, "pos_std"),
+])
+def test_model_names_a_bad_configuration(kwargs, error, name):
+    with pytest.raises(error, match=rf"\b{name}\b"):
+        vit.TinyViT(**kwargs)
+
+
+def test_model_functions_name_bad_input():
     model = fresh_model(True)
-    with pytest.raises(ValueError, match=r"\(B, 16, 4\)"):
+    with pytest.raises(ValueError, match=r"\bx\b"):
         model(torch.zeros(2, 15, 4, dtype=torch.float64))
-    with pytest.raises(ValueError, match="X must have shape"):
-        vit.logits(model, np.zeros((2, 16, 3)))
+    X = np.zeros((2, 16, 4))
+    for call, error, name in [
+            (lambda: vit.logits(model, np.zeros((2, 16, 3))), ValueError, "X"),
+            (lambda: vit.predict(model, X[0]), ValueError, "X"),
+            (lambda: vit.logits("model", X), TypeError, "model"),
+            (lambda: vit.accuracy(model, X, [1.0, 2.0]), TypeError, "y"),
+            (lambda: vit.accuracy(model, X, [1, 2, 3]), ValueError, "y"),
+            (lambda: vit.cls_attention(model, X, layer=0.5), TypeError,
+             "layer"),
+            (lambda: vit.shuffle_patches(X, 0), TypeError, "rng"),
+            (lambda: vit.gradient_importance(model, X, [1]), ValueError,
+             "target"),
+            (lambda: vit.gradient_importance(model, X, [0.5, 1.5]),
+             TypeError, "target")]:
+        with pytest.raises(error, match=rf"\b{name}\b"):
+            call()
 
 
 @given(seed=st.integers(0, 1000))
@@ -86,8 +120,6 @@ def test_shuffle_patches_permutes_each_image_separately():
         assert sorted(perms[i]) == list(range(16))
         assert np.array_equal(X_s[i], X[i, perms[i]])
     assert len({tuple(p) for p in perms}) == 4
-    with pytest.raises(TypeError, match="Generator"):
-        vit.shuffle_patches(X, 0)
 
 
 def test_attention_maps_are_distributions():
@@ -113,7 +145,7 @@ def test_replacing_cls_weights_by_their_own_values_changes_nothing():
     uniform = np.full_like(own, 1 / 17)
     changed = vit.logits_with_cls_weights(model, X, uniform)
     assert not np.allclose(changed, vit.logits(model, X), atol=1e-6)
-    with pytest.raises(ValueError, match="weights must have shape"):
+    with pytest.raises(ValueError, match=r"\bweights\b"):
         vit.logits_with_cls_weights(model, X, own[:, :2])
 
 
@@ -135,8 +167,6 @@ def test_gradient_importance_matches_finite_differences():
                        atol=1e-9)
     other = (target + 1) % 10
     assert not np.allclose(vit.gradient_importance(model, x, [other]), g)
-    with pytest.raises(ValueError, match="one class per image"):
-        vit.gradient_importance(model, x, [1, 2])
 
 
 # ------------------------------------------------------------ training
@@ -172,39 +202,53 @@ def test_training_learns_something(data):
     assert not vit.train(data, position=False, epochs=1).position
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(data=np.zeros((3, 16, 4))), TypeError),
-    (dict(epochs=0), ValueError),
-    (dict(batch_size=2.5), TypeError),
+@pytest.mark.parametrize("kwargs, error, name", [
+    (dict(data=np.zeros((3, 16, 4))), TypeError, "data"),
+    (dict(epochs=0), ValueError, "epochs"),
+    (dict(batch_size=2.5), TypeError, "batch_size"),
+    (dict(lr=0.0), ValueError, "lr"),
+    (dict(heads=3), ValueError, "heads"),        # reaches TinyViT's checks
 ])
-def test_training_rejects_bad_arguments(data, kwargs, error):
+def test_training_names_the_bad_argument(data, kwargs, error, name):
     kwargs = {"data": data, **kwargs}
-    with pytest.raises(error):
+    with pytest.raises(error, match=rf"\b{name}\b"):
         vit.train(**kwargs)
 
 
 # ------------------------------------------------------------ rank correlation
+def pearson_of_ranks(a, b):
+    """Spearman's rho without ties: the correlation of the orders."""
+    ra, rb = (np.argsort(np.argsort(v)) for v in (a, b))
+    return np.corrcoef(ra, rb)[0, 1]
+
+
 @given(seed=st.integers(0, 10_000), n=st.integers(3, 30))
-def test_rank_correlation_agrees_with_scipy(seed, n):
+def test_rank_correlation_is_the_correlation_of_the_ranks(seed, n):
     rng = np.random.default_rng(seed)
-    a, b = rng.standard_normal((2, n))
-    b[: n // 3] = a[: n // 3] + 0.1 * b[: n // 3]
-    assert vit.rank_correlation(a, b) == pytest.approx(spearmanr(a, b)[0])
+    a, b = rng.standard_normal((2, 3, n))
+    b[:, : n // 3] = a[:, : n // 3] + 0.1 * b[:, : n // 3]
+    rho = vit.rank_correlation(a, b)
+    assert rho.shape == (3,)
+    for i in range(3):
+        assert rho[i] == pytest.approx(pearson_of_ranks(a[i], b[i]))
+    assert vit.rank_correlation(a[0], b[0]) == pytest.approx(rho[0])
 
 
-def test_rank_correlation_of_ordered_rows():
+def test_rank_correlation_sees_only_the_order():
     x = np.array([[0.1, 0.5, 0.2, 0.9], [1.0, 2.0, 3.0, 4.0]])
-    rho = vit.rank_correlation(x, x ** 3)
-    assert np.allclose(rho, 1)
+    assert np.allclose(vit.rank_correlation(x, x ** 3), 1)
     assert np.allclose(vit.rank_correlation(x, -x), -1)
-    ties = vit.rank_correlation([1.0, 1.0, 2.0], [1.0, 2.0, 3.0])
-    assert ties == pytest.approx(spearmanr([1, 1, 2], [1, 2, 3])[0])
+    # ties share their mean rank; a row of ties has no order at all
+    assert vit.rank_correlation([1.0, 1.0, 2.0], [1.0, 2.0, 3.0]) == \
+        pytest.approx(np.sqrt(3) / 2)
+    assert np.isnan(vit.rank_correlation([[1.0, 1.0, 1.0]], [[1, 2, 3]])[0])
 
 
-@pytest.mark.parametrize("a, b", [
-    (np.zeros((2, 4)), np.zeros((2, 5))),
-    (np.zeros(1), np.zeros(1)),
+@pytest.mark.parametrize("a, b, error, name", [
+    (np.zeros((2, 4)), np.zeros((2, 5)), ValueError, "a"),
+    (np.zeros(1), np.zeros(1), ValueError, "a"),
+    (np.zeros(3), "b", TypeError, "b"),
 ])
-def test_rank_correlation_rejects_bad_shapes(a, b):
-    with pytest.raises(ValueError):
+def test_rank_correlation_names_the_bad_argument(a, b, error, name):
+    with pytest.raises(error, match=rf"\b{name}\b"):
         vit.rank_correlation(a, b)

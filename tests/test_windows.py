@@ -1,18 +1,119 @@
-"""Tests of selfattention.windows: partition, shift, masks, bias, attention."""
+"""Window partition, cyclic shift, shifted-window masks and window attention.
+
+The reference for window attention is Swin's released construction, written
+out below in PyTorch as an independent implementation: nine slices of the
+rolled grid labelled 0 … 8 and -100 added between different labels, the
+relative position index (Δr + M - 1)(2M - 1) + (Δc + M - 1) with Δ = query -
+key, and the scale head_dim ** -0.5.
+"""
 
 import numpy as np
 import pytest
-from hypothesis import given
+import torch
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfattention import masks
+from selfattention import masks, position
 from selfattention import windows as wn
 from selfattention.attention import multi_head_attention
 
 
-def weights(rng, C, h):
-    Ws = [rng.standard_normal((C, C)) / np.sqrt(C) for _ in range(4)]
-    return Ws
+def weights(rng, C):
+    return [rng.standard_normal((C, C)) / np.sqrt(C) for _ in range(4)]
+
+
+# ------------------------------------------------------------ Swin, written out
+def swin_partition(x, M):
+    B, H, W, C = x.shape
+    x = x.view(B, H // M, M, W // M, M, C)
+    return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, M * M, C)
+
+
+def swin_reverse(windows, M, H, W):
+    B = windows.shape[0] // (H * W // M // M)
+    x = windows.view(B, H // M, W // M, M, M, -1)
+    return x.permute(0, 1, 3, 2, 4, 5).reshape(B, H, W, -1)
+
+
+def swin_index(M):
+    coords = torch.stack(torch.meshgrid(torch.arange(M), torch.arange(M),
+                                        indexing="ij"))     # (2, M, M)
+    flat = coords.flatten(1)                                 # (2, M²)
+    rel = (flat[:, :, None] - flat[:, None, :]).permute(1, 2, 0)
+    rel[:, :, 0] += M - 1
+    rel[:, :, 1] += M - 1
+    rel[:, :, 0] *= 2 * M - 1
+    return rel.sum(-1)                                       # (M², M²)
+
+
+def swin_mask(H, W, M, s):
+    img = torch.zeros(1, H, W, 1)
+    cnt = 0
+    for hs in (slice(0, -M), slice(-M, -s), slice(-s, None)):
+        for ws in (slice(0, -M), slice(-M, -s), slice(-s, None)):
+            img[:, hs, ws, :] = cnt
+            cnt += 1
+    win = swin_partition(img, M).squeeze(-1)                 # (nW, M²)
+    diff = win[:, None, :] - win[:, :, None]
+    return diff.masked_fill(diff != 0, -100.0).masked_fill(diff == 0, 0.0)
+
+
+def swin_window_attention(x, W_q, W_k, W_v, W_o, heads, M, s, table):
+    """Swin's W-MSA / SW-MSA with relative position bias, float64."""
+    x = torch.from_numpy(x)[None]                            # (1, H, W, C)
+    _, H, W, C = x.shape
+    if s:
+        x = torch.roll(x, shifts=(-s, -s), dims=(1, 2))
+    win = swin_partition(x, M)                               # (nW, M², C)
+    nW, N, _ = win.shape
+
+    def heads_of(Wm):
+        y = win @ torch.from_numpy(Wm)
+        return y.reshape(nW, N, heads, -1).permute(0, 2, 1, 3)
+
+    q, k, v = heads_of(W_q), heads_of(W_k), heads_of(W_v)
+    q = q * q.shape[-1] ** -0.5
+    attn = q @ k.transpose(-2, -1)                           # (nW, h, N, N)
+    bias = table[swin_index(M).view(-1)].view(N, N, -1).permute(2, 0, 1)
+    attn = attn + bias[None]
+    if s:
+        attn = attn + swin_mask(H, W, M, s).double()[:, None]
+    attn = attn.softmax(-1)
+    y = (attn @ v).transpose(1, 2).reshape(nW, N, -1) @ torch.from_numpy(W_o)
+    y = swin_reverse(y, M, H, W)
+    if s:
+        y = torch.roll(y, shifts=(s, s), dims=(1, 2))
+    return y[0].numpy()
+
+
+@pytest.mark.parametrize("H, W, M, s, heads", [
+    (14, 14, 7, 0, 3), (14, 14, 7, 3, 3), (8, 12, 4, 2, 2), (6, 9, 3, 1, 1)])
+def test_window_attention_is_swins_released_construction(H, W, M, s, heads):
+    rng = np.random.default_rng(H * W + s)
+    C = 4 * heads
+    x = rng.standard_normal((H, W, C))
+    Ws = weights(rng, C)
+    table = rng.standard_normal((heads, 2 * M - 1, 2 * M - 1))
+    # Swin stores the table as ((2M-1)², heads), rows in (Δr, Δc) order
+    swin_table = torch.from_numpy(table.reshape(heads, -1).T.copy())
+    expected = swin_window_attention(x, *Ws, heads, M, s, swin_table)
+    Y, A = wn.window_attention(x, *Ws, heads, M, s, table)
+    assert np.abs(Y - expected).max() < 1e-10
+
+
+@pytest.mark.parametrize("M", [1, 2, 3, 7])
+def test_the_index_windows_use_is_swins(M):
+    assert np.array_equal(position.relative_position_index((M, M)),
+                          swin_index(M).numpy())
+
+
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(2, 5), st.data())
+@settings(max_examples=30)
+def test_rolled_masks_are_swins_nine_slice_masks(a, b, M, data):
+    s = data.draw(st.integers(1, M - 1))
+    H, W = a * M, b * M
+    swin = swin_mask(H, W, M, s).numpy()                     # 0 or -100
+    assert np.array_equal(wn.rolled_window_masks((H, W), M, s), swin == 0)
 
 
 # ------------------------------------------------------------ partition
@@ -21,6 +122,7 @@ def test_partition_of_a_numbered_grid():
     w = wn.window_partition(x, 2)[..., 0]
     np.testing.assert_array_equal(w, [[0, 1, 4, 5], [2, 3, 6, 7],
                                       [8, 9, 12, 13], [10, 11, 14, 15]])
+    assert w.dtype == x.dtype
 
 
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4),
@@ -30,13 +132,13 @@ def test_partition_and_reverse_are_inverse(a, b, M, C, nbatch):
     x = rng.standard_normal((2,) * nbatch + (a * M, b * M, C))
     w = wn.window_partition(x, M)
     assert w.shape == (2,) * nbatch + (a * b, M * M, C)
-    np.testing.assert_array_equal(wn.window_reverse(w, (a * M, b * M)), x)
+    np.testing.assert_array_equal(wn.window_reverse(w, (a * M, b * M), M), x)
 
 
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4))
 def test_partition_groups_exactly_the_tokens_of_window_ids(a, b, M):
     H, W = a * M, b * M
-    ids = masks.window_ids((H, W), (M, M)).reshape(H, W, 1)
+    ids = masks.window_ids((H, W), M).reshape(H, W, 1)
     w = wn.window_partition(ids, M)[..., 0]
     np.testing.assert_array_equal(w, np.repeat(np.arange(a * b)[:, None],
                                                M * M, axis=1))
@@ -53,94 +155,81 @@ def test_cyclic_shift_is_undone_by_its_reverse(a, M, data):
 
 
 def test_region_labels_of_an_8x8_grid():
-    lab = wn.shift_region_labels((8, 8), 4, 2)
+    lab = wn.region_labels((8, 8), 4, 2)
     assert sorted(np.unique(lab)) == list(range(9))
     np.testing.assert_array_equal(lab[0], [0, 0, 0, 0, 1, 1, 2, 2])
     np.testing.assert_array_equal(lab[:, 0], [0, 0, 0, 0, 3, 3, 6, 6])
+    assert not wn.region_labels((8, 8), 4, 0).any()
 
 
-def test_shifted_mask_blocks_wrapped_neighbours():
-    m = wn.shifted_window_mask((8, 8), 4, 2)
+def test_rolled_masks_keep_wrapped_neighbours_apart():
+    m = wn.rolled_window_masks((8, 8), 4, 2)
     assert m.shape == (4, 16, 16) and m.dtype == bool
     assert m[0].all()                     # the first window never wraps
     assert m.diagonal(axis1=1, axis2=2).all()
-    # last window: 4 regions of 2x2 tokens, 4 x 16 allowed pairs
-    assert m[3].sum() == 4 * 16
-    assert m[1].sum() == 2 * 64          # two regions of 4x2 tokens
+    assert m[3].sum() == 4 * 16           # corner: 4 regions of 2x2 tokens
+    assert m[1].sum() == 2 * 64           # edge: 2 regions of 4x2 tokens
     assert not m[3, 0, 15]
+    assert wn.rolled_window_masks((6, 6), 3, 0).all()
 
 
-def test_unshifted_masks_are_all_true_and_match_window_mask():
-    assert wn.shifted_window_mask((6, 6), 3, 0).all()
-    np.testing.assert_array_equal(wn.shifted_grid_mask((6, 9), 3, 0),
-                                  masks.window_mask((6, 9), (3, 3)))
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 5))
+def test_unshifted_mask_is_the_window_mask(a, b, M):
+    grid = (a * M, b * M)
+    np.testing.assert_array_equal(wn.shifted_window_mask(grid, M, 0),
+                                  masks.window_mask(grid, M))
 
 
 @given(st.integers(1, 3), st.integers(2, 5), st.data())
-def test_grid_mask_is_the_rolled_window_mask_unrolled(a, M, data):
+def test_grid_mask_is_the_rolled_window_masks_unrolled(a, M, data):
     """The two constructions (region labels, padded windows) agree."""
     s = data.draw(st.integers(0, M - 1))
     H = W = a * M
-    pos = np.arange(H * W).reshape(H, W, 1)
-    tokens = wn.window_partition(wn.cyclic_shift(pos, s), M)[..., 0]
-    per_window = wn.shifted_window_mask((H, W), M, s)
+    place = np.arange(H * W).reshape(H, W, 1)
+    tokens = wn.window_partition(wn.cyclic_shift(place, s), M)[..., 0]
     full = np.zeros((H * W, H * W), dtype=bool)
-    for t, m in zip(tokens, per_window):
+    for t, m in zip(tokens, wn.rolled_window_masks((H, W), M, s)):
         full[np.ix_(t, t)] = m
-    np.testing.assert_array_equal(full, wn.shifted_grid_mask((H, W), M, s))
+    np.testing.assert_array_equal(full, wn.shifted_window_mask((H, W), M, s))
 
 
-def test_padded_window_count_is_one_more_per_axis():
-    ids = wn.padded_window_ids((56, 56), 7, 3)
-    assert len(np.unique(ids)) == 81
-    assert len(np.unique(wn.padded_window_ids((56, 56), 7, 0))) == 64
+def test_padding_needs_one_more_window_per_axis():
+    assert np.array_equal(np.unique(wn.padded_window_ids((56, 56), 7, 3)),
+                          np.arange(81))
+    unshifted = wn.padded_window_ids((56, 56), 7, 0)
+    assert np.array_equal(unshifted.ravel(), masks.window_ids((56, 56), 7))
 
 
-# ------------------------------------------------------------ bias
-def test_relative_position_index_of_m2():
-    np.testing.assert_array_equal(wn.relative_position_index(2),
-                                  [[4, 3, 1, 0], [5, 4, 2, 1],
-                                   [7, 6, 4, 3], [8, 7, 5, 4]])
-
-
-@given(st.integers(1, 6))
-def test_relative_position_index_depends_on_offset_only(M):
-    idx = wn.relative_position_index(M)
-    assert idx.shape == (M * M, M * M)
-    assert idx.min() == 0 and idx.max() == (2 * M - 1) ** 2 - 1
-    assert len(np.unique(idx)) == (2 * M - 1) ** 2
-    assert (np.diag(idx) == (M - 1) * (2 * M - 1) + M - 1).all()
-    r, c = np.divmod(np.arange(M * M), M)
-    off = (r[:, None] - r[None, :]) * 100 + (c[:, None] - c[None, :])
-    for v in np.unique(idx):
-        assert len(np.unique(off[idx == v])) == 1
-
-
-def test_relative_position_bias_gathers_per_head():
-    M, h = 3, 2
-    table = np.arange(25 * h, dtype=float).reshape(25, h)
-    B = wn.relative_position_bias(table, M)
-    assert B.shape == (h, 9, 9)
-    idx = wn.relative_position_index(M)
-    np.testing.assert_array_equal(B[1], table[idx, 1])
+def test_grid_bias_is_the_window_bias_of_each_window():
+    rng = np.random.default_rng(1)
+    M, s, h = 3, 1, 2
+    table = rng.standard_normal((h, 2 * M - 1, 2 * M - 1))
+    B = wn.shifted_window_bias(table, (6, 6), M, s)          # (h, 36, 36)
+    B_win = position.relative_position_bias(table, (M, M))   # (h, 9, 9)
+    place = np.arange(36).reshape(6, 6, 1)
+    tokens = wn.window_partition(wn.cyclic_shift(place, s), M)[..., 0]
+    inside = wn.rolled_window_masks((6, 6), M, s)
+    for t, m in zip(tokens, inside):         # every pair of one window
+        np.testing.assert_array_equal(B[:, t][:, :, t][:, m], B_win[:, m])
+    assert not B[:, ~wn.shifted_window_mask((6, 6), M, s)].any()
 
 
 # ------------------------------------------------------------ attention
 @pytest.mark.parametrize("shift", [0, 1, 3])
-def test_window_attention_matches_full_grid_reference(shift):
+def test_window_attention_is_masked_attention_over_the_grid(shift):
     rng = np.random.default_rng(7)
     H, W, C, M, h = 7, 14, 6, 7, 2
     x = rng.standard_normal((2, H, W, C))
-    Ws = weights(rng, C, h)
-    table = rng.standard_normal(((2 * M - 1) ** 2, h))
+    Ws = weights(rng, C)
+    table = rng.standard_normal((h, 2 * M - 1, 2 * M - 1))
     Y, A = wn.window_attention(x, *Ws, h, M, shift, table)
     assert Y.shape == (2, H, W, C) and A.shape == (2, 2, h, 49, 49)
     np.testing.assert_allclose(A.sum(-1), 1.0)
-    mask = wn.shifted_grid_mask((H, W), M, shift)
-    B = wn.grid_relative_bias(table, (H, W), M, shift)
+    mask = wn.shifted_window_mask((H, W), M, shift)
+    B = wn.shifted_window_bias(table, (H, W), M, shift)
     Yf, Af = multi_head_attention(x.reshape(2, H * W, C), *Ws, h,
                                   mask=mask, bias=B)
-    np.testing.assert_allclose(Y.reshape(2, H * W, C), Yf, atol=1e-12)
+    assert np.abs(Y.reshape(2, H * W, C) - Yf).max() < 1e-12
     assert Af[:, :, ~mask].max() == 0.0
 
 
@@ -149,59 +238,64 @@ def test_padding_and_cyclic_shift_agree(shift):
     rng = np.random.default_rng(8)
     H, W, C, M, h = 8, 4, 4, 4, 2
     x = rng.standard_normal((H, W, C))
-    Ws = weights(rng, C, h)
-    table = rng.standard_normal((49, h))
+    Ws = weights(rng, C)
+    table = rng.standard_normal((h, 7, 7))
     Yc, Ac = wn.window_attention(x, *Ws, h, M, shift, table)
     Yp, Ap = wn.window_attention(x, *Ws, h, M, shift, table, method="pad")
     assert Ac.shape[0] == 2 and Ap.shape[0] == 3 * 2
-    np.testing.assert_allclose(Yc, Yp, atol=1e-12)
+    assert np.abs(Yc - Yp).max() < 1e-12
 
 
-def test_shift_changes_the_result_and_bias_matters():
+def test_shift_changes_the_result_and_a_constant_bias_does_not():
     rng = np.random.default_rng(9)
     x = rng.standard_normal((8, 8, 4))
-    Ws = weights(rng, 4, 1)
+    Ws = weights(rng, 4)
     Y0, _ = wn.window_attention(x, *Ws, 1, 4, 0)
     Y2, _ = wn.window_attention(x, *Ws, 1, 4, 2)
-    Yb, _ = wn.window_attention(x, *Ws, 1, 4, 0, np.ones((49, 1)) * 3.0)
+    Yb, _ = wn.window_attention(x, *Ws, 1, 4, 0, np.full((1, 7, 7), 3.0))
     Yv, _ = wn.window_attention(x, *Ws, 1, 4, 0,
-                                rng.standard_normal((49, 1)))
+                                rng.standard_normal((1, 7, 7)))
     assert not np.allclose(Y0, Y2)
-    np.testing.assert_allclose(Y0, Yb, atol=1e-12)   # constant bias cancels
+    assert np.abs(Y0 - Yb).max() < 1e-12     # a constant bias cancels
     assert not np.allclose(Y0, Yv)
 
 
 # ------------------------------------------------------------ bad input
-def test_bad_inputs_raise_clear_errors():
-    x = np.zeros((8, 8, 2))
-    Ws = [np.eye(2)] * 4
-    with pytest.raises(ValueError, match="tile"):
-        wn.window_partition(x, 3)
-    with pytest.raises(ValueError, match=r"\(\.\.\., H, W, C\)"):
-        wn.window_partition(np.zeros((8, 8)), 4)
-    with pytest.raises(TypeError, match="M must be a positive integer"):
-        wn.window_partition(x, 2.0)
-    with pytest.raises(ValueError, match="windows"):
-        wn.window_reverse(np.zeros((3, 16, 2)), (8, 8))
-    with pytest.raises(ValueError, match="M² tokens"):
-        wn.window_reverse(np.zeros((4, 15, 2)), (8, 8))
-    with pytest.raises(TypeError, match="grid"):
-        wn.window_reverse(np.zeros((4, 16, 2)), 8)
-    with pytest.raises(TypeError, match="shift"):
-        wn.cyclic_shift(x, 1.5)
-    with pytest.raises(ValueError, match="non-negative"):
-        wn.reverse_cyclic_shift(x, -1)
-    with pytest.raises(ValueError, match="0..3"):
-        wn.shifted_window_mask((8, 8), 4, 4)
-    with pytest.raises(TypeError, match="shift"):
-        wn.shift_region_labels((8, 8), 4, True)
-    with pytest.raises(ValueError, match=r"\(49, h\)"):
-        wn.relative_position_bias(np.zeros((25, 2)), 4)
-    with pytest.raises(ValueError, match="one column per head"):
-        wn.window_attention(x, *Ws, 2, 4, 0, np.zeros((49, 1)))
-    with pytest.raises(ValueError, match="method"):
-        wn.window_attention(x, *Ws, 1, 4, 2, method="roll")
-    with pytest.raises(ValueError, match="finite"):
-        wn.window_attention(np.full((8, 8, 2), np.nan), *Ws, 1, 4)
-    with pytest.raises(ValueError, match="divide"):
-        wn.window_attention(x, *Ws, 1, 3)
+X = np.zeros((8, 8, 2))
+WS = [np.eye(2)] * 4
+
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: wn.window_partition(X, 3), ValueError, "M"),
+    (lambda: wn.window_partition(np.zeros((8, 8)), 4), ValueError, "x"),
+    (lambda: wn.window_partition(X, 2.0), TypeError, "M"),
+    (lambda: wn.window_partition(X.astype(str), 2), TypeError, "x"),
+    (lambda: wn.window_reverse(np.zeros((3, 16, 2)), (8, 8), 4), ValueError,
+     "windows"),
+    (lambda: wn.window_reverse(np.zeros((4, 16, 2)), (8, 8), 3), ValueError,
+     "M"),
+    (lambda: wn.window_reverse(np.zeros((4, 16, 2)), 8, 4), TypeError,
+     "grid"),
+    (lambda: wn.cyclic_shift(X, 1.5), TypeError, "shift"),
+    (lambda: wn.reverse_cyclic_shift(X, -1), ValueError, "shift"),
+    (lambda: wn.rolled_window_masks((8, 8), 4, 4), ValueError, "shift"),
+    (lambda: wn.region_labels((8, 8), 4, True), TypeError, "shift"),
+    (lambda: wn.shifted_window_mask((8, 6), 4, 1), ValueError, "M"),
+    (lambda: wn.padded_window_ids((8, 0), 4, 1), ValueError, "grid"),
+    (lambda: wn.shifted_window_bias(np.zeros((2, 5, 5)), (8, 8), 4, 1),
+     ValueError, "table"),
+    (lambda: wn.window_attention(X, *WS, 2, 4, 0, np.zeros((1, 7, 7))),
+     ValueError, "bias_table"),
+    (lambda: wn.window_attention(X, *WS, 1, 4, 2, method="roll"),
+     ValueError, "method"),
+    (lambda: wn.window_attention(np.full((8, 8, 2), np.nan), *WS, 1, 4),
+     ValueError, "x"),
+    (lambda: wn.window_attention(X, *WS, 1, 3), ValueError, "M"),
+    (lambda: wn.window_attention(X, *WS, 1, 4, 4), ValueError, "shift"),
+    (lambda: wn.window_attention(X, *WS, 3, 4), ValueError, "h"),
+    (lambda: wn.window_attention(X, np.eye(3), *WS[1:], 1, 4), ValueError,
+     "W_q"),
+])
+def test_bad_input_names_the_argument(call, error, name):
+    with pytest.raises(error, match=rf"\b{name}\b"):
+        call()

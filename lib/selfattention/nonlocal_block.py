@@ -14,7 +14,7 @@ Two of its forms are implemented here, both with θ = x W_θ and φ = x W_φ:
   positions: no softmax, weights that need not be positive or sum to one.
 
 A video feature map has shape (T, H, W, C); its ``N = T·H·W`` positions are
-numbered ``t·H·W + h·W + w``. :func:`scope_mask` restricts the operation to
+numbered ``t·H·W + r·W + c``. :func:`scope_mask` restricts the operation to
 space only (same frame) or time only (same place), the ablation of the paper.
 
 :class:`NonLocalBlock` is the trainable PyTorch block, with the learnable gate
@@ -28,7 +28,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._legacy import as_float_array, positive_int
+from ._validate import (boundary, floats, one_of, optional, positive_int)
+from .attention import attention
 
 __all__ = ["FORMS", "SCOPES", "scope_mask",
            "nonlocal_op", "mass_per_frame", "NonLocalBlock"]
@@ -37,36 +38,60 @@ FORMS = ("embedded_gaussian", "dot_product")
 SCOPES = ("spacetime", "space", "time")
 
 
-def scope_mask(T: int, H: int, W: int, scope: str = "spacetime") -> np.ndarray:
-    """Which positions of a (T, H, W) feature map a position may attend to.
+# ------------------------------------------------------------------ checks
+def _embeddings_fit(args) -> None:
+    """θ, φ and g read the channels of X; θ and φ have the same width."""
+    C = args["X"].shape[-1]
+    for name in ("W_theta", "W_phi", "W_g"):
+        if args[name].shape[0] != C:
+            raise ValueError(f"{name} must have one row per channel of X "
+                             f"({C}), got shape {args[name].shape}")
+    if args["W_theta"].shape != args["W_phi"].shape:
+        raise ValueError(f"W_theta and W_phi must have the same shape "
+                         f"(C, d_k), got {args['W_theta'].shape} and "
+                         f"{args['W_phi'].shape}")
+
+
+def _whole_frames(args) -> None:
+    T, length = args["T"], args["weights"].shape[-1]
+    if length % T:
+        raise ValueError(f"weights must hold T·H·W entries, a multiple of "
+                         f"T={T}, got {length}")
+
+
+# ------------------------------------------------------------------ maths
+@boundary(T=positive_int(), H=positive_int(), W=positive_int(),
+          scope=one_of(*SCOPES))
+def scope_mask(T, H, W, scope="spacetime"):
+    """Which positions of a (T, H, W) feature map each position may use.
 
     Parameters
     ----------
     T, H, W : int
-        Frames, rows and columns; positions are numbered ``t·H·W + h·W + w``.
+        Frames, rows and columns; positions are numbered ``t·H·W + r·W + c``.
     scope : {"spacetime", "space", "time"}
         ``"spacetime"``: every position; ``"space"``: positions of the same
-        frame; ``"time"``: the same (h, w) in every frame.
+        frame; ``"time"``: the same place (r, c) in every frame.
 
     Returns
     -------
     mask : ndarray of bool, shape (N, N) with ``N = T·H·W``
         True = may attend. Each row holds ``N``, ``H·W`` or ``T`` Trues.
     """
-    T, H, W = (positive_int(v, name) for v, name in
-               ((T, "T"), (H, "H"), (W, "W")))
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
-    frame = np.repeat(np.arange(T), H * W)                # (N,) frame index
-    place = np.tile(np.arange(H * W), T)                  # (N,) h·W + w
+    N = T * H * W
     if scope == "spacetime":
-        return np.ones((T * H * W, T * H * W), dtype=bool)
+        return np.ones((N, N), dtype=bool)
+    frame = np.arange(N) // (H * W)                       # (N,) t
+    place = np.arange(N) % (H * W)                        # (N,) r·W + c
     key = frame if scope == "space" else place
-    return key[:, None] == key[None, :]
+    return key[:, None] == key[None, :]                   # (N, N)
 
 
-def nonlocal_op(X, W_theta, W_phi, W_g, form: str = "embedded_gaussian",
-                scope: str = "spacetime"):
+@boundary(X=floats(min_ndim=4), W_theta=floats(ndim=2),
+          W_phi=floats(ndim=2), W_g=floats(ndim=2), form=one_of(*FORMS),
+          scope=one_of(*SCOPES), checks=(_embeddings_fit,))
+def nonlocal_op(X, W_theta, W_phi, W_g, form="embedded_gaussian",
+                scope="spacetime"):
     """The non-local operation over every position of a video feature map.
 
     Parameters
@@ -78,8 +103,9 @@ def nonlocal_op(X, W_theta, W_phi, W_g, form: str = "embedded_gaussian",
     W_g : array_like, shape (C, d_v)
         The value embedding g.
     form : {"embedded_gaussian", "dot_product"}
-        ``f = exp(θ·φ)`` normalised by its sum (a softmax), or ``f = θ·φ``
-        normalised by the number of positions the query may use.
+        ``f = exp(θ·φ)`` normalised by its sum (a softmax: attention with
+        scale 1), or ``f = θ·φ`` normalised by the number of positions the
+        query may use.
     scope : {"spacetime", "space", "time"}
         Positions each query may use (:func:`scope_mask`).
 
@@ -93,65 +119,35 @@ def nonlocal_op(X, W_theta, W_phi, W_g, form: str = "embedded_gaussian",
 
     Raises
     ------
-    TypeError, ValueError
-        If an input is not a finite real array, the shapes do not fit, or
-        ``form`` or ``scope`` is unknown.
+    TypeError
+        If an input is not an array of real numbers.
+    ValueError
+        If an input is not finite, the shapes do not fit, or ``form`` or
+        ``scope`` is unknown.
     """
-    X = as_float_array(X, "X", min_ndim=4)
-    W_theta, W_phi, W_g = (as_float_array(W, name, min_ndim=2) for W, name in
-                           ((W_theta, "W_theta"), (W_phi, "W_phi"),
-                            (W_g, "W_g")))
     *batch, T, H, W, C = X.shape
-    for Wm, name in ((W_theta, "W_theta"), (W_phi, "W_phi"), (W_g, "W_g")):
-        if Wm.ndim != 2 or Wm.shape[0] != C:
-            raise ValueError(
-                f"{name} must be a matrix with one row per channel of X "
-                f"({C}), got shape {Wm.shape}"
-            )
-    if W_theta.shape != W_phi.shape:
-        raise ValueError(
-            f"W_theta and W_phi must have the same shape (C, d_k), got "
-            f"{W_theta.shape} and {W_phi.shape}"
-        )
-    if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     mask = scope_mask(T, H, W, scope)                     # (N, N)
     x = X.reshape(*batch, T * H * W, C)                   # (..., N, C)
-    theta, phi, g = x @ W_theta, x @ W_phi, x @ W_g
-    S = theta @ np.swapaxes(phi, -1, -2)                  # (..., N, N)
-    if form == "embedded_gaussian":
-        # exp(s - max) / sum: the factor exp(-max) cancels in f / C(x)
-        S = np.where(mask, S, -np.inf)
-        f = np.exp(S - S.max(axis=-1, keepdims=True))
-        F = f / f.sum(axis=-1, keepdims=True)
-    else:
+    theta, phi, g = x @ W_theta, x @ W_phi, x @ W_g       # (..., N, d)
+    if form == "embedded_gaussian":                       # softmax(θφᵀ) g
+        Y, F = attention(theta, phi, g, mask=mask, scale=1.0)
+    else:                                                 # θφᵀ / N, no softmax
+        S = theta @ np.swapaxes(phi, -1, -2)              # (..., N, N)
         F = np.where(mask, S, 0.0) / mask.sum(axis=-1, keepdims=True)
-    Y = F @ g                                             # (..., N, d_v)
+        Y = F @ g                                         # (..., N, d_v)
     return Y.reshape(*batch, T, H, W, g.shape[-1]), F
 
 
-def mass_per_frame(weights, T: int) -> np.ndarray:
+@boundary(weights=floats(min_ndim=1), T=positive_int(),
+          checks=(_whole_frames,))
+def mass_per_frame(weights, T):
     """Sum one query's weights over the positions of each frame.
 
-    Parameters
-    ----------
-    weights : array_like, shape (..., T·H·W)
-        A row (or rows) of the weights ``F`` of :func:`nonlocal_op`.
-    T : int
-        Number of frames.
-
-    Returns
-    -------
-    mass : ndarray, shape (..., T)
+    ``weights`` (..., T·H·W), rows of the ``F`` of :func:`nonlocal_op`,
+    -> mass (..., T). ``ValueError`` if their length is not a multiple of
+    ``T``.
     """
-    w = as_float_array(weights, "weights")
-    T = positive_int(T, "T")
-    if w.shape[-1] % T:
-        raise ValueError(
-            f"weights must hold T·H·W entries, a multiple of T={T}, got "
-            f"{w.shape[-1]}"
-        )
-    return w.reshape(*w.shape[:-1], T, -1).sum(axis=-1)   # (..., T)
+    return weights.reshape(*weights.shape[:-1], T, -1).sum(axis=-1)
 
 
 class NonLocalBlock(nn.Module):
@@ -180,14 +176,11 @@ class NonLocalBlock(nn.Module):
     returns a tensor of the same shape.
     """
 
-    def __init__(self, channels: int, inner: int | None = None,
-                 form: str = "embedded_gaussian"):
+    @boundary(channels=positive_int(), inner=optional(positive_int()),
+              form=one_of(*FORMS))
+    def __init__(self, channels, inner=None, form="embedded_gaussian"):
         super().__init__()
-        channels = positive_int(channels, "channels")
-        inner = max(1, channels // 2) if inner is None else \
-            positive_int(inner, "inner")
-        if form not in FORMS:
-            raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+        inner = max(1, channels // 2) if inner is None else inner
         self.form = form
         self.theta = nn.Linear(channels, inner, bias=False)
         self.phi = nn.Linear(channels, inner, bias=False)

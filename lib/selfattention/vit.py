@@ -16,14 +16,20 @@ afterwards, so two calls with the same arguments return identical weights.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.stats import ConstantInputWarning, spearmanr
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
 from torch import nn
 
-from ._legacy import as_float_array, generator, positive_int
+from ._validate import (boundary, floats, generator, instance, integer, ints,
+                        number, optional, positive, positive_int)
 from .patches import patchify
 
 __all__ = ["DigitSplit", "digit_split", "TinyViT", "train", "logits",
@@ -53,38 +59,76 @@ class DigitSplit:
     patch: int = 2
 
 
-def digit_split(test_fraction: float = 0.25, seed: int = 0) -> DigitSplit:
+# ------------------------------------------------------------------ checks
+def _a_fraction(args) -> None:
+    if not args["test_fraction"] < 1:
+        raise ValueError(f"test_fraction must lie in (0, 1), got "
+                         f"{args['test_fraction']!r}")
+
+
+def _heads_divide(args) -> None:
+    if args["dim"] % args["heads"]:
+        raise ValueError(f"heads={args['heads']} must divide "
+                         f"dim={args['dim']} (each head has width dim/heads)")
+
+
+def _fits_model(args) -> None:
+    model, X = args["model"], args["X"]
+    if X.shape[1:] != (model.n_tokens, model.patch_dim):
+        raise ValueError(f"X must have shape (N, {model.n_tokens}, "
+                         f"{model.patch_dim}), got {X.shape}")
+
+
+def _one_per_image(name: str):
+    def check(args) -> None:
+        y, N = args[name], len(args["X"])
+        if y is not None and y.shape != (N,):
+            raise ValueError(f"{name} must hold one class per image, shape "
+                             f"({N},), got {y.shape}")
+
+    return check
+
+
+def _cls_weights_fit(args) -> None:
+    model, X, w = args["model"], args["X"], args["weights"]
+    want = (len(X), model.blocks[-1].heads, model.n_tokens + 1)
+    if w.shape != want:
+        raise ValueError(f"weights must have shape (N, h, 1+n) = {want}, "
+                         f"got {w.shape}")
+
+
+def _same_items(args) -> None:
+    a, b = args["a"], args["b"]
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have the same shape, got {a.shape} "
+                         f"and {b.shape}")
+    if a.shape[-1] < 2:
+        raise ValueError(f"a and b must hold at least 2 items per row, got "
+                         f"shape {a.shape}")
+
+
+# ------------------------------------------------------------------ data
+@boundary(test_fraction=number(0, strict=True), seed=integer(0),
+          checks=(_a_fraction,))
+def digit_split(test_fraction=0.25, seed=0):
     """Load the 1,797 digits, patchify them and split them reproducibly.
 
-    The split is stratified by label and drawn from
-    ``np.random.default_rng(seed)``, so it is the same on every machine.
+    scikit-learn's ``train_test_split``, stratified by label, with
+    ``random_state=seed``: the same split on every machine. Both parts keep
+    the order of the data set.
 
-    Parameters
-    ----------
-    test_fraction : float
-        Share of each digit's images held out for testing, in (0, 1).
-    seed : int
-        Seed of the split.
-
-    Returns
-    -------
-    DigitSplit
+    ``test_fraction`` of the images, in (0, 1), is held out for testing,
+    the same share of each digit up to rounding; ``seed`` (>= 0) seeds the
+    split. Returns a :class:`DigitSplit`.
     """
-    from sklearn.datasets import load_digits
-
-    if not (isinstance(test_fraction, float) and 0 < test_fraction < 1):
-        raise ValueError(
-            f"test_fraction must be a float in (0, 1), got {test_fraction!r}"
-        )
     digits = load_digits()
-    images, labels = digits.images / 16.0, digits.target
-    rng = np.random.default_rng(seed)
-    test = np.zeros(len(labels), dtype=bool)
-    for digit in range(10):
-        idx = rng.permutation(np.flatnonzero(labels == digit))
-        test[idx[:round(test_fraction * len(idx))]] = True
+    images, labels = digits.images / 16.0, digits.target  # (N, 8, 8), (N,)
+    train, test = train_test_split(np.arange(len(labels)),
+                                   test_size=float(test_fraction),
+                                   stratify=labels, random_state=seed)
+    train, test = np.sort(train), np.sort(test)
     X = patchify(images, 2)                              # (N, 16, 4)
-    return DigitSplit(X_train=X[~test], y_train=labels[~test],
+    return DigitSplit(X_train=X[train], y_train=labels[train],
                       X_test=X[test], y_test=labels[test],
                       images_test=images[test])
 
@@ -126,20 +170,11 @@ class TinyViT(nn.Module):
 
     Parameters
     ----------
-    n_tokens : int
-        Patches per image (16 for 2 × 2 patches of an 8 × 8 digit).
-    patch_dim : int
-        Pixels per patch (4).
-    dim : int
-        Token width ``d``.
-    heads : int
-        Attention heads ``h``; must divide ``dim``.
-    depth : int
-        Number of transformer blocks.
-    hidden : int
-        Width of each block's MLP.
-    n_classes : int
-        Number of classes.
+    n_tokens, patch_dim : int
+        Patches per image and pixels per patch (16 and 4 for the digits).
+    dim, heads, depth, hidden, n_classes : int
+        Token width ``d``, heads ``h`` (dividing ``d``), transformer blocks,
+        width of each block's MLP, classes.
     position : bool
         Add learned position embeddings (one trainable vector per patch
         slot, as in ViT). Without them the model is exactly invariant to
@@ -159,20 +194,14 @@ class TinyViT(nn.Module):
     the last block (chapter 10 swaps in a different map this way).
     """
 
-    def __init__(self, n_tokens: int = 16, patch_dim: int = 4, dim: int = 32,
-                 heads: int = 4, depth: int = 1, hidden: int = 64,
-                 n_classes: int = 10, position: bool = True,
-                 pos_std: float = 0.5):
+    @boundary(n_tokens=positive_int(), patch_dim=positive_int(),
+              dim=positive_int(), heads=positive_int(), depth=positive_int(),
+              hidden=positive_int(), n_classes=positive_int(),
+              position=instance(bool), pos_std=number(0),
+              checks=(_heads_divide,))
+    def __init__(self, n_tokens=16, patch_dim=4, dim=32, heads=4, depth=1,
+                 hidden=64, n_classes=10, position=True, pos_std=0.5):
         super().__init__()
-        for name, value in (("n_tokens", n_tokens), ("patch_dim", patch_dim),
-                            ("dim", dim), ("heads", heads), ("depth", depth),
-                            ("hidden", hidden), ("n_classes", n_classes)):
-            positive_int(value, name)
-        if dim % heads:
-            raise ValueError(
-                f"heads={heads} must divide dim={dim} (each head has width "
-                f"dim/heads)"
-            )
         self.n_tokens, self.patch_dim = n_tokens, patch_dim
         self.embed = nn.Linear(patch_dim, dim)
         self.cls = nn.Parameter(0.02 * torch.randn(1, 1, dim))
@@ -209,9 +238,30 @@ class TinyViT(nn.Module):
         return (out, maps) if attention else out
 
 
-def train(data: DigitSplit, position: bool = True, seed: int = 0,
-          epochs: int = 15, batch_size: int = 64, lr: float = 5e-3,
-          threads: int = 1, **model_options) -> TinyViT:
+@contextlib.contextmanager
+def _deterministic(threads):
+    """Deterministic PyTorch on ``threads`` threads with a forked random
+    state; the caller's state, threads and determinism come back after."""
+    old = (torch.get_num_threads(),
+           torch.are_deterministic_algorithms_enabled(),
+           torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        torch.set_num_threads(old[0])
+        torch.use_deterministic_algorithms(old[1], warn_only=old[2])
+
+
+# ``runs_user_code``: the model options reach TinyViT's own checks.
+@boundary(data=instance(DigitSplit, "a DigitSplit from digit_split()"),
+          position=instance(bool), seed=integer(0), epochs=positive_int(),
+          batch_size=positive_int(), lr=positive(), threads=positive_int(),
+          runs_user_code=True)
+def train(data, position=True, seed=0, epochs=15, batch_size=64, lr=5e-3,
+          threads=1, **model_options):
     """Train a :class:`TinyViT` on ``data.X_train``, deterministically.
 
     Adam with a cosine learning-rate schedule and cross-entropy loss, in
@@ -227,14 +277,11 @@ def train(data: DigitSplit, position: bool = True, seed: int = 0,
         From :func:`digit_split`.
     position : bool
         Learned position embeddings or none (chapter 5's ablation).
-    seed : int
-        Seed of the initial weights and the batch order.
-    epochs, batch_size : int
-        Passes over the training set and images per step.
+    seed, epochs, batch_size, threads : int
+        Seed of the weights and the batch order, passes over the training
+        set, images per step, CPU threads used.
     lr : float
         Peak learning rate.
-    threads : int
-        CPU threads used while training.
     **model_options
         Passed to :class:`TinyViT` (``dim``, ``heads``, ``depth`` ...).
 
@@ -243,79 +290,70 @@ def train(data: DigitSplit, position: bool = True, seed: int = 0,
     TinyViT
         In evaluation mode, float64. Its attribute ``losses`` holds the mean
         training loss of every epoch.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``data`` is not a :class:`DigitSplit`, a count is not a positive
+        integer, ``lr`` is not positive, or the model options are invalid.
     """
-    if not isinstance(data, DigitSplit):
-        raise TypeError(
-            f"data must be a DigitSplit from digit_split(), got "
-            f"{type(data).__name__}"
-        )
-    epochs = positive_int(epochs, "epochs")
-    batch_size = positive_int(batch_size, "batch_size")
-    threads = positive_int(threads, "threads")
     X = torch.from_numpy(np.ascontiguousarray(data.X_train, dtype=np.float64))
     y = torch.from_numpy(np.asarray(data.y_train, dtype=np.int64))
-    old_threads = torch.get_num_threads()
-    old_det = torch.are_deterministic_algorithms_enabled()
-    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = TinyViT(n_tokens=X.shape[1], patch_dim=X.shape[2],
-                            position=position, **model_options).double()
-            steps = epochs * math.ceil(len(X) / batch_size)
-            opt = torch.optim.Adam(model.parameters(), lr=lr)
-            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-            losses = []
-            model.train()
-            for _ in range(epochs):
-                order = torch.randperm(len(X))
-                total = 0.0
-                for start in range(0, len(X), batch_size):
-                    idx = order[start:start + batch_size]
-                    loss = nn.functional.cross_entropy(model(X[idx]), y[idx])
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-                    sched.step()
-                    total += loss.item() * len(idx)
-                losses.append(total / len(X))
-    finally:
-        torch.set_num_threads(old_threads)
-        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
+    with _deterministic(threads):
+        torch.manual_seed(seed)
+        model = TinyViT(n_tokens=X.shape[1], patch_dim=X.shape[2],
+                        position=position, **model_options).double()
+        steps = epochs * math.ceil(len(X) / batch_size)
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+        losses = []
+        model.train()
+        for _ in range(epochs):
+            order = torch.randperm(len(X))
+            total = 0.0
+            for start in range(0, len(X), batch_size):
+                idx = order[start:start + batch_size]
+                loss = nn.functional.cross_entropy(model(X[idx]), y[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sched.step()
+                total += loss.item() * len(idx)
+            losses.append(total / len(X))
     model.eval()
     model.losses = losses
     return model
 
 
-def _tokens(model: TinyViT, X) -> torch.Tensor:
-    X = as_float_array(X, "X", min_ndim=3)
-    if X.ndim != 3 or X.shape[1:] != (model.n_tokens, model.patch_dim):
-        raise ValueError(
-            f"X must have shape (N, {model.n_tokens}, {model.patch_dim}), "
-            f"got {X.shape}"
-        )
+def _tokens(X) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
 
 
-def logits(model: TinyViT, X) -> np.ndarray:
+_MODEL = instance(TinyViT)
+
+
+@boundary(model=_MODEL, X=floats(ndim=3), checks=(_fits_model,))
+def logits(model, X):
     """Class logits (N, n_classes) of patch tokens ``X`` (N, n, p²)."""
     with torch.no_grad():
-        return model(_tokens(model, X)).numpy()
+        return model(_tokens(X)).numpy()
 
 
-def predict(model: TinyViT, X) -> np.ndarray:
+@boundary(model=_MODEL, X=floats(ndim=3), checks=(_fits_model,))
+def predict(model, X):
     """Predicted labels (N,) of patch tokens ``X`` (N, n, p²)."""
     return logits(model, X).argmax(axis=1)
 
 
-def accuracy(model: TinyViT, X, y) -> float:
+@boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
+          checks=(_fits_model, _one_per_image("y")))
+def accuracy(model, X, y):
     """Share of the images ``X`` (N, n, p²) classified as ``y`` (N,)."""
-    return float(np.mean(predict(model, X) == np.asarray(y)))
+    return float(np.mean(predict(model, X) == y))
 
 
-def shuffle_patches(X, rng: np.random.Generator):
+@boundary(X=floats(ndim=3), rng=generator())
+def shuffle_patches(X, rng):
     """Shuffle the patches of each image with its own random permutation.
 
     Parameters
@@ -331,14 +369,18 @@ def shuffle_patches(X, rng: np.random.Generator):
         ``X_shuffled[i] = X[i, perms[i]]``.
     perms : ndarray of int, shape (N, n)
         The permutation applied to each image.
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` is not a ``numpy.random.Generator``.
     """
-    generator(rng)
-    X = as_float_array(X, "X", min_ndim=3)
     perms = np.stack([rng.permutation(X.shape[1]) for _ in range(len(X))])
     return np.take_along_axis(X, perms[:, :, None], axis=1), perms
 
 
-def attention_maps(model: TinyViT, X) -> np.ndarray:
+@boundary(model=_MODEL, X=floats(ndim=3), checks=(_fits_model,))
+def attention_maps(model, X):
     """Every block's attention weights for the images ``X``.
 
     Returns
@@ -347,11 +389,13 @@ def attention_maps(model: TinyViT, X) -> np.ndarray:
         Token 0 is the class token, token ``1 + j`` is patch ``j``.
     """
     with torch.no_grad():
-        _, maps = model(_tokens(model, X), attention=True)
+        _, maps = model(_tokens(X), attention=True)
     return torch.stack(maps).numpy()
 
 
-def cls_attention(model: TinyViT, X, layer: int = -1) -> np.ndarray:
+@boundary(model=_MODEL, X=floats(ndim=3), layer=integer(),
+          checks=(_fits_model,))
+def cls_attention(model, X, layer=-1):
     """How much the class token attends to each patch, averaged over heads.
 
     This is the map usually drawn over a ViT's input as "what the model
@@ -368,7 +412,8 @@ def cls_attention(model: TinyViT, X, layer: int = -1) -> np.ndarray:
     return A[:, :, 0, 1:].mean(axis=1)                   # (N, n)
 
 
-def cls_values(model: TinyViT, X) -> np.ndarray:
+@boundary(model=_MODEL, X=floats(ndim=3), checks=(_fits_model,))
+def cls_values(model, X):
     """The values that the class token averages in the last block.
 
     Returns
@@ -377,9 +422,8 @@ def cls_values(model: TinyViT, X) -> np.ndarray:
         Head ``k``'s output for the class token is ``a @ V[:, k]``, with
         ``a`` its attention weights (token 0 is the class token).
     """
-    x = _tokens(model, X)
     with torch.no_grad():
-        z = model.embed(x)                               # (N, n, d)
+        z = model.embed(_tokens(X))                      # (N, n, d)
         if model.pos is not None:
             z = z + model.pos
         z = torch.cat([model.cls.expand(len(z), -1, -1), z], 1)
@@ -389,7 +433,9 @@ def cls_values(model: TinyViT, X) -> np.ndarray:
     return v.numpy()
 
 
-def logits_with_cls_weights(model: TinyViT, X, weights) -> np.ndarray:
+@boundary(model=_MODEL, X=floats(ndim=3), weights=floats(ndim=3),
+          checks=(_fits_model, _cls_weights_fit))
+def logits_with_cls_weights(model, X, weights):
     """Logits when the class token's last-block attention is replaced.
 
     Parameters
@@ -404,19 +450,13 @@ def logits_with_cls_weights(model: TinyViT, X, weights) -> np.ndarray:
     -------
     logits : ndarray, shape (N, n_classes)
     """
-    x = _tokens(model, X)
-    w = as_float_array(weights, "weights", min_ndim=3)
-    heads = model.blocks[-1].heads
-    if w.shape != (len(x), heads, model.n_tokens + 1):
-        raise ValueError(
-            f"weights must have shape (N, h, 1+n) = "
-            f"{(len(x), heads, model.n_tokens + 1)}, got {w.shape}"
-        )
     with torch.no_grad():
-        return model(x, cls_weights=torch.from_numpy(w)).numpy()
+        return model(_tokens(X), cls_weights=_tokens(weights)).numpy()
 
 
-def gradient_importance(model: TinyViT, X, target=None) -> np.ndarray:
+@boundary(model=_MODEL, X=floats(ndim=3), target=optional(ints(ndim=1)),
+          checks=(_fits_model, _one_per_image("target")))
+def gradient_importance(model, X, target=None):
     """Gradient-based importance of each patch (a saliency map).
 
     The gradient of the target class's logit with respect to the input
@@ -435,50 +475,37 @@ def gradient_importance(model: TinyViT, X, target=None) -> np.ndarray:
     g : ndarray, shape (N, n)
         Non-negative importance of each patch of each image.
     """
-    x = _tokens(model, X).clone().requires_grad_(True)
+    x = _tokens(X).clone().requires_grad_(True)
     out = model(x)                                       # (N, n_classes)
     if target is None:
         target = out.argmax(dim=1)
     else:
-        target = torch.as_tensor(np.asarray(target), dtype=torch.int64)
-        if target.shape != (len(x),):
-            raise ValueError(
-                f"target must hold one class per image, shape ({len(x)},), "
-                f"got {tuple(target.shape)}"
-            )
+        target = torch.as_tensor(target, dtype=torch.int64)
     out.gather(1, target[:, None]).sum().backward()
     return x.grad.norm(dim=-1).detach().numpy()           # (N, n)
 
 
-def rank_correlation(a, b) -> np.ndarray:
+@boundary(a=floats(min_ndim=1), b=floats(min_ndim=1), checks=(_same_items,))
+def rank_correlation(a, b):
     """Spearman's rank correlation of ``a`` and ``b`` along the last axis.
+
+    ``scipy.stats.spearmanr`` applied to each pair of rows.
 
     Parameters
     ----------
     a, b : array_like, shape (..., n)
         Two scores of the same ``n`` items, e.g. attention and gradient
-        importance of the patches of each image.
+        importance of the patches of each image; ``n >= 2``.
 
     Returns
     -------
-    rho : ndarray, shape (...)
+    rho : float or ndarray, shape (...)
         In [-1, 1]: 1 if both order the items alike, -1 if opposite. Ties
         share their mean rank; a row with all items tied gives NaN.
     """
-    a = as_float_array(a, "a")
-    b = as_float_array(b, "b")
-    if a.shape != b.shape:
-        raise ValueError(
-            f"a and b must have the same shape, got {a.shape} and {b.shape}"
-        )
-    if a.shape[-1] < 2:
-        raise ValueError(f"need at least 2 items per row, got {a.shape[-1]}")
-    from scipy.stats import rankdata     # scipy comes with scikit-learn
-
-    ra = rankdata(a, axis=-1)                            # (..., n)
-    rb = rankdata(b, axis=-1)
-    ra -= ra.mean(axis=-1, keepdims=True)
-    rb -= rb.mean(axis=-1, keepdims=True)
-    den = np.sqrt((ra ** 2).sum(-1) * (rb ** 2).sum(-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (ra * rb).sum(-1) / den
+    n = a.shape[-1]
+    with warnings.catch_warnings():          # a row of ties: NaN, said above
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        rho = [spearmanr(x, y).statistic
+               for x, y in zip(a.reshape(-1, n), b.reshape(-1, n))]
+    return np.reshape(rho, a.shape[:-1])[()]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..windows import relative_position_index, window_partition
+from ..position import relative_position_index
+from ..windows import window_partition
 from .core import Wrong, call, check, int_pair
 
 __all__ = ["check_window_partition", "check_window_counts",
@@ -138,7 +139,7 @@ def check_relative_index(my_index):
     """Exercise 7.4: the relative position index of an M × M window."""
     for M in (2, 3, 7):
         out = _as_array(call(my_index, M, what="my_index"), "my_index")
-        want = relative_position_index(M)
+        want = relative_position_index((M, M))
         if out.shape != want.shape:
             raise Wrong(f"for M={M} the index should have shape (M², M²) = "
                         f"{want.shape}, got {out.shape}")
