@@ -38,9 +38,11 @@ def text_of(nb, kind):
 def test_every_chapter_is_in_the_toc_and_every_toc_entry_exists():
     files = toc_files()
     for name in files:
-        assert any((ROOT / f"{name}{ext}").exists() for ext in (".md", ".ipynb")), name
+        assert any((ROOT / f"{name}{ext}").exists()
+                   for ext in (".md", ".ipynb")), name
     for path in CHAPTERS:
-        assert f"chapters/{path.stem}" in files, f"{path.name} missing from _toc.yml"
+        assert f"chapters/{path.stem}" in files, \
+            f"{path.name} missing from _toc.yml"
 
 
 def test_book_renders_stored_outputs():
@@ -66,7 +68,8 @@ def test_pyproject_lock_and_environment_agree():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pins = lock()
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    pip_section = next(d["pip"] for d in env["dependencies"]
+                       if isinstance(d, dict))
     env_pins = {}
     for line in pip_section:
         if not line.startswith("-"):
@@ -105,7 +108,8 @@ def test_chapter_follows_the_template(path):
     assert code.count("### BEGIN SOLUTION") == code.count("### END SOLUTION") \
         >= len(exercises)
     assert "{cite" in md, "citations for external claims"
-    assert "patch_explorer" in code or "interactive." in code, "interactive figure"
+    assert "patch_explorer" in code or "interactive." in code, \
+        "interactive figure"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
