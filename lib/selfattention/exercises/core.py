@@ -78,7 +78,7 @@ MARKS = {CORRECT: "Correct", WRONG: "Not yet", NOT_DONE: "Not attempted",
          TO_BE_READ: "To be read", REFUSED: "Refused"}
 #: The kinds of exercise, as the titles in the chapters name them.
 KINDS = ("Derive", "Prove", "Implement", "Experiment", "Predict")
-#: Set in the grader's kernels: the notebook's own checks then stay silent.
+#: Set in the grader's kernels: the notebook's own checks then judge nothing.
 GRADING_ENV = "SELFATTENTION_GRADING"
 
 # Bounds of plain data: what one output may hold.
@@ -643,7 +643,14 @@ class Exercise:
 
     # -- the in-notebook check -----------------------------------------
     def feedback(self, *answers) -> Feedback:
-        """The check's verdict on ``answers`` for the public cases."""
+        """The check's verdict on ``answers`` for the public cases.
+
+        In the grader's kernel (where :data:`GRADING_ENV` is set) a check
+        judges nothing: it cannot serve a notebook as an oracle there.
+        """
+        if os.environ.get(GRADING_ENV):
+            return self._feedback(NOT_GRADED, "checked by the grader once "
+                                              "the notebook has run")
         if len(answers) != len(self.answers):
             return self._feedback(
                 WRONG, f"this check takes {len(self.answers)} answer(s): "
@@ -658,8 +665,4 @@ class Exercise:
 
     def __call__(self, *answers) -> None:
         """Check ``answers`` and print what is right or what to fix."""
-        if os.environ.get(GRADING_ENV):
-            print(f"[{self.label}] checked by the grader once the notebook "
-                  f"has run")
-            return
         print(self.feedback(*answers))
