@@ -1,5 +1,8 @@
 """The checks of chapter 1, and what every exercise declaration promises."""
 
+from pathlib import Path
+
+import nbformat
 import numpy as np
 import pytest
 
@@ -9,7 +12,7 @@ from selfattention.attention import softmax as library_softmax
 from selfattention.exercises import definition
 from selfattention.exercises.core import (GRADING_ENV, Exercise, Feedback,
                                           to_plain)
-from selfattention_course.assign import find_exercises
+from selfattention_course.assign import find_exercises, make_assignment
 
 softmax, attention = own(library_softmax), own(library_attention)
 EXERCISES = find_exercises()
@@ -155,3 +158,30 @@ def test_a_declaration_checks_its_kind_and_answers():
     with pytest.raises(ValueError, match="names"):
         Exercise("ex-x", kind="Derive", points=1, answers=("not a name",),
                  judge=lambda out: None)
+
+
+# ------------------------------------------------------------ solutions
+CHAPTERS = sorted(Path(__file__).resolve().parents[1].glob("chapters/*.ipynb"))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_chapter_s_solutions_pass_hidden_cases(path):
+    """The answers a chapter's solutions define pass cases of any seed."""
+    nb = nbformat.read(path, as_version=4)
+    made = make_assignment(path, EXERCISES)
+    namespace: dict = {}
+    imports = next(c for c in nb.cells if c.cell_type == "code"
+                   and "selfattention.exercises import" in c.source)
+    exec(imports.source, namespace)
+    cells = {c.get("id"): c for c in nb.cells}
+    functions = [i for i in made.items if i.exercise.cases is not None]
+    for item in functions:
+        for cell_id in item.answer_cells:
+            exec(cells[cell_id].source, namespace)
+    for item in functions:
+        ex = item.exercise
+        answers = [namespace[name] for name in ex.answers]
+        for seed in (0, 1, 2):
+            cases = ex.draw(np.random.default_rng(seed))
+            fb = ex.assess(ex.attempt(answers, cases), cases)
+            assert fb.passed, (ex.label, seed, fb.message)

@@ -60,8 +60,10 @@ def clean_text(text: str, limit: int = 600) -> str:
 
 def neutral(cell: str) -> str:
     """A CSV cell that a spreadsheet will not read as a formula."""
-    cell = clean_text(cell, 2000)
-    return "'" + cell if cell.startswith(_FORMULA) else cell
+    raw = str(cell)
+    cell = clean_text(raw, 2000)
+    risky = raw.startswith(_FORMULA) or cell.lstrip().startswith(_FORMULA)
+    return "'" + cell if risky else cell
 
 
 def md_text(text: str) -> str:

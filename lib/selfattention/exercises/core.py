@@ -184,6 +184,8 @@ def to_plain(value, _depth: int = 0):
         return value
     if value is Ellipsis:                 # the starter of a value answer
         return None
+    if kind is Opaque:
+        return value
     if kind is int:
         return value if -_INT64 <= value < _INT64 else _big_int(value)
     if kind is str:
@@ -270,7 +272,7 @@ class Tripwire:
     records in ``wire.called`` the name of every listed function that runs
     inside the block, in this thread or in threads started there, whether
     it is called directly, through ``__wrapped__``, under another name or as
-    a copy of its code object. ``signatures`` (see :func:`signatures`) adds
+    a copy of its code object. ``signatures`` (see ``signatures``) adds
     code that lives at the same place in the same file, so that a reference
     the notebook rebound to something else is still recognised. Switching
     profiling or tracing off inside the block, or a profiling function that
@@ -552,7 +554,7 @@ class Exercise:
         return found
 
     def signatures(self) -> list[tuple[str, str, int, str]]:
-        """Where the references' code lives (see :func:`signatures`)."""
+        """Where the references' code lives (see ``signatures``)."""
         return signatures(self.targets())
 
     def attempt(self, answers, cases: list[dict], places=None) -> dict:
@@ -645,7 +647,7 @@ class Exercise:
     def feedback(self, *answers) -> Feedback:
         """The check's verdict on ``answers`` for the public cases.
 
-        In the grader's kernel (where :data:`GRADING_ENV` is set) a check
+        In the grader's kernel (where ``GRADING_ENV`` is set) a check
         judges nothing: it cannot serve a notebook as an oracle there.
         """
         if os.environ.get(GRADING_ENV):
