@@ -244,7 +244,8 @@ def test_a_run_that_grades_nothing_changes_nothing(manifest, tmp_path):
 # ------------------------------------------------------------------ sandbox
 def test_the_bubblewrap_command_isolates_as_described(tmp_path):
     limits = Limits()
-    root = Bubblewrap(privileged=True).command(tmp_path, 3, limits)
+    root = Bubblewrap(privileged=True, uid_base=60000).command(tmp_path, 3,
+                                                                limits)
     text = " ".join(root)
     for flag in ("--unshare-pid", "--unshare-net", "--unshare-ipc",
                  "--die-with-parent", "--new-session", "--clearenv"):

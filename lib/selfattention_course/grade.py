@@ -170,7 +170,7 @@ class Grader:
 
     def __init__(self, manifest: Path, backend, limits: Limits,
                  seed: int | None = None, jobs: int = 1, echo=print,
-                 python_path=()):
+                 python_path=(), figures: bool = False):
         self.chapters, modules = load_manifest(manifest)
         self.exercises = {label: ex for label, (_, _, ex) in
                           find_exercises(modules).items()}
@@ -180,6 +180,9 @@ class Grader:
         self.jobs = max(1, int(jobs))
         self.echo = echo
         self.python_path = [str(Path(p).resolve()) for p in python_path]
+        # Without figures (matplotlib's non-interactive backend) a notebook
+        # runs faster; its executed copy then has no images.
+        self.kernel_env = {} if figures else {"MPLBACKEND": "agg"}
 
     # ------------------------------------------------------------------
     def cases_for(self, student: str, stem: str, label: str) -> list[dict]:
@@ -191,6 +194,16 @@ class Grader:
         return self.exercises[label].draw(rng)
 
     def grade_one(self, sub: Submission, slot: int, base: Path) -> Graded:
+        """Grade one submission; never raises."""
+        try:
+            return self._grade_one(sub, slot, base)
+        except Exception as err:           # a notebook of an unusual form
+            graded = Graded(sub.student, sub.name)
+            graded.problems.append(f"{sub.name} could not be graded "
+                                   f"({type(err).__name__})")
+            return graded
+
+    def _grade_one(self, sub: Submission, slot: int, base: Path) -> Graded:
         graded = Graded(sub.student, sub.name)
         if sub.problem:
             graded.refused = True
@@ -245,6 +258,7 @@ class Grader:
                 "places": self.exercises[entry["label"]].signatures()})
         spec = {"limits": self.limits.as_dict(), "exercises": exercises,
                 "python_path": self.python_path,
+                "kernel_env": self.kernel_env,
                 "count_processes": self.backend.name != "none"}
         (job / JOB_FILE).write_text(json.dumps(spec), encoding="utf-8")
         (job / JOB_NOTEBOOK).write_text(nbformat.writes(_clean(nb)),
@@ -427,7 +441,8 @@ def assemble(graded: list[Graded], chapters: dict, only=None):
 
 def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
                  limits: Limits | None = None, jobs: int = 1, only=None,
-                 seed: int | None = None, echo=print, python_path=()):
+                 seed: int | None = None, echo=print, python_path=(),
+                 figures: bool = False):
     """Grade every notebook under ``folder`` into the gradebook ``out``.
 
     Returns ``(rows, graded)``; raises :class:`NothingGraded` (and leaves
@@ -435,7 +450,8 @@ def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
     """
     limits = limits or Limits()
     backend = backend or choose_backend("auto", python_path)
-    grader = Grader(manifest, backend, limits, seed, jobs, echo, python_path)
+    grader = Grader(manifest, backend, limits, seed, jobs, echo, python_path,
+                    figures)
     unknown = [c for c in (only or []) if c not in grader.chapters]
     if unknown:
         raise NothingGraded(f"unknown chapters {unknown}; known: "
@@ -518,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
                              "visible (read-only) to the notebooks")
     parser.add_argument("--memory", type=float, default=3.0,
                         help="GB of memory per process (default 3)")
+    parser.add_argument("--figures", action="store_true",
+                        help="keep the figures in the executed notebooks "
+                             "(slower)")
     parser.add_argument("--seed", type=int,
                         help="seed of the hidden cases (default: a secret "
                              "one, recorded in run.json)")
@@ -551,7 +570,8 @@ def main(argv: list[str] | None = None) -> int:
         rows, graded = grade_folder(
             args.submissions, args.manifest, args.out, backend=backend,
             limits=limits, jobs=args.jobs, only=args.chapters,
-            seed=args.seed, python_path=args.python_path)
+            seed=args.seed, python_path=args.python_path,
+            figures=args.figures)
     except (IntakeError, NothingGraded) as err:
         print(f"error: {err}; the gradebook was not changed",
               file=sys.stderr)
