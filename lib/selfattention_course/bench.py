@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +29,7 @@ import nbformat
 from .assign import build
 from .grade import Grader, grade_folder
 from .intake import collect
-from .sandbox import Limits, Unisolated, choose_backend
+from .sandbox import Bubblewrap, Limits, Unisolated, choose_backend
 
 ISOLATION_BUDGET = 0.5
 CLASS_BUDGET = 300.0
@@ -52,6 +53,26 @@ def synthetic_class(folder: Path, chapter: Path, student: Path,
         (folder / f"student{i:03d}").mkdir(parents=True)
         nbformat.write(variants[i % len(variants)],
                        folder / f"student{i:03d}" / "homework.ipynb")
+
+
+def _start_cost(backend, tmp: Path, repeat: int = 20) -> float:
+    """Extra seconds to start Python (and nbclient) in the sandbox."""
+    job = tmp / "empty-job"
+    job.mkdir(mode=0o755)
+    command = backend.command(job, 0, Limits())
+    code = ["-I", "-c", "import nbclient"]
+    inside = command[:command.index("-I")] + code
+    outside = [sys.executable, *code]
+    paired = []
+    for i in range(repeat):
+        times = {}
+        for name in (("in", "out") if i % 2 else ("out", "in")):
+            start = time.perf_counter()
+            subprocess.run(inside if name == "in" else outside, check=True,
+                           capture_output=True)
+            times[name] = time.perf_counter() - start
+        paired.append(times["in"] - times["out"])
+    return statistics.median(paired)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.median(times['sandbox']):6.2f} s")
         print(f"  cost of isolation   {cost:+6.2f} s   (median of the "
               f"paired differences; budget {ISOLATION_BUDGET} s)")
+        if isinstance(backend, Bubblewrap):
+            start_cost = _start_cost(backend, tmp)
+            print(f"  starting a process in the sandbox adds {start_cost:+.3f} "
+                  f"s (median of 20 paired starts)")
         group = tmp / "class"
         synthetic_class(group, args.chapter, student, args.students)
         start = time.monotonic()
