@@ -32,6 +32,7 @@ CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 LABELS = ["ex-definition-softmax", "ex-definition-attention",
           "ex-definition-cross"]
 MARKER = "hostile-marker-7f3a"
+SECRET = "SELFATTENTION_INSTRUCTOR_SECRET"      # set in the grader only
 JOBS = 2
 BACKEND = Bubblewrap()               # its jobs run as uid_base, uid_base + 1
 
@@ -180,6 +181,7 @@ for host, port in [("127.0.0.1", {port}), ("10.0.2.2", 80), ("1.1.1.1", 53)]:
         print("connected", host)
     except OSError as err:
         print(type(err).__name__)
+print("uid", os.getuid(), "{SECRET}" in os.environ)
 ''',
         # Memory and file size, then processes.
         "resources": '''
@@ -347,6 +349,7 @@ def run(tmp_path_factory):
     (out / "executed" / "ghost").mkdir(parents=True)
     subs = build_submissions(tmp, port, out)
     before = checkout_digest()
+    os.environ[SECRET] = "instructor-only"
     limits = Limits(cell_seconds=10, notebook_seconds=90, harvest_seconds=10,
                     memory_bytes=3 * 2 ** 30)
     start = time.monotonic()
@@ -355,6 +358,7 @@ def run(tmp_path_factory):
                                 backend=BACKEND, limits=limits,
                                 echo=lambda *a: None)
     seconds = time.monotonic() - start
+    del os.environ[SECRET]
     survivors = job_processes()
     time.sleep(1.5)                   # a detached writer would act by now
     stop.set()
@@ -485,6 +489,8 @@ def test_the_walls_held_where_the_notebooks_pushed(run):
     assert len(words) == 4 and all(w.endswith("Error") for w in words)
     text = printed(run, "escape")
     assert "connected" not in text and text.count("Error") == 3
+    uid = text.split("uid ")[1].split()
+    assert int(uid[0]) != os.geteuid() and uid[1] == "False"
     stopped = printed(run, "fork-bomb").split()
     assert stopped[:3] == ["fork", "stopped", "after"]
     assert int(stopped[3]) < run["limits"].processes

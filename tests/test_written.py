@@ -140,3 +140,27 @@ def test_the_answers_are_collected_escaped(graded):
     feedback = (book / "feedback" / "carol.md").read_text()
     assert "<script>" not in feedback and "rubric gives the point" not in \
         feedback
+
+
+@needs_sandbox
+def test_a_notebook_stops_at_its_time_limit(made, tmp_path):
+    """Cells each under the limit per cell, together over the notebook's."""
+    out, _ = made
+    nb = nbformat.read(out / "student" / CHAPTER.name, as_version=4)
+    nb.cells[1:1] = [nbformat.v4.new_code_cell("import time\ntime.sleep(3)")
+                     for _ in range(6)]
+    (tmp_path / "subs" / "slow").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "subs" / "slow" / "hw.ipynb")
+    mp = pytest.MonkeyPatch()
+    mp.syspath_prepend(str(FIXTURES))
+    try:
+        rows, (g,) = grade_folder(
+            tmp_path / "subs", out / "grader" / "manifest.json",
+            tmp_path / "gradebook", echo=lambda *a: None,
+            limits=Limits(cell_seconds=5, notebook_seconds=10,
+                          harvest_seconds=2), python_path=[FIXTURES])
+    finally:
+        mp.undo()
+    assert any("time limit" in p for p in g.problems), g.problems
+    assert g.seconds < 10 + 20
+    assert all(r.points == 0 for r in rows)
