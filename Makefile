@@ -28,9 +28,22 @@ $(STAMP): pyproject.toml constraints.txt
 	  -c constraints.txt -e ".[dev]"
 	touch $@
 
-book: $(STAMP)  ## Build the HTML book strictly (warnings are errors)
+# SOLUTIONS=hidden builds the course edition (no solutions, student
+# notebooks to download, no launch buttons) into $(COURSE_BUILD)/_build/html.
+SOLUTIONS ?= shown
+COURSE_BUILD := _build/course
+
+book: $(STAMP)  ## Build the HTML book strictly; SOLUTIONS=hidden: course edition
+ifeq ($(SOLUTIONS),hidden)
+	SELFATTENTION_SOLUTIONS=hidden $(VENV)/bin/jupyter-book build . -W -n \
+	  --keep-going --path-output $(COURSE_BUILD)
+	@echo "Open $(abspath $(COURSE_BUILD))/_build/html/index.html"
+else ifeq ($(SOLUTIONS),shown)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "Open $(abspath $(BUILD))/index.html"
+else
+	$(error SOLUTIONS must be shown or hidden, not $(SOLUTIONS))
+endif
 
 lint: $(STAMP)  ## Check the code style (ruff): library, scripts, tests, chapters
 	$(VENV)/bin/ruff check lib scripts tests chapters
@@ -51,20 +64,25 @@ execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
 	$(PY) scripts/sync_code.py $(or $(NB),$(NOTEBOOKS))
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
 
-# Grading: seconds a cell may run, and notebooks graded at the same time.
+# Grading: seconds a cell and a whole notebook may run, notebooks graded at
+# the same time, and the isolation (auto: bubblewrap, else docker/podman).
 GRADE_TIMEOUT ?= 60
+GRADE_NOTEBOOK_TIMEOUT ?= 600
 GRADE_JOBS ?= 2
+GRADE_SANDBOX ?= auto
 
 assignments: $(STAMP)  ## Student notebooks (solutions removed) in assignments/
-	$(PY) scripts/assignments.py --out assignments
+	$(VENV)/bin/selfattention-assign --out assignments
 
 grade: assignments  ## Grade SUBMISSIONS=folder/<student>/*.ipynb into gradebook/
-	$(PY) scripts/grade.py "$(SUBMISSIONS)" --out gradebook \
+	$(VENV)/bin/selfattention-grade "$(SUBMISSIONS)" --out gradebook \
 	  --manifest assignments/grader/manifest.json \
-	  --timeout $(GRADE_TIMEOUT) --jobs $(GRADE_JOBS)
+	  --timeout $(GRADE_TIMEOUT) --notebook-timeout $(GRADE_NOTEBOOK_TIMEOUT) \
+	  --jobs $(GRADE_JOBS) --sandbox $(GRADE_SANDBOX)
 
-bench: $(STAMP)  ## Time every chapter and the build; print a table
+bench: $(STAMP)  ## Time every chapter, the build and grading a class
 	$(PY) scripts/bench.py
+	$(PY) -m selfattention_course.bench
 
 serve: book  ## Serve the built book on http://127.0.0.1:$(PORT)
 	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(BUILD)

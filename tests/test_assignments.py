@@ -1,4 +1,4 @@
-"""Student notebooks made from the chapters (scripts/assignments.py).
+"""Student notebooks made from the chapters (selfattention_course.assign).
 
 Nothing here executes a notebook (tests/test_grading.py does): these tests
 read every chapter and its student version.
@@ -6,16 +6,15 @@ read every chapter and its student version.
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from selfattention_course import assign as asg
+from selfattention_course.names import BEGIN, END, META, STUB
 
-import assignments as asg  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
@@ -31,9 +30,9 @@ def solution_lines(source):
     """Non-blank lines strictly inside the solution regions of a cell."""
     inside, lines = False, []
     for line in source.splitlines():
-        if line.strip() == asg.BEGIN:
+        if line.strip() == BEGIN:
             inside = True
-        elif line.strip() == asg.END:
+        elif line.strip() == END:
             inside = False
         elif inside and line.strip():
             lines.append(line.strip())
@@ -54,7 +53,7 @@ def test_student_notebook_has_no_solution(built, path):
         if "solution" not in cell.metadata.get("tags", []):
             continue
         mine = by_id[cell.id].source
-        assert asg.STUB in mine
+        assert STUB in mine
         leaked = [ln for ln in solution_lines(cell.source)
                   if ln in {x.strip() for x in mine.splitlines()}
                   and ln not in outside]
@@ -82,27 +81,27 @@ def test_everything_but_the_solutions_is_kept(built, path):
     assert all(c.outputs == [] and c.execution_count is None for c in code)
     labels = asg.exercise_labels(chapter)
     assert asg.exercise_labels(student) == labels, "exercise texts are kept"
-    meta = student.metadata[asg.META]
+    meta = student.metadata[META]
     assert meta["exercises"] == labels and meta["file"] == path.stem
     assert meta["chapter"] == made[path.stem].label
     # each exercise has a marked answer cell and a marked check cell
-    marks = [c.metadata.get(asg.META, {}) for c in code]
-    assert [m["check"] for m in marks if "check" in m] == labels
+    marks = [c.metadata.get(META, {}) for c in code]
     assert {m["answer"] for m in marks if "answer" in m} == set(labels)
 
 
-def test_manifest_lists_each_exercise_with_its_check(built):
+def test_manifest_lists_each_exercise_with_its_declaration(built):
     out, made = built
     manifest = json.loads((out / "grader" / "manifest.json").read_text())
-    checks = asg.find_checks()
+    found = asg.find_exercises()
     assert [ch["file"] for ch in manifest["chapters"]] == \
         [p.stem for p in CHAPTERS]
     for ch in manifest["chapters"]:
         for ex in ch["exercises"]:
-            check = checks[ex["label"]]
-            assert ex["check"] == f"{check.module}.{check.name}"
-            assert ex["points"] == check.points > 0
-            assert asg.calls(ex["check_source"], check.name)
+            module, name, declared = found[ex["label"]]
+            assert ex["ref"] == f"{module}:{name}" and ex["check"] == name
+            assert ex["points"] == declared.points > 0
+            assert ex["kind"] == declared.kind
+            assert ex["answers"] == list(declared.answers)
 
 
 def test_regenerating_gives_identical_bytes(built, tmp_path):
@@ -164,9 +163,9 @@ def small_chapter(*extra):
 def make(tmp_path, nb):
     path = tmp_path / "99_small.ipynb"
     nbformat.write(nb, path)
-    checks = {k: v for k, v in asg.find_checks().items()
-              if k in ("ex-definition-softmax", "ex-definition-attention")}
-    return asg.make_assignment(path, checks)
+    found = {k: v for k, v in asg.find_exercises().items()
+             if k in ("ex-definition-softmax", "ex-definition-attention")}
+    return asg.make_assignment(path, found)
 
 
 def test_gate_removes_solution_prose_and_keeps_exercise_text(tmp_path):
@@ -196,7 +195,7 @@ def test_exercise_without_a_check_is_an_error(tmp_path):
     nb = small_chapter()
     path = tmp_path / "99_small.ipynb"
     nbformat.write(nb, path)
-    with pytest.raises(asg.AssignmentError, match="no @check"):
+    with pytest.raises(asg.AssignmentError, match="no Exercise"):
         asg.make_assignment(path, {})
 
 
@@ -212,19 +211,19 @@ def test_page_for_instructors_lists_every_exercise_with_its_points(built):
     _, made = built
     page = (ROOT / "appendices" / "instructors.md").read_text()
     block = page.split(asg.TABLE_START)[1].split(asg.TABLE_END)[0]
-    rows = re.findall(r"^\| \{numref\}`([\w-]+)` \| `([\w-]+)` \| ([\d.]+) \|",
-                      block, re.M)
-    listed = {label: float(points) for label, again, points in rows
-              if label == again}
-    want = {ex.label: ex.check.points for a in made.values()
-            for ex in a.exercises}
+    rows = re.findall(r"^\| \{numref\}`([\w-]+)` \| `([\w-]+)` \| (\w+) \| "
+                      r"([\d.]+) \|", block, re.M)
+    listed = {label: (kind, float(points))
+              for label, again, kind, points in rows if label == again}
+    want = {i.label: (i.exercise.kind, i.exercise.points)
+            for a in made.values() for i in a.items}
     missing = sorted(set(want) - set(listed))
     assert not missing, (
         f"exercises missing from appendices/instructors.md: {missing}; run "
-        f".venv/bin/python scripts/assignments.py --update-page "
+        f".venv/bin/selfattention-assign --update-page "
         f"appendices/instructors.md")
     assert not set(listed) - set(want), "the page lists removed exercises"
-    assert listed == want, "points on the page differ from the checks"
+    assert listed == want, "kinds or points on the page differ"
 
 
 def test_update_page_rewrites_only_the_table(tmp_path):

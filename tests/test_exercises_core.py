@@ -1,16 +1,97 @@
-"""The helpers that exercise checks share, and the messages they produce."""
+"""What every exercise shares: plain data, the tripwire, the helpers."""
+
+import sys
+import threading
 
 import numpy as np
 import pytest
 
-from selfattention.attention import attention
+from selfattention.attention import attention, softmax
 from selfattention.exercises import (cost, definition, masks, misconceptions,
-                                     nonlocal_block, results, windows)
-from selfattention.exercises.core import (NotDone, Wrong, answered,
-                                          expect_shape, int_pair,
-                                          returned_array, returned_arrays)
+                                     nonlocal_block, windows)
+from selfattention.exercises.core import (NotDone, Opaque, Tripwire, Wrong,
+                                          answered, expect_shape, int_pair,
+                                          returned_array, returned_arrays,
+                                          to_plain)
 
 
+# ------------------------------------------------------------ plain data
+def test_plain_values_stay_plain():
+    value = (1, 2.5, True, None, "s", [np.int64(3), np.float32(0.5)],
+             np.arange(6).reshape(2, 3), np.array(["a", "b"]),
+             np.array([True]))
+    plain = to_plain(value)
+    assert plain[:5] == (1, 2.5, True, None, "s")
+    assert plain[5] == [3, 0.5] and type(plain[5][0]) is int
+    assert isinstance(plain[6], np.ndarray) and plain[6].dtype.kind == "i"
+    assert plain[7].dtype.kind == "U" and plain[8].dtype == bool
+    assert to_plain(...) is None
+
+
+class Tricky(tuple):
+    def __iter__(self):
+        raise AssertionError("to_plain must not call methods of a value")
+
+
+@pytest.mark.parametrize("value, name", [
+    ({"a": 1}, "dict"), ({1, 2}, "set"), (Tricky((1, 2)), "Tricky"),
+    (np.array([object()]), "ndarray of object"), (1 + 2j, "complex"),
+    (np.ones(3).view(np.matrix), "matrix"), (b"x", "bytes"),
+    (lambda: 1, "function"), ("x" * 20_000, "str (too long)"),
+    ([[[[[[[[[1]]]]]]]]], "list (too large)"),
+])
+def test_anything_else_becomes_opaque(value, name):
+    out = to_plain(value)
+    while isinstance(out, list):
+        out = out[0]
+    assert out == Opaque(name)
+
+
+def test_huge_ints_become_floats():
+    assert to_plain(10 ** 30) == 1e30
+    assert to_plain(-(10 ** 400)) == -np.inf
+
+
+# ------------------------------------------------------------ tripwire
+def test_tripwire_sees_calls_by_any_route():
+    targets = {"softmax": softmax}
+    S = np.ones((2, 3))
+    for route in (lambda: softmax(S), lambda: softmax.__wrapped__(S),
+                  lambda: attention(S, S, S)):         # called inside
+        with Tripwire(targets) as wire:
+            route()
+        assert wire.called == ["softmax"] and not wire.tampered
+    with Tripwire(targets) as wire:
+        t = threading.Thread(target=softmax, args=(S,))
+        t.start()
+        t.join()
+    assert wire.called == ["softmax"]
+
+
+def test_tripwire_ignores_other_functions_and_restores_the_profiler():
+    before = sys.getprofile()
+    with Tripwire({"softmax": softmax}) as wire:
+        np.exp(np.ones(3)).sum()
+    assert wire.called == [] and sys.getprofile() is before
+
+
+def test_tripwire_notices_profiling_switched_off():
+    with Tripwire({"softmax": softmax}) as wire:
+        sys.setprofile(None)
+        softmax(np.ones(3))
+    assert wire.tampered and wire.called == []
+    with Tripwire({"softmax": softmax}) as wire:
+        threading.setprofile(None)
+    assert wire.tampered
+
+
+def test_builtins_can_be_references():
+    with Tripwire({"sorted": sorted}) as wire:
+        sorted([2, 1])
+    assert wire.called == ["sorted"]
+
+
+# ------------------------------------------------------------ helpers
 @pytest.mark.parametrize("starter", [None, ...])
 def test_answered_reports_the_starter_as_not_done(starter):
     with pytest.raises(NotDone) as err:
@@ -21,17 +102,21 @@ def test_answered_reports_the_starter_as_not_done(starter):
 
 def test_int_pair():
     assert int_pair(["3", 4.0], "x") == (3, 4)
-    for bad in (5, (1, 2, 3), ("a", 1), None):
+    for bad in (5, (1, 2, 3), ("a", 1), None, "ab", Opaque("dict")):
         with pytest.raises(Wrong) as err:
             int_pair(bad, "answer should be a pair (a, b)")
-        assert str(err.value) == f"answer should be a pair (a, b), got {bad!r}"
+        assert str(err.value).startswith("answer should be a pair (a, b), "
+                                         "got ")
 
 
 def test_returned_array():
     assert returned_array([[1, 2]], "f").dtype == np.float64
-    with pytest.raises(Wrong) as err:
-        returned_array({"a": 1}, "f", "an array of weights")
-    assert str(err.value) == "f should return an array of weights, got dict"
+    for bad, name in (({"a": 1}, "dict"), (Opaque("dict"), "dict"),
+                      ("s", "str")):
+        with pytest.raises(Wrong) as err:
+            returned_array(bad, "f", "an array of weights")
+        assert str(err.value) == f"f should return an array of weights, " \
+                                 f"got {name}"
 
 
 def test_returned_arrays():
@@ -42,6 +127,8 @@ def test_returned_arrays():
     for bad in ([1, 2], (1, 2, 3), np.ones(2)):
         with pytest.raises(Wrong, match="^msg$"):
             returned_arrays(bad, 2, "msg")
+    with pytest.raises(Wrong, match="^msg; one item"):
+        returned_arrays((np.ones(2), Opaque("dict")), 2, "msg")
 
 
 def test_expect_shape():
@@ -55,43 +142,34 @@ def test_expect_shape():
     assert str(err.value) == "Y has shape (2,), expected (n, d) = (2, 3)"
 
 
-# The checks that use the helpers keep their exact messages.
-def message(label):
-    return results()[label].message
-
-
+# The checks that use the helpers keep their messages.
 def test_messages_of_checks_built_on_the_helpers():
-    definition.check_cross_attention(None)
-    assert message("ex-definition-cross") == (
+    def message(check, *answers):
+        return check.feedback(*answers).message
+
+    assert message(definition.check_cross_attention, None) == (
         "`answer` is still empty; set it to a pair (row, col)")
-    definition.check_cross_attention("ab")
-    assert message("ex-definition-cross") == (
+    assert message(definition.check_cross_attention, "ab") == (
         "answer should be a pair (row, col), got 'ab'")
-    definition.check_attention(lambda Q, K, V: attention(Q, K, V)[1])
-    assert message("ex-definition-attention") == (
+    assert message(definition.check_attention, lambda Q, K, V: Q) == (
         "my_attention should return a pair (Y, A): outputs and weights")
-    definition.check_attention(lambda Q, K, V: attention(Q, K, V)[::-1])
-    assert message("ex-definition-attention") == (
-        "A has shape (3, 2), expected (n_q, n_k) = (3, 5): one row per "
+    assert message(definition.check_attention,
+                   lambda Q, K, V: (Q @ K.T, Q)) == (
+        "A has shape (3, 4), expected (n_q, n_k) = (3, 5): one row per "
         "query, one column per key")
-    masks.check_masked_attention(
-        lambda Q, K, V, m: (attention(Q, K, V, m)[0].T,
-                            attention(Q, K, V, m)[1]))
-    assert message("ex-masks-apply") == (
-        "Y has shape (2, 4), expected (n_q, d_v) = (4, 2)")
-    nonlocal_block.check_dot_product(lambda x, a, b, c: (x, x))
-    assert message("ex-nonlocal-dotproduct") == (
+    assert message(masks.check_masked_attention,
+                   lambda Q, K, V, m: (V.T, m * 0.0)) == (
+        "Y has shape (2, 6), expected (n_q, d_v) = (4, 2)")
+    assert message(nonlocal_block.check_dot_product,
+                   lambda x, a, b, c: (x, x)) == (
         "F has shape (6, 5), expected (N, N) = (6, 6): one weight per pair "
         "of positions")
-    cost.check_count((1, 2, 3))
-    assert message("ex-cost-count") == (
+    assert message(cost.check_count, (1, 2, 3)) == (
         "answer should be a pair (n_tokens, n_bytes), got (1, 2, 3)")
-    windows.check_window_counts(lambda H, W, M: "no")
-    assert message("ex-windows-count") == (
+    assert message(windows.check_window_counts, lambda H, W, M: "no") == (
         "my_counts should return a pair (cyclic, padded) of ints, got 'no'")
-    misconceptions.check_masked_softmax(lambda S, m: {1: 2})
-    assert message("ex-misconceptions-mask") == (
+    assert message(misconceptions.check_masked_softmax,
+                   lambda S, m: {1: 2}) == (
         "masked_softmax should return an array of weights, got dict")
-    misconceptions.check_same_output(..., [0.2] * 5)
-    assert message("ex-misconceptions-same-output") == (
+    assert message(misconceptions.check_same_output, ..., [0.2] * 5) == (
         "`a` is still empty; set it to five weights")

@@ -4,18 +4,16 @@ import numpy as np
 import pytest
 import torch
 
+from exercise_answers import own
 from selfattention import masks, torch_bridge
-from selfattention.attention import attention, softmax
+from selfattention.attention import attention as library_attention
+from selfattention.attention import softmax
 from selfattention.exercises import masks as checks
-from selfattention.exercises import results
+
+attention = own(library_attention)
 
 
-def last(label):
-    return results()[label]
-
-
-def expect(label, status, words=()):
-    fb = last(label)
+def expect(fb, status, words=()):
     assert fb.status == status, fb.message
     assert fb.points == (fb.max_points if status == "correct" else 0)
     for word in words:
@@ -23,10 +21,11 @@ def expect(label, status, words=()):
 
 
 # ------------------------------------------------------------- causal mask
-def test_causal_check_accepts_the_library(capsys):
-    checks.check_causal_mask(masks.causal_mask)
-    expect("ex-masks-causal", "correct")
+def test_causal_check_accepts_a_copy_and_reviews_the_library(capsys):
+    checks.check_causal_mask(own(masks.causal_mask))
     assert "Correct" in capsys.readouterr().out
+    expect(checks.check_causal_mask.feedback(masks.causal_mask), "for review",
+           ["masks.causal_mask"])
 
 
 def starter_causal(n):
@@ -55,8 +54,7 @@ def starter_to_mha(mask):
     (lambda n: 1 / 0, "wrong", ["ZeroDivisionError"]),
 ])
 def test_causal_check_names_the_problem(answer, status, words):
-    checks.check_causal_mask(answer)
-    expect("ex-masks-causal", status, words)
+    expect(checks.check_causal_mask.feedback(answer), status, words)
 
 
 # ------------------------------------------------------- masked attention
@@ -115,8 +113,7 @@ def weights_only(Q, K, V, mask):
 @pytest.mark.parametrize("answer", [reference, after_softmax_renormalised,
                                     big_negative])
 def test_masked_attention_check_accepts_right_answers(answer):
-    checks.check_masked_attention(answer)
-    expect("ex-masks-apply", "correct")
+    expect(checks.check_masked_attention.feedback(answer), "correct")
 
 
 @pytest.mark.parametrize("answer, status, words", [
@@ -130,15 +127,14 @@ def test_masked_attention_check_accepts_right_answers(answer):
     (small_penalty, "wrong", ["not exactly zero"]),
     (wrong_output, "wrong", ["Y = A @ V"]),
     (weights_only, "wrong", ["pair"]),
+    (library_attention, "for review", ["attention.attention"]),
 ])
 def test_masked_attention_check_names_the_problem(answer, status, words):
-    checks.check_masked_attention(answer)
-    expect("ex-masks-apply", status, words)
+    expect(checks.check_masked_attention.feedback(answer), status, words)
 
 
 def test_after_softmax_message_reports_row_sums_below_one():
-    checks.check_masked_attention(after_softmax)
-    msg = last("ex-masks-apply").message
+    msg = checks.check_masked_attention.feedback(after_softmax).message
     sums = [float(s) for s in msg.split("sum to ")[1].split(", not")[0]
             .split(", ")]
     assert len(sums) == 4 and all(0 < s < 1 for s in sums)
@@ -146,20 +142,20 @@ def test_after_softmax_message_reports_row_sums_below_one():
 
 # ----------------------------------------------- PyTorch's convention
 @pytest.mark.parametrize("answer", [
-    torch_bridge.mask_for_mha,
+    own(torch_bridge.mask_for_mha),
     lambda m: torch.from_numpy(~m),
     lambda m: torch.logical_not(torch.tensor(m)),
 ])
 def test_mha_check_accepts_right_answers(answer):
-    checks.check_mha_mask(answer)
-    expect("ex-masks-mha", "correct")
+    expect(checks.check_mha_mask.feedback(answer), "correct")
 
 
 @pytest.mark.parametrize("answer, status, words", [
     (None, "not done", ["empty"]),
     (starter_to_mha, "not done", ["returned None"]),
     (lambda m: torch.from_numpy(m.copy()), "wrong", ["unchanged", "~"]),
-    (torch_bridge.mask_for_sdpa, "wrong", ["unchanged"]),
+    (own(torch_bridge.mask_for_sdpa), "wrong", ["unchanged"]),
+    (torch_bridge.mask_for_mha, "for review", ["torch_bridge.mask_for_mha"]),
     (lambda m: ~m, "wrong", ["NumPy array", "torch.from_numpy"]),
     (lambda m: torch.from_numpy((~m).astype(float)), "wrong", ["torch.bool"]),
     (lambda m: torch.from_numpy(np.ascontiguousarray(~m.T)), "wrong",
@@ -169,5 +165,4 @@ def test_mha_check_accepts_right_answers(answer):
     (lambda m: torch.from_numpy(np.zeros_like(m)), "wrong", ["entry [0, 1]"]),
 ])
 def test_mha_check_names_the_problem(answer, status, words):
-    checks.check_mha_mask(answer)
-    expect("ex-masks-mha", status, words)
+    expect(checks.check_mha_mask.feedback(answer), status, words)

@@ -5,12 +5,12 @@ import pytest
 
 from selfattention.attention import softmax
 from selfattention.exercises import matching as checks
-from selfattention.exercises import results
-from selfattention.matching import correlation_volume, displacements
+from exercise_answers import own
+from selfattention import matching as lib
 
+correlation_volume = own(lib.correlation_volume)
+displacements = own(lib.displacements)
 
-def last(label):
-    return results()[label]
 
 
 def disp(A, grid):
@@ -33,10 +33,11 @@ def disp(A, grid):
     (lambda A, g: disp(A, g) + (np.arange(len(A))[:, None] == 0), "wrong",
      ["some displacements"]),
     (None, "not done", []),
+    (lambda A, g: lib.displacements(A, g, periodic=False), "for review",
+     ["displacements"]),
 ])
 def test_displacement_check(answer, status, words):
-    checks.check_displacements(answer)
-    fb = last("ex-matching-displacement")
+    fb = checks.check_displacements.feedback(answer)
     assert fb.status == status
     for word in words:
         assert word in fb.message
@@ -60,10 +61,10 @@ def flat_softmax(F1, F2):
     (lambda F1, F2: correlation_volume(F1, F2) + 1, "wrong", ["einsum"]),
     (lambda F1, F2: F1, "wrong", ["shape"]),
     (None, "not done", []),
+    (lib.correlation_volume, "for review", ["correlation_volume"]),
 ])
 def test_correlation_check(answer, status, words):
-    checks.check_correlation(answer)
-    fb = last("ex-matching-correlation")
+    fb = checks.check_correlation.feedback(answer)
     assert fb.status == status
     for word in words:
         assert word in fb.message
@@ -80,8 +81,7 @@ def test_correlation_check(answer, status, words):
     (None, "not done", []),
 ])
 def test_count_check(answer, status, words):
-    checks.check_count(answer)
-    fb = last("ex-matching-count")
+    fb = checks.check_count.feedback(answer)
     assert fb.status == status
     for word in words:
         assert word in fb.message

@@ -1,14 +1,13 @@
-"""Checks that students call in the exercises, one module per chapter.
+"""The exercises of the book, one module per chapter.
 
-A check takes the student's answer (usually a function), tries it on cases
-it builds itself, and prints a specific message: what is right, or the first
-thing that is wrong (a shape, a row that does not sum to one, a missing
-``√d_k``). It never raises in a notebook, so "Run all" goes to the end even
-when an exercise is not done yet.
-
-Every check prints a :class:`Feedback` and records it; the grader reads the
-same results
-(see :mod:`selfattention.exercises.core` and the page for instructors).
+Each exercise is an :class:`~selfattention.exercises.core.Exercise`,
+declared once: the check a student calls in the notebook
+(``checks.check_softmax(my_softmax)``) and what the grader of
+``selfattention_course`` runs on hidden cases. A check tries the answer
+on cases it builds itself and prints a specific message: what is right, or
+the first thing that is wrong (a shape, a row that does not sum to one, a
+missing ``√d_k``). It never raises in a notebook, so "Run all" goes to the
+end even when an exercise is not done yet.
 
 ======================  ==========================================
 module                  chapter
@@ -26,6 +25,6 @@ module                  chapter
 ======================  ==========================================
 """
 
-from .core import Feedback, results
+from .core import Exercise, Feedback
 
-__all__ = ["Feedback", "results"]
+__all__ = ["Exercise", "Feedback"]

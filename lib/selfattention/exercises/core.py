@@ -1,53 +1,103 @@
-"""What every exercise check shares: its result and how it is reported.
+"""What every exercise shares: its declaration, its outcome, plain data.
 
-A check is a function decorated with :func:`check`. It receives the
-student's answer and either returns normally (correct) or raises one of
+An exercise is declared once, as an :class:`Exercise`, in its chapter's
+module::
 
-* :class:`NotDone` - the answer is still the starter (``None``, ``...``, or a
-  function whose body was left as ``pass``);
-* :class:`Wrong` - the answer is wrong; its message says what to fix.
+    check_softmax = Exercise(
+        "ex-definition-softmax", kind="Implement", points=1,
+        answers=("my_softmax",),       # the names the grader reads
+        cases=softmax_cases,           # (rng) -> list of dicts of plain data
+        run=softmax_run,               # (my_softmax, **case) -> an output
+        judge=softmax_judge,           # (output, **case) -> None or Wrong
+        references=("selfattention.attention.softmax",),
+        success="rows are non-negative, sum to one ...")
 
-The decorator turns the outcome into a :class:`Feedback`, prints it (and
-returns nothing, so a check as a cell's last line shows one message), records
-it in :func:`results`, and, when the environment variable
-``SELFATTENTION_RESULTS`` names a file, appends it there as one JSON line
-(that is how the grader collects scores from an executed notebook).
-Exceptions raised by the student's own code are caught and reported, and so is
-an answer of a type the check cannot read: a check never raises.
+The same declaration serves two places:
 
-Small helpers turn an answer into what a check compares, with the same
-wording in every chapter: :func:`answered` (a value exercise's starter),
-:func:`int_pair`, :func:`returned_array`, :func:`returned_arrays` and
-:func:`expect_shape`.
+* **in the notebook**, ``checks.check_softmax(my_softmax)`` draws the public
+  cases (a fixed seed), runs the answer on them, turns each output into
+  plain data, judges it and prints a :class:`Feedback`: what is right, or
+  the first thing to fix. A check never raises and never shows an answer.
+* **in the grader** (``selfattention_course``), :meth:`Exercise.attempt`
+  runs the answers found in the student's executed notebook on hidden cases
+  drawn at grading time, inside the sandboxed kernel; only plain data comes
+  back, and :meth:`Exercise.assess` calls the same ``judge`` in the grader's
+  own process.
+
+``run`` raises :class:`NotDone` while the answer is the starter code and
+:class:`Wrong` when the answer cannot even be run on a case; ``judge``
+raises :class:`Wrong` with a diagnosis (or :class:`NotDone` for a value
+answer still ``None``). An answer that calls one of the exercise's
+``references`` (the library's own version of what the student is asked to
+write) is reported "for review": the notebook asks the student to write it
+themselves and the grader gives it no points. The detection is a profiling
+hook (:class:`Tripwire`) that recognises the references' code objects.
+
+Plain data (:func:`to_plain`) is what may cross from a student's kernel to
+the grader: ``None``, bools, ints, floats, strings, tuples and lists of
+plain data, and NumPy arrays of bools, numbers or strings. Anything else
+becomes an :class:`Opaque` marker that only carries its type's name.
+
+Small helpers turn an output into what a judge compares, with the same
+wording in every chapter: :func:`answered`, :func:`int_pair`,
+:func:`returned_array`, :func:`returned_arrays` and :func:`expect_shape`.
 """
 
 from __future__ import annotations
 
-import functools
-import json
+import copy
+import importlib
+import math
 import os
+import sys
+import threading
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Feedback", "NotDone", "Wrong", "check", "results", "call",
+__all__ = ["Exercise", "Feedback", "NotDone", "Wrong", "Opaque", "Missing",
+           "Tripwire", "signatures", "to_plain", "type_name", "call",
            "answered", "int_pair", "returned_array", "returned_arrays",
-           "expect_shape"]
+           "expect_shape",
+           "CORRECT", "WRONG", "NOT_DONE", "FOR_REVIEW", "NOT_GRADED",
+           "TO_BE_READ", "REFUSED", "MARKS", "KINDS", "GRADING_ENV"]
 
-_RESULTS: dict[str, "Feedback"] = {}
+# ------------------------------------------------------------------ names
+#: Status of an exercise in a notebook check or in the gradebook.
+CORRECT = "correct"
+WRONG = "wrong"
+NOT_DONE = "not done"
+FOR_REVIEW = "for review"          # the answer calls the library's reference
+NOT_GRADED = "not graded"          # the grader could not read an answer
+TO_BE_READ = "to be read"          # a written answer, for the instructor
+REFUSED = "refused"                # a submitted file the grader won't open
+#: How each status opens a message.
+MARKS = {CORRECT: "Correct", WRONG: "Not yet", NOT_DONE: "Not attempted",
+         FOR_REVIEW: "For review", NOT_GRADED: "Not graded",
+         TO_BE_READ: "To be read", REFUSED: "Refused"}
+#: The kinds of exercise, as the titles in the chapters name them.
+KINDS = ("Derive", "Prove", "Implement", "Experiment", "Predict")
+#: Set in the grader's kernels: the notebook's own checks then judge nothing.
+GRADING_ENV = "SELFATTENTION_GRADING"
+
+# Bounds of plain data: what one output may hold.
+MAX_ARRAY_ITEMS = 4_000_000
+MAX_STR = 10_000
+MAX_ITEMS = 10_000
+MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
 class Feedback:
-    """The outcome of one check.
+    """The outcome of one exercise.
 
     Attributes
     ----------
     exercise : str
         The exercise's label in the book, e.g. ``"ex-definition-softmax"``.
     status : str
-        ``"correct"``, ``"wrong"`` or ``"not done"``.
+        One of the statuses of this module (:data:`MARKS` lists them).
     message : str
         What is right, or the first thing that is wrong.
     points : float
@@ -64,12 +114,10 @@ class Feedback:
 
     @property
     def passed(self) -> bool:
-        return self.status == "correct"
+        return self.status == CORRECT
 
     def __str__(self) -> str:
-        mark = {"correct": "Correct", "wrong": "Not yet",
-                "not done": "Not attempted"}[self.status]
-        return f"[{self.exercise}] {mark}: {self.message}"
+        return f"[{self.exercise}] {MARKS[self.status]}: {self.message}"
 
 
 class NotDone(Exception):
@@ -80,15 +128,233 @@ class Wrong(Exception):
     """The answer is wrong; the message says what to fix."""
 
 
-def results() -> dict[str, Feedback]:
-    """The latest feedback for every exercise checked in this session."""
-    return dict(_RESULTS)
+# ------------------------------------------------------------------ plain
+class Opaque:
+    """Stands for a value that is not plain data; keeps its type's name."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str):
+        self.type_name = str(type_name)[:80]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Opaque) and other.type_name == self.type_name
+
+    def __hash__(self) -> int:
+        return hash(("Opaque", self.type_name))
+
+    def __repr__(self) -> str:
+        return f"Opaque({self.type_name!r})"
 
 
+class Missing:
+    """An answer name that the notebook never defined."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Missing({self.name!r})"
+
+
+_ARRAY_KINDS = "biufU"
+_INT64 = 2 ** 63
+
+
+def type_name(value) -> str:
+    """The type name a message shows for ``value`` (or what it stood for)."""
+    if isinstance(value, Opaque):
+        return value.type_name
+    return type(value).__name__
+
+
+def to_plain(value, _depth: int = 0):
+    """``value`` as plain data; anything else becomes :class:`Opaque`.
+
+    Types are matched exactly (a subclass of ``tuple`` or of ``ndarray`` is
+    not plain), so converting never runs a method of the value itself.
+    ``...`` (a value answer's starter) becomes ``None``. Python ints beyond
+    64 bits become floats; strings, sequences and arrays beyond fixed sizes
+    become :class:`Opaque`.
+    """
+    kind = type(value)
+    if value is None or kind is bool or kind is float:
+        return value
+    if value is Ellipsis:                 # the starter of a value answer
+        return None
+    if kind is Opaque:
+        return value
+    if kind is int:
+        return value if -_INT64 <= value < _INT64 else _big_int(value)
+    if kind is str:
+        return value if len(value) <= MAX_STR else Opaque("str (too long)")
+    if isinstance(value, np.generic) and kind is not np.object_:
+        if value.dtype.kind in _ARRAY_KINDS:
+            return to_plain(value.item(), _depth)
+        return Opaque(kind.__name__)
+    if kind is np.ndarray:
+        if value.dtype.kind not in _ARRAY_KINDS:
+            return Opaque(f"ndarray of {value.dtype.name}")
+        if value.size > MAX_ARRAY_ITEMS:
+            return Opaque("ndarray (too large)")
+        return np.array(value, dtype=value.dtype.newbyteorder("="))
+    if kind is tuple or kind is list:
+        if _depth >= MAX_DEPTH or len(value) > MAX_ITEMS:
+            return Opaque(f"{kind.__name__} (too large)")
+        items = [to_plain(v, _depth + 1) for v in value]
+        return tuple(items) if kind is tuple else items
+    return Opaque(kind.__name__)
+
+
+def _big_int(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+# ------------------------------------------------------------------ tripwire
+def _resolve(dotted: str):
+    module, _, attr = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _code_objects(fn) -> list:
+    """Code objects that identify ``fn``: its own and those it wraps.
+
+    A wrapper whose code is shared by many functions (a decorator's inner
+    function) is left out: it would match every function it decorates.
+    """
+    codes, seen = [], set()
+    while fn is not None and id(fn) not in seen:
+        seen.add(id(fn))
+        code = getattr(fn, "__code__", None)
+        if code is not None and code.co_name == getattr(fn, "__name__", ""):
+            codes.append(code)
+        fn = getattr(fn, "__wrapped__", None)
+    return codes
+
+
+def signatures(targets: dict) -> list[tuple[str, str, int, str]]:
+    """Where each target's code lives: ``(name, file, first line, co_name)``.
+
+    ``file`` is the path of the source file relative to the folder that
+    holds its top-level package (``selfattention/attention.py``), so the
+    same signature holds in any installation of the package.
+    """
+    found = []
+    for name, fn in targets.items():
+        top = importlib.import_module(name.split(".")[0])
+        root = os.path.dirname(os.path.dirname(os.path.abspath(top.__file__)))
+        for code in _code_objects(fn):
+            path = os.path.abspath(code.co_filename)
+            inside = path.startswith(root + os.sep)
+            rel = os.path.relpath(path, root) if inside else \
+                os.path.basename(path)
+            found.append((name, rel.replace(os.sep, "/"), code.co_firstlineno,
+                          code.co_name))
+    return found
+
+
+def _genuine(fn, module, name: str) -> bool:
+    """Whether ``fn`` is the interpreter's own ``module.name`` builtin."""
+    return (type(fn) is type(len) and getattr(fn, "__name__", "") == name
+            and getattr(getattr(fn, "__self__", None), "__name__", "")
+            == module)
+
+
+class Tripwire:
+    """Notice calls of given functions while a block runs (a profiling hook).
+
+    ``with Tripwire({"selfattention.attention.softmax": fn}) as wire:``
+    records in ``wire.called`` the name of every listed function that runs
+    inside the block, in this thread or in threads started there, whether
+    it is called directly, through ``__wrapped__``, under another name or as
+    a copy of its code object. ``signatures`` (see ``signatures``) adds
+    code that lives at the same place in the same file, so that a reference
+    the notebook rebound to something else is still recognised. Switching
+    profiling or tracing off inside the block, or a profiling function that
+    is not the interpreter's own, sets ``wire.tampered``.
+
+    It is a tripwire, not a proof: code running in the same process can
+    still hide a call (by running a retyped copy of the function, or by
+    changing the interpreter in ways a profiler does not see).
+    """
+
+    def __init__(self, targets: dict, signatures=()):
+        self.codes, self.builtins, self.places = {}, {}, {}
+        for name, fn in targets.items():
+            codes = _code_objects(fn)
+            for code in codes:
+                self.codes[id(code)] = (code, name)
+            if not codes:
+                self.builtins[id(fn)] = (fn, name)
+        for name, rel, line, co_name in signatures:
+            self.places.setdefault((co_name, int(line)), []).append(
+                ("/" + rel.lstrip("/"), name))
+        self._guards = {id(f): f for f in (sys.setprofile, sys.settrace)}
+        self._guard_codes = {id(f.__code__): f.__code__ for f in
+                             (threading.setprofile, threading.settrace)}
+        self.called: list[str] = []
+        self.tampered = False
+        self._active = False
+        self._hook = self._profile         # one bound method, compared by id
+
+    def _note(self, name: str) -> None:
+        if name not in self.called:
+            self.called.append(name)
+
+    def _profile(self, frame, event, arg):
+        if not self._active:
+            return
+        if event == "call":
+            code = frame.f_code
+            found = self.codes.get(id(code))
+            if found is not None and found[0] is code:
+                self._note(found[1])
+            elif self._guard_codes.get(id(code)) is code:
+                self.tampered = True
+            else:
+                for suffix, name in self.places.get(
+                        (code.co_name, code.co_firstlineno), ()):
+                    if code.co_filename.replace("\\", "/").endswith(suffix):
+                        self._note(name)
+        elif event == "c_call":
+            found = self.builtins.get(id(arg))
+            if found is not None and found[0] is arg:
+                self._note(found[1])
+            elif id(arg) in self._guards and self._guards[id(arg)] is arg:
+                self.tampered = True
+
+    def __enter__(self) -> "Tripwire":
+        if not (_genuine(sys.setprofile, "sys", "setprofile")
+                and _genuine(sys.getprofile, "sys", "getprofile")):
+            self.tampered = True
+        self._old = sys.getprofile()
+        self._old_threads = threading.getprofile()
+        self._active = True
+        threading.setprofile(self._hook)
+        sys.setprofile(self._hook)
+        if sys.getprofile() is not self._hook:
+            self.tampered = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._active = False
+        if sys.getprofile() is not self._hook:
+            self.tampered = True
+        sys.setprofile(self._old)
+        threading.setprofile(self._old_threads)
+
+
+# ------------------------------------------------------------------ helpers
 def call(fn, *args, what: str = "your function"):
     """Call student code; turn its crash into :class:`Wrong` with the reason.
 
-    ``NotImplementedError`` counts as not done.
+    ``NotImplementedError`` counts as not done, and so does a function that
+    returns ``None`` (a body left as ``...``).
     """
     if fn is None or fn is Ellipsis:
         raise NotDone("the answer is still empty; write it in the cell above")
@@ -99,11 +365,11 @@ def call(fn, *args, what: str = "your function"):
     except NotImplementedError:
         raise NotDone("the function still raises NotImplementedError") from None
     except Exception as err:  # the student's bug, reported not raised
-        frame = traceback.extract_tb(err.__traceback__)[-1]
-        raise Wrong(
-            f"{what} raised {type(err).__name__}: {err} "
-            f"(line {frame.lineno}: {frame.line})"
-        ) from None
+        frames = traceback.extract_tb(err.__traceback__)
+        where = (f" (line {frames[-1].lineno}: {frames[-1].line})"
+                 if frames else "")
+        raise Wrong(f"{what} raised {type(err).__name__}: {err}{where}") \
+            from None
     if out is None:
         raise NotDone(f"{what} returned None; fill in its body")
     return out
@@ -127,10 +393,17 @@ def int_pair(value, wrong: str) -> tuple[int, int]:
     ``int_pair(answer, "answer should be a pair (row, col)")``.
     """
     try:
+        if isinstance(value, (str, Opaque)):
+            raise TypeError
         a, b = (int(v) for v in value)
-    except (TypeError, ValueError):
-        raise Wrong(f"{wrong}, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise Wrong(f"{wrong}, got {_short(value)}") from None
     return a, b
+
+
+def _short(value) -> str:
+    text = f"<{value.type_name}>" if isinstance(value, Opaque) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def returned_array(out, what: str, kind: str = "an array of numbers"):
@@ -139,10 +412,12 @@ def returned_array(out, what: str, kind: str = "an array of numbers"):
     The message reads "``what`` should return ``kind``, got <type>".
     """
     try:
+        if isinstance(out, (str, Opaque)):
+            raise TypeError
         return np.asarray(out, dtype=float)
     except (TypeError, ValueError):
         raise Wrong(f"{what} should return {kind}, got "
-                    f"{type(out).__name__}") from None
+                    f"{type_name(out)}") from None
 
 
 def returned_arrays(out, count: int, wrong: str, dtype=float) -> tuple:
@@ -154,7 +429,19 @@ def returned_arrays(out, count: int, wrong: str, dtype=float) -> tuple:
     """
     if not (isinstance(out, tuple) and len(out) == count):
         raise Wrong(wrong)
-    return tuple(np.asarray(a, dtype=dtype) for a in out)
+    arrays = []
+    for a in out:
+        if isinstance(a, (str, Opaque)) or a is None:
+            raise Wrong(f"{wrong}; one item is {type_name(a)}")
+        try:
+            arr = np.asarray(a, dtype=dtype)
+        except (TypeError, ValueError):
+            raise Wrong(f"{wrong}; one item is not an array of numbers") \
+                from None
+        if arr.dtype.kind not in "biuf":
+            raise Wrong(f"{wrong}; one item is not an array of numbers")
+        arrays.append(arr)
+    return tuple(arrays)
 
 
 def expect_shape(arr, name: str, want: tuple, legend: str,
@@ -170,38 +457,214 @@ def expect_shape(arr, name: str, want: tuple, legend: str,
                     f"{want}" + (f": {why}" if why else ""))
 
 
-def check(exercise: str, points: float = 1.0, success: str = ""):
-    """Decorator that makes a function into a reported exercise check."""
+# ------------------------------------------------------------------ exercise
+def _value_run(*answers):
+    return answers[0] if len(answers) == 1 else answers
 
-    def wrap(body):
-        @functools.wraps(body)
-        def run(*args, **kwargs) -> None:
+
+class Exercise:
+    """One exercise: its answers, how to run and judge them, its points.
+
+    Parameters
+    ----------
+    label : str
+        The exercise's label in its chapter, ``ex-<chapter>-<name>``.
+    kind : str
+        One of :data:`KINDS`.
+    points : float
+        What a correct answer earns.
+    answers : tuple of str
+        The names, in the student's notebook, that hold the answer: a
+        function to complete or a value to set. Calling the exercise takes
+        these in the same order.
+    judge : callable
+        ``judge(output, **case)``: returns None when the output is right,
+        raises :class:`Wrong` with a diagnosis, or :class:`NotDone`. It
+        receives plain data only and runs in the grader's process.
+    cases : callable, optional
+        ``cases(rng)``: a list of dicts of plain data, the inputs of one run
+        each. Public cases come from ``np.random.default_rng(seed)``, hidden
+        ones from a secret seed. None for a value answer (one empty case).
+    run : callable, optional
+        ``run(*answers, **case)``: calls the student's code on one case and
+        returns its output; runs in the student's kernel. By default the
+        answers themselves (a value exercise).
+    references : tuple of str
+        Dotted names of library functions that the answer must not call.
+    written : str, optional
+        A one-line prompt for a written part, read by the instructor.
+    written_points : float
+        What the written part is worth (the instructor awards it).
+    success : str
+        The message of a correct answer.
+    seed : int
+        Seed of the public cases.
+    doc : str
+        One line on what the check tests (the page for instructors shows
+        it).
+    """
+
+    def __init__(self, label: str, *, kind: str, points: float,
+                 answers: tuple, judge, cases=None, run=None,
+                 references: tuple = (), written: str | None = None,
+                 written_points: float = 1.0, success: str = "",
+                 seed: int = 0, doc: str = ""):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if not answers or not all(isinstance(a, str) and a.isidentifier()
+                                  for a in answers):
+            raise ValueError(f"answers must be names, got {answers!r}")
+        self.label = label
+        self.kind = kind
+        self.points = float(points)
+        self.answers = tuple(answers)
+        self.judge = judge
+        self.cases = cases
+        self.run = run or _value_run
+        self.references = tuple(references)
+        self.written = written
+        self.written_points = float(written_points) if written else 0.0
+        self.success = success
+        self.seed = seed
+        self.doc = doc
+        self.__doc__ = doc or f"The check of exercise {label}."
+
+    def __repr__(self) -> str:
+        return (f"Exercise({self.label!r}, kind={self.kind!r}, "
+                f"points={self.points:g})")
+
+    # -- cases ---------------------------------------------------------
+    def draw(self, rng: np.random.Generator) -> list[dict]:
+        """The cases drawn from ``rng`` (one empty case for a value answer)."""
+        return [{}] if self.cases is None else list(self.cases(rng))
+
+    def public_cases(self) -> list[dict]:
+        """The cases of the in-notebook check (a fixed seed)."""
+        return self.draw(np.random.default_rng(self.seed))
+
+    # -- in the student's kernel ---------------------------------------
+    def targets(self) -> dict:
+        """The reference functions by dotted name (imported on demand)."""
+        found = {}
+        for name in self.references:
             try:
-                note = body(*args, **kwargs)
-                fb = Feedback(exercise, "correct", note or success, points,
-                              points)
+                found[name] = _resolve(name)
+            except (ImportError, AttributeError):
+                continue
+        return found
+
+    def signatures(self) -> list[tuple[str, str, int, str]]:
+        """Where the references' code lives (see ``signatures``)."""
+        return signatures(self.targets())
+
+    def attempt(self, answers, cases: list[dict], places=None) -> dict:
+        """Run the answers on every case; return plain data only.
+
+        Returns ``{"outcomes": [...], "called": [...], "tampered": bool}``:
+        one outcome per case run, ``{"output": plain}``, or ``{"not_done":
+        message}`` / ``{"wrong": message}`` for the case that stopped the
+        run; the references the answer called; whether profiling was
+        switched off meanwhile. Runs in the student's kernel. ``places``
+        are the references' signatures as the grader computed them (by
+        default, from the references found here).
+        """
+        answers = list(answers)
+        missing = [a.name for a in answers if isinstance(a, Missing)]
+        if missing:
+            return {"outcomes": [{"not_done": (
+                f"`{missing[0]}` is not defined in the notebook; run the "
+                f"cell that defines it")}], "called": [], "tampered": False}
+        raw, stop = [], None
+        targets = self.targets()
+        places = signatures(targets) if places is None else places
+        with Tripwire(targets, places) as wire, np.errstate(all="ignore"):
+            for case in cases:
+                try:
+                    raw.append(self.run(*answers, **copy.deepcopy(case)))
+                except NotDone as err:
+                    stop = {"not_done": str(err)}
+                except Wrong as err:
+                    stop = {"wrong": str(err)}
+                except Exception as err:   # an answer run() cannot read
+                    stop = {"wrong": (
+                        f"the answer could not be checked "
+                        f"({type(err).__name__}: {err}); look at its type "
+                        f"and shape")}
+                if stop:
+                    break
+        outcomes = [{"output": to_plain(out)} for out in raw]
+        if stop:
+            outcomes.append(stop)
+        return {"outcomes": outcomes, "called": list(wire.called),
+                "tampered": bool(wire.tampered)}
+
+    # -- in the grader (and in the notebook) ---------------------------
+    def assess(self, result: dict, cases: list[dict]) -> Feedback:
+        """Judge what :meth:`attempt` returned for ``cases``.
+
+        Never raises. Runs in the grader's process on plain data.
+        """
+        called = [n for n in result.get("called", ())
+                  if n in self.references]
+        if called or result.get("tampered"):
+            what = (f"calls {called[0]}, the library's own version of what "
+                    f"this exercise asks you to write" if called else
+                    "switched off the profiling that watches for calls of "
+                    "the library's own version")
+            return self._feedback(
+                FOR_REVIEW, f"your answer {what}. Write it yourself: an "
+                            f"answer that calls the library's version gets "
+                            f"no points")
+        outcomes = list(result.get("outcomes", ()))
+        for case, outcome in zip(cases, outcomes):
+            if "not_done" in outcome:
+                return self._feedback(NOT_DONE, outcome["not_done"])
+            if "wrong" in outcome:
+                return self._feedback(WRONG, outcome["wrong"])
+            try:
+                with np.errstate(all="ignore"):
+                    self.judge(outcome["output"], **copy.deepcopy(case))
             except NotDone as err:
-                fb = Feedback(exercise, "not done", str(err), 0.0, points)
+                return self._feedback(NOT_DONE, str(err))
             except Wrong as err:
-                fb = Feedback(exercise, "wrong", str(err), 0.0, points)
-            except Exception as err:  # an answer of a type the check can't read
-                fb = Feedback(
-                    exercise, "wrong",
-                    f"the answer could not be checked ({type(err).__name__}: "
-                    f"{err}); look at its type and shape", 0.0, points)
-            _record(fb)
-            print(fb)
+                return self._feedback(WRONG, str(err))
+            except Exception as err:     # plain data of an unexpected form
+                return self._feedback(
+                    WRONG, f"the answer could not be checked "
+                           f"({type(err).__name__}); look at its type and "
+                           f"shape")
+        if len(outcomes) < len(cases):
+            return self._feedback(
+                NOT_GRADED, f"the answer ran on {len(outcomes)} of "
+                            f"{len(cases)} cases")
+        return self._feedback(CORRECT, self.success, self.points)
 
-        run.exercise = exercise
-        run.points = points
-        return run
+    def _feedback(self, status: str, message: str,
+                  points: float = 0.0) -> Feedback:
+        return Feedback(self.label, status, message, points, self.points)
 
-    return wrap
+    # -- the in-notebook check -----------------------------------------
+    def feedback(self, *answers) -> Feedback:
+        """The check's verdict on ``answers`` for the public cases.
 
+        In the grader's kernel (where ``GRADING_ENV`` is set) a check
+        judges nothing: it cannot serve a notebook as an oracle there.
+        """
+        if os.environ.get(GRADING_ENV):
+            return self._feedback(NOT_GRADED, "checked by the grader once "
+                                              "the notebook has run")
+        if len(answers) != len(self.answers):
+            return self._feedback(
+                WRONG, f"this check takes {len(self.answers)} answer(s): "
+                       f"{', '.join(self.answers)}")
+        try:
+            cases = self.public_cases()
+            return self.assess(self.attempt(answers, cases), cases)
+        except Exception as err:     # a check never raises
+            return self._feedback(
+                WRONG, f"the answer could not be checked "
+                       f"({type(err).__name__}: {err})")
 
-def _record(fb: Feedback) -> None:
-    _RESULTS[fb.exercise] = fb
-    path = os.environ.get("SELFATTENTION_RESULTS")
-    if path:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(asdict(fb)) + "\n")
+    def __call__(self, *answers) -> None:
+        """Check ``answers`` and print what is right or what to fix."""
+        print(self.feedback(*answers))

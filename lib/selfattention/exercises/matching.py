@@ -1,4 +1,4 @@
-"""Checks for the exercises of chapter 9, Matching and motion."""
+"""Exercises of chapter 9, Matching and motion."""
 
 from __future__ import annotations
 
@@ -6,26 +6,44 @@ import numpy as np
 
 from ..attention import softmax
 from ..matching import correlation_volume, displacements
-from .core import Wrong, answered, call, check
+from .core import Exercise, Opaque, Wrong, answered, call, type_name
 
 __all__ = ["check_displacements", "check_correlation", "check_count"]
 
 
-@check("ex-matching-displacement", points=1.0,
-       success="each query's strongest key, minus the query's own place, "
-               "as (row, col).")
-def check_displacements(my_displacements):
-    """Exercise 9.1: displacement of each query's strongest key."""
-    rng = np.random.default_rng(91)
-    rows, cols = 3, 5                  # not square: (row, col) order matters
+def _array(out, what: str, dtype=None) -> np.ndarray:
+    if isinstance(out, (str, Opaque)) or out is None:
+        raise Wrong(f"{what} should return an array, got {type_name(out)}")
+    try:
+        return np.asarray(out, dtype=dtype)
+    except (TypeError, ValueError):
+        raise Wrong(f"{what} should return an array of numbers, got "
+                    f"{type_name(out)}") from None
+
+
+# ------------------------------------------------------------------ 9.1
+def _displacement_cases(rng):
+    drawn_rows = int(rng.integers(2, 6))
+    drawn = (drawn_rows, drawn_rows + int(rng.integers(1, 4)))
+    cases = []
+    for rows, cols in [(3, 5), drawn]:    # not square: (row, col) order matters
+        n = rows * cols
+        A = rng.random((n, n))
+        targets = rng.permutation(n)
+        A[np.arange(n), targets] += 2.0    # a clear winner per query
+        cases.append({"A": A / A.sum(axis=1, keepdims=True),
+                      "grid": (rows, cols)})
+    return cases
+
+
+def _displacement_run(my_displacements, A, grid):
+    return call(my_displacements, A, grid, what="my_displacements")
+
+
+def _displacement_judge(D, A, grid):
+    D = _array(D, "my_displacements")
+    rows, cols = grid
     n = rows * cols
-    A = rng.random((n, n))
-    targets = rng.permutation(n)
-    A[np.arange(n), targets] += 2.0    # a clear winner per query
-    A = A / A.sum(axis=1, keepdims=True)
-    out = call(my_displacements, A.copy(), (rows, cols),
-               what="my_displacements")
-    D = np.asarray(out)
     if D.shape != (n, 2):
         raise Wrong(f"got shape {D.shape}, expected (n, 2) = {(n, 2)}: one "
                     f"(d_row, d_col) per query")
@@ -37,6 +55,7 @@ def check_displacements(my_displacements):
     if np.array_equal(D, -ref):
         raise Wrong("the signs are flipped: subtract the query's place from "
                     "the key's place")
+    targets = np.argmax(A, axis=1)
     if np.array_equal(D, np.stack(np.divmod(targets, cols), axis=1)):
         raise Wrong("these are the positions of the best keys; subtract the "
                     "position of each query to get a displacement")
@@ -48,16 +67,31 @@ def check_displacements(my_displacements):
                 "j = argmax(A[i]), then divmod(j, cols) - divmod(i, cols)")
 
 
-@check("ex-matching-correlation", points=1.0,
-       success="plain dot products of every pixel of frame 1 with every "
-               "pixel of frame 2, shape (H, W, H, W).")
-def check_correlation(my_correlation):
-    """Exercise 9.2: RAFT's all-pairs correlation volume."""
-    rng = np.random.default_rng(92)
+check_displacements = Exercise(
+    "ex-matching-displacement", kind="Implement", points=1,
+    answers=("my_displacements",), cases=_displacement_cases,
+    run=_displacement_run, judge=_displacement_judge,
+    references=("selfattention.matching.displacements",
+                "selfattention.matching.argmax_flow"), seed=91,
+    success="each query's strongest key, minus the query's own place, "
+            "as (row, col).",
+    doc="Exercise 9.1: displacement of each query's strongest key.")
+
+
+# ------------------------------------------------------------------ 9.2
+def _correlation_cases(rng):
     H, W, D = 3, 4, 5
     F1, F2 = rng.standard_normal((2, H, W, D))
-    C = np.asarray(call(my_correlation, F1.copy(), F2.copy(),
-                        what="my_correlation"), dtype=float)
+    return [{"F1": F1, "F2": F2}]
+
+
+def _correlation_run(my_correlation, F1, F2):
+    return call(my_correlation, F1, F2, what="my_correlation")
+
+
+def _correlation_judge(C, F1, F2):
+    C = _array(C, "my_correlation", dtype=float)
+    H, W, D = F1.shape
     ref = correlation_volume(F1, F2)
     if C.shape == (H * W, H * W):
         raise Wrong("the shape is (H·W, H·W); reshape to (H, W, H, W)")
@@ -81,16 +115,26 @@ def check_correlation(my_correlation):
                 "try np.einsum('ijd,kld->ijkl', F1, F2)")
 
 
-@check("ex-matching-count", points=1.0,
-       success="48 × 64 = 3,072 feature vectors per frame, 3,072² = "
-               "9,437,184 correlations.")
-def check_count(answer):
-    """Exercise 9.3: entries of the volume for a 384 × 512 image at 1/8."""
+check_correlation = Exercise(
+    "ex-matching-correlation", kind="Implement", points=1,
+    answers=("my_correlation",), cases=_correlation_cases,
+    run=_correlation_run, judge=_correlation_judge,
+    references=("selfattention.matching.correlation_volume",), seed=92,
+    success="plain dot products of every pixel of frame 1 with every "
+            "pixel of frame 2, shape (H, W, H, W).",
+    doc="Exercise 9.2: RAFT's all-pairs correlation volume.")
+
+
+# ------------------------------------------------------------------ 9.3
+def _count_judge(answer):
     answered(answer, "a whole number")
     try:
+        if isinstance(answer, (str, Opaque, tuple, list)):
+            raise TypeError
         value = float(answer)
     except (TypeError, ValueError):
-        raise Wrong(f"answer should be a number, got {answer!r}") from None
+        raise Wrong(f"answer should be a number, got "
+                    f"{type_name(answer)}") from None
     pixels = (384 // 8) * (512 // 8)
     if value == pixels ** 2:
         return None
@@ -105,3 +149,11 @@ def check_count(answer):
                     "pixels by 64")
     raise Wrong(f"{value:,.0f} is not it: count the feature vectors of one "
                 f"frame, then pair each with each")
+
+
+check_count = Exercise(
+    "ex-matching-count", kind="Derive", points=1,
+    answers=("answer",), judge=_count_judge,
+    success="48 × 64 = 3,072 feature vectors per frame, 3,072² = "
+            "9,437,184 correlations.",
+    doc="Exercise 9.3: entries of the volume for a 384 × 512 image at 1/8.")

@@ -1,26 +1,30 @@
-"""Checks for the exercises of chapter 10, Misconceptions."""
+"""Exercises of chapter 10, Misconceptions."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..attention import softmax
-from .core import Wrong, answered, call, check, returned_array
+from .core import (Exercise, Opaque, Wrong, answered, call, returned_array,
+                   type_name)
 
 __all__ = ["check_masked_softmax", "same_output_values", "check_same_output"]
 
 
-@check("ex-misconceptions-mask", points=1.0,
-       success="masked keys get exactly zero weight and every row still sums "
-               "to one.")
-def check_masked_softmax(masked_softmax):
-    """Exercise 10.1: attention weights that respect a boolean mask."""
-    rng = np.random.default_rng(101)
+# ------------------------------------------------------------------ 10.1
+def _mask_cases(rng):
     S = 2.0 * rng.standard_normal((5, 7))
     mask = rng.random((5, 7)) < 0.5
     mask[np.arange(5), rng.integers(0, 7, 5)] = True     # no empty row
-    out = call(masked_softmax, S.copy(), mask.copy(), what="masked_softmax")
-    A = returned_array(out, "masked_softmax", "an array of weights")
+    return [{"S": S, "mask": mask}]
+
+
+def _mask_run(masked_softmax, S, mask):
+    return call(masked_softmax, S, mask, what="masked_softmax")
+
+
+def _mask_judge(A, S, mask):
+    A = returned_array(A, "masked_softmax", "an array of weights")
     if A.shape != S.shape:
         raise Wrong(f"masked_softmax returned shape {A.shape}; the weights "
                     f"have the shape of the scores, {S.shape}")
@@ -47,6 +51,17 @@ def check_masked_softmax(masked_softmax):
                 "weights differ from softmax over the allowed scores")
 
 
+check_masked_softmax = Exercise(
+    "ex-misconceptions-mask", kind="Implement", points=1,
+    answers=("masked_softmax",), cases=_mask_cases, run=_mask_run,
+    judge=_mask_judge,
+    references=("selfattention.attention.attention",), seed=101,
+    success="masked keys get exactly zero weight and every row still sums "
+            "to one.",
+    doc="Exercise 10.1: attention weights that respect a boolean mask.")
+
+
+# ------------------------------------------------------------------ 10.2
 def same_output_values() -> np.ndarray:
     """The five value vectors of exercise 10.2, shape (5, 2)."""
     return np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0],
@@ -56,9 +71,12 @@ def same_output_values() -> np.ndarray:
 def _weights(w, name):
     answered(w, "five weights", name)
     try:
+        if isinstance(w, (str, Opaque)):
+            raise TypeError
         w = np.asarray(w, dtype=float)
     except (TypeError, ValueError):
-        raise Wrong(f"{name} should be five numbers, got {w!r}") from None
+        raise Wrong(f"{name} should be five numbers, got "
+                    f"{type_name(w)}") from None
     if w.shape != (5,):
         raise Wrong(f"{name} should hold one weight per value, shape (5,), "
                     f"got shape {w.shape}")
@@ -70,11 +88,8 @@ def _weights(w, name):
     return w
 
 
-@check("ex-misconceptions-same-output", points=1.0,
-       success="two attention rows with no key in common give the same "
-               "output.")
-def check_same_output(a, b):
-    """Exercise 10.2: two disjoint attention rows with the same output."""
+def _same_output_judge(pair):
+    a, b = pair
     a, b = _weights(a, "a"), _weights(b, "b")
     V = same_output_values()
     ya, yb = a @ V, b @ V
@@ -85,3 +100,12 @@ def check_same_output(a, b):
     if len(shared):
         raise Wrong(f"a and b both give weight to key(s) "
                     f"{shared.tolist()}; find two rows with no key in common")
+    return None
+
+
+check_same_output = Exercise(
+    "ex-misconceptions-same-output", kind="Prove", points=1,
+    answers=("a", "b"), judge=_same_output_judge,
+    success="two attention rows with no key in common give the same "
+            "output.",
+    doc="Exercise 10.2: two disjoint attention rows with the same output.")

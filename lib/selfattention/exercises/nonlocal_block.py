@@ -1,4 +1,4 @@
-"""Checks for the exercises of chapter 8, Non-local blocks."""
+"""Exercises of chapter 8, Non-local blocks."""
 
 from __future__ import annotations
 
@@ -6,24 +6,30 @@ import numpy as np
 
 from ..attention import softmax
 from ..nonlocal_block import scope_mask
-from .core import Wrong, answered, call, check, expect_shape, returned_arrays
+from .core import (Exercise, Opaque, Wrong, answered, call, expect_shape,
+                   returned_arrays, type_name)
 
 __all__ = ["check_dot_product", "check_time_mask", "check_gate"]
 
 
-@check("ex-nonlocal-dotproduct", points=1.0,
-       success="scores θ·φ divided by the number of positions N, then "
-               "applied to g: the non-local operation without a softmax.")
-def check_dot_product(my_dot_product):
-    """Exercise 8.1: the dot-product form, returning ``(Y, F)``."""
-    rng = np.random.default_rng(81)
-    N, C, d_k, d_v = 6, 5, 3, 2                 # all different: no transpose hides
+# ------------------------------------------------------------------ 8.1
+def _dot_cases(rng):
+    N, C, d_k, d_v = 6, 5, 3, 2            # all different: no transpose hides
     x = rng.standard_normal((N, C))
     W_theta, W_phi = rng.standard_normal((2, C, d_k))
     W_g = rng.standard_normal((C, d_v))
-    out = call(my_dot_product, x, W_theta, W_phi, W_g, what="my_dot_product")
+    return [{"x": x, "W_theta": W_theta, "W_phi": W_phi, "W_g": W_g}]
+
+
+def _dot_run(my_dot_product, x, W_theta, W_phi, W_g):
+    return call(my_dot_product, x, W_theta, W_phi, W_g,
+                what="my_dot_product")
+
+
+def _dot_judge(out, x, W_theta, W_phi, W_g):
     Y, F = returned_arrays(out, 2, "my_dot_product should return a pair "
                            "(Y, F): responses and pairwise weights")
+    N, d_k, d_v = x.shape[0], W_theta.shape[1], W_g.shape[1]
     expect_shape(F, "F", (N, N), "(N, N)", "one weight per pair of positions")
     expect_shape(Y, "Y", (N, d_v), "(N, d_v)")
     S = (x @ W_theta) @ (x @ W_phi).T
@@ -45,17 +51,35 @@ def check_dot_product(my_dot_product):
         raise Wrong("F differs from (x W_θ)(x W_φ)ᵀ / N")
     if not np.allclose(Y, F @ (x @ W_g)):
         raise Wrong("F is right but Y is not: Y = F @ (x W_g)")
+    return None
 
 
-@check("ex-nonlocal-time", points=1.0,
-       success="each position sees the same place in every frame: T keys "
-               "per query.")
-def check_time_mask(my_time_mask):
-    """Exercise 8.2: the time-only mask of a (T, H, W) feature map."""
-    T, H, W = 3, 2, 4
-    N = T * H * W
-    M = call(my_time_mask, T, H, W, what="my_time_mask")
+check_dot_product = Exercise(
+    "ex-nonlocal-dotproduct", kind="Implement", points=1,
+    answers=("my_dot_product",), cases=_dot_cases, run=_dot_run,
+    judge=_dot_judge,
+    references=("selfattention.nonlocal_block.nonlocal_op",), seed=81,
+    success="scores θ·φ divided by the number of positions N, then "
+            "applied to g: the non-local operation without a softmax.",
+    doc="Exercise 8.1: the dot-product form, returning ``(Y, F)``.")
+
+
+# ------------------------------------------------------------------ 8.2
+def _time_cases(rng):
+    drawn = tuple(int(v) for v in rng.integers(2, 5, size=3))
+    return [{"T": T, "H": H, "W": W} for T, H, W in [(3, 2, 4), drawn]]
+
+
+def _time_run(my_time_mask, T, H, W):
+    return call(my_time_mask, T, H, W, what="my_time_mask")
+
+
+def _time_judge(M, T, H, W):
+    if isinstance(M, (str, Opaque)) or M is None:
+        raise Wrong(f"my_time_mask should return an array, got "
+                    f"{type_name(M)}")
     M = np.asarray(M)
+    N = T * H * W
     if M.shape != (N, N):
         raise Wrong(f"the mask has shape {M.shape}, expected (N, N) with "
                     f"N = T·H·W = {N}")
@@ -78,20 +102,36 @@ def check_time_mask(my_time_mask):
                         "position i is frame i // (H·W), place i % (H·W)")
         raise Wrong(f"rows hold {counts} Trues; a time-only query sees "
                     f"exactly T = {T} keys, its own place in every frame")
+    return None
 
 
-@check("ex-nonlocal-gate", points=1.0,
-       success="only gamma: every other gradient is multiplied by gamma = 0.")
-def check_gate(answer):
-    """Exercise 8.3: the parameters with a non-zero gradient at step 0."""
+check_time_mask = Exercise(
+    "ex-nonlocal-time", kind="Implement", points=1,
+    answers=("my_time_mask",), cases=_time_cases, run=_time_run,
+    judge=_time_judge,
+    references=("selfattention.nonlocal_block.scope_mask",), seed=82,
+    success="each position sees the same place in every frame: T keys "
+            "per query.",
+    doc="Exercise 8.2: the time-only mask of a (T, H, W) feature map.")
+
+
+# ------------------------------------------------------------------ 8.3
+def _gate_run(answer):
+    """A set of names crosses to the grader as a sorted list of strings."""
+    if isinstance(answer, (set, frozenset)):
+        return sorted(str(a) for a in answer)
+    return answer
+
+
+def _gate_judge(answer):
     answered(answer, "a set of parameter names")
     if isinstance(answer, str):
-        answer = {answer}
-    try:
-        names = {str(a) for a in answer}
-    except TypeError:
-        raise Wrong(f"answer should be a set of names such as {{'phi.weight'}},"
-                    f" got {answer!r}") from None
+        answer = [answer]
+    if not isinstance(answer, (list, tuple)) or not all(
+            isinstance(a, str) for a in answer):
+        raise Wrong(f"answer should be a set of names such as "
+                    f"{{'phi.weight'}}, got {type_name(answer)}")
+    names = set(answer)
     others = {"theta.weight", "phi.weight", "g.weight", "out.weight"}
     if names == {"gamma"}:
         return None
@@ -106,3 +146,10 @@ def check_gate(answer):
                     "depends on at initialisation")
     raise Wrong(f"{sorted(names - {'gamma'})} get a zero gradient at "
                 f"initialisation; compare p.grad with 0 for every parameter")
+
+
+check_gate = Exercise(
+    "ex-nonlocal-gate", kind="Predict", points=1,
+    answers=("answer",), run=_gate_run, judge=_gate_judge,
+    success="only gamma: every other gradient is multiplied by gamma = 0.",
+    doc="Exercise 8.3: the parameters with a non-zero gradient at step 0.")

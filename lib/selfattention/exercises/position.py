@@ -1,26 +1,31 @@
-"""Checks for the exercises of chapter 5, Position and equivariance."""
+"""Exercises of chapter 5, Position and equivariance."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..attention import attention
 from ..position import relative_position_bias, sinusoidal_1d
-from .core import Wrong, call, check, returned_array
+from .core import Exercise, Wrong, call, returned_array
 
 __all__ = ["check_sinusoidal", "check_unshuffle", "check_bias",
            "unshuffle_case"]
 
 
-@check("ex-position-sinusoidal", points=1.0,
-       success="sin in the even columns, cos in the odd ones, wavelengths "
-               "growing as 10000^(2i/d).")
-def check_sinusoidal(my_sinusoidal):
-    """Exercise 5.1: the sinusoidal encoding of positions 0 … n-1."""
-    n, d = 7, 10
-    E = returned_array(call(my_sinusoidal, n, d, what="my_sinusoidal"),
-                       "my_sinusoidal")
+# ------------------------------------------------------------------ 5.1
+def _sinusoidal_cases(rng):
+    drawn = (int(rng.integers(3, 13)), 2 * int(rng.integers(2, 9)))
+    return [{"n": n, "d": d} for n, d in [(7, 10), drawn]]
+
+
+def _sinusoidal_run(my_sinusoidal, n, d):
+    return call(my_sinusoidal, n, d, what="my_sinusoidal")
+
+
+def _sinusoidal_judge(E, n, d):
+    E = returned_array(E, "my_sinusoidal")
     ref = sinusoidal_1d(n, d)
-    if E.shape == (d, n):
+    if E.shape == (d, n) and d != n:
         raise Wrong(f"the encoding has shape {E.shape}; expected (n, d) = "
                     f"{(n, d)}, one row per position")
     if E.shape != (n, d):
@@ -55,19 +60,23 @@ def check_sinusoidal(my_sinusoidal):
                 "should alternate 0 and 1")
 
 
-def unshuffle_case():
-    """The arrays of exercise 5.2: ``(X, perm, f)``.
+check_sinusoidal = Exercise(
+    "ex-position-sinusoidal", kind="Implement", points=1,
+    answers=("my_sinusoidal",), cases=_sinusoidal_cases,
+    run=_sinusoidal_run, judge=_sinusoidal_judge,
+    references=("selfattention.position.sinusoidal_1d",
+                "selfattention.position.sinusoidal_2d"), seed=51,
+    success="sin in the even columns, cos in the odd ones, wavelengths "
+            "growing as 10000^(2i/d).",
+    doc="Exercise 5.1: the sinusoidal encoding of positions 0 … n-1.")
 
-    ``X`` holds 12 random tokens of width 6, ``perm`` a permutation of them
-    and ``f`` a self-attention layer with fixed random weights.
-    """
-    from ..attention import attention
 
-    rng = np.random.default_rng(52)
-    X = rng.standard_normal((12, 6))
-    W_q, W_k, W_v = (rng.standard_normal((6, 6)) / np.sqrt(6)
+# ------------------------------------------------------------------ 5.2
+def _unshuffle_arrays(rng, n: int = 12, d: int = 6):
+    X = rng.standard_normal((n, d))
+    W_q, W_k, W_v = (rng.standard_normal((d, d)) / np.sqrt(d)
                      for _ in range(3))
-    perm = rng.permutation(12)
+    perm = rng.permutation(n)
 
     def f(X):
         return attention(X @ W_q, X @ W_k, X @ W_v)[0]
@@ -75,15 +84,28 @@ def unshuffle_case():
     return X, perm, f
 
 
-@check("ex-position-unshuffle", points=1.0,
-       success="the outputs of the shuffled tokens, put back in place, are "
-               "exactly f(X).")
-def check_unshuffle(unshuffle):
-    """Exercise 5.2: recover f(X) from f(X[perm]) and perm."""
-    X, perm, f = unshuffle_case()
-    Y, Y_shuffled = f(X), f(X[perm])
-    out = returned_array(call(unshuffle, Y_shuffled.copy(), perm.copy(),
-                              what="unshuffle"), "unshuffle")
+def unshuffle_case():
+    """The arrays of exercise 5.2: ``(X, perm, f)``.
+
+    ``X`` holds 12 random tokens of width 6, ``perm`` a permutation of them
+    and ``f`` a self-attention layer with fixed random weights.
+    """
+    return _unshuffle_arrays(np.random.default_rng(52))
+
+
+def _unshuffle_cases(rng):
+    X, perm, f = _unshuffle_arrays(rng)
+    return [{"Y_shuffled": f(X[perm]), "perm": perm}]
+
+
+def _unshuffle_run(unshuffle, Y_shuffled, perm):
+    return call(unshuffle, Y_shuffled, perm, what="unshuffle")
+
+
+def _unshuffle_judge(out, Y_shuffled, perm):
+    out = returned_array(out, "unshuffle")
+    Y = np.empty_like(Y_shuffled)
+    Y[perm] = Y_shuffled                   # what f(X) is, by equivariance
     if out.shape != Y.shape:
         raise Wrong(f"unshuffle returned shape {out.shape}; expected the "
                     f"shape of the outputs, {Y.shape}")
@@ -100,16 +122,31 @@ def check_unshuffle(unshuffle):
                 "only move, never change")
 
 
-@check("ex-position-bias", points=1.0,
-       success="every pair of patches reads the table entry of its own "
-               "offset.")
-def check_bias(my_bias):
-    """Exercise 5.3: expand a table of per-offset biases into B."""
+check_unshuffle = Exercise(
+    "ex-position-unshuffle", kind="Derive", points=1,
+    answers=("unshuffle",), cases=_unshuffle_cases, run=_unshuffle_run,
+    judge=_unshuffle_judge, seed=52,
+    success="the outputs of the shuffled tokens, put back in place, are "
+            "exactly f(X).",
+    doc="Exercise 5.2: recover f(X) from f(X[perm]) and perm.")
+
+
+# ------------------------------------------------------------------ 5.3
+def _bias_cases(rng):
     rows, cols = 3, 4                      # not square: catches swapped axes
-    rng = np.random.default_rng(53)
-    table = rng.standard_normal((2 * rows - 1, 2 * cols - 1))
-    B = returned_array(call(my_bias, table.copy(), rows, cols, what="my_bias"),
-                       "my_bias")
+    drawn_rows = int(rng.integers(2, 6))
+    drawn_cols = drawn_rows + int(rng.integers(1, 3))
+    return [{"table": rng.standard_normal((2 * r - 1, 2 * c - 1)),
+             "rows": r, "cols": c}
+            for r, c in [(rows, cols), (drawn_cols, drawn_rows)]]
+
+
+def _bias_run(my_bias, table, rows, cols):
+    return call(my_bias, table, rows, cols, what="my_bias")
+
+
+def _bias_judge(B, table, rows, cols):
+    B = returned_array(B, "my_bias")
     n = rows * cols
     if B.shape != (n, n):
         raise Wrong(f"B has shape {B.shape}; expected (rows·cols, rows·cols)"
@@ -127,3 +164,14 @@ def check_bias(my_bias):
                     "c = i % cols")
     raise Wrong("B[i, i] should be the table's centre, table[rows-1, cols-1]"
                 ": shift each offset by rows-1 and cols-1 to index the table")
+
+
+check_bias = Exercise(
+    "ex-position-bias", kind="Implement", points=1,
+    answers=("my_bias",), cases=_bias_cases, run=_bias_run,
+    judge=_bias_judge,
+    references=("selfattention.position.relative_position_bias",
+                "selfattention.position.relative_position_index"), seed=53,
+    success="every pair of patches reads the table entry of its own "
+            "offset.",
+    doc="Exercise 5.3: expand a table of per-offset biases into B.")

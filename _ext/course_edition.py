@@ -1,0 +1,85 @@
+"""The course edition of the site: the book without its solutions.
+
+``make book SOLUTIONS=hidden`` sets ``SELFATTENTION_SOLUTIONS=hidden`` for the
+build, which turns this extension on. It then
+
+* removes every solution from the pages, after sphinx-exercise has merged a
+  gated solution (``{solution-start}`` … ``{solution-end}``) into one node,
+  so the solution's prose, its code cells and their outputs go together
+  (and never reach the search index);
+* replaces the downloadable notebooks under ``_sources/`` with the student
+  versions that ``selfattention-assign`` makes;
+* drops the launch buttons (Colab, Binder, JupyterHub, Live code), which
+  would open the chapters with their solutions.
+
+sphinx-exercise's own ``hide_solutions`` option cannot do this for gated
+solutions: it drops the opening directive only, leaving the solution's code
+cells and outputs on the page and an orphan closing node that the HTML
+writer rejects.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sphinx.transforms import SphinxTransform
+
+ENV = "SELFATTENTION_SOLUTIONS"
+
+
+class RemoveSolutions(SphinxTransform):
+    """Delete solution nodes (after sphinx-exercise's merge, priority 10)."""
+
+    default_priority = 50
+
+    def apply(self, **kwargs) -> None:
+        if not self.config.course_edition:
+            return
+        from sphinx_exercise.nodes import (solution_end_node, solution_node,
+                                           solution_start_node)
+
+        kinds = (solution_node, solution_start_node, solution_end_node)
+        for node in list(self.document.findall(
+                lambda n: isinstance(n, kinds))):
+            node.parent.remove(node)
+
+
+def _from_environment(app, config) -> None:
+    value = os.environ.get(ENV, "shown")
+    if value not in ("shown", "hidden"):
+        raise ValueError(f"{ENV} must be 'shown' or 'hidden', got {value!r}")
+    config.course_edition = value == "hidden"
+    if config.course_edition:
+        options = dict(config.html_theme_options or {})
+        options["launch_buttons"] = {}
+        config.html_theme_options = options
+
+
+def _student_sources(app, exception) -> None:
+    """Put the student version of each chapter under ``_sources/``."""
+    if exception is not None or not app.config.course_edition:
+        return
+    if app.builder.format != "html":
+        return
+    import nbformat
+
+    from selfattention_course.assign import find_exercises, make_assignment
+
+    exercises = find_exercises()
+    sources = Path(app.outdir) / "_sources"
+    for copied in sorted(sources.rglob("*.ipynb")):
+        original = Path(app.srcdir) / copied.relative_to(sources)
+        if not original.exists():
+            copied.unlink()
+            continue
+        student = make_assignment(original, exercises).student
+        copied.write_text(nbformat.writes(student) + "\n", encoding="utf-8")
+
+
+def setup(app):
+    app.add_config_value("course_edition", False, "env")
+    app.connect("config-inited", _from_environment)
+    app.add_transform(RemoveSolutions)
+    app.connect("build-finished", _student_sources)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,586 @@
+"""Grade a folder of submitted notebooks (``make grade SUBMISSIONS=folder``).
+
+``selfattention-grade SUBMISSIONS`` reads ``SUBMISSIONS/<student>/*.ipynb``
+(or loose ``SUBMISSIONS/<student>.ipynb``) as untrusted input
+(:mod:`~selfattention_course.intake`), and for each notebook
+
+1. finds its chapter from the metadata of the student version, or else from
+   the exercise labels in its text, or else from the check calls in its
+   code;
+2. draws every exercise's **hidden cases** in this process, from a secret
+   seed drawn for this run;
+3. runs the notebook in a sandbox (:mod:`~selfattention_course.sandbox`),
+   where :mod:`~selfattention_course.runner` executes it and then harvests
+   each exercise's answers on the hidden cases
+   (:mod:`~selfattention_course.harvest`), returning plain data only;
+4. judges each output here, with the exercise's own ``judge`` and the
+   library's reference, and writes one row per exercise: correct, wrong,
+   not done, "for review" (the answer calls the library's own version) or
+   not graded (the run never produced an answer), and one "to be read" row
+   per written answer.
+
+Nothing the notebook prints, writes or patches enters a score: the
+notebook's own check calls are silenced in the grader's kernel, and the
+verdicts come from outputs on inputs the notebook never saw. The gradebook
+(``gradebook.csv``, ``feedback/``, ``executed/``, ``written/``,
+``run.json``) is written to a fresh folder and swapped in; a run that grades
+no notebook writes nothing and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import queue
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import numpy as np
+
+from . import gradebook, wire
+from .assign import EXERCISE_RE, calls, find_exercises
+from .gradebook import Row, clean_text
+from .intake import IntakeError, Submission, collect
+from .names import (CORRECT, FOR_REVIEW, JOB_FILE, JOB_NOTEBOOK, MARKS, META,
+                    NOT_DONE, NOT_GRADED, PART_EXECUTED, PART_HARVEST,
+                    PART_REPORT, REFUSED, TO_BE_READ, WRITTEN_STUB)
+from .sandbox import Limits, NoSandbox, choose_backend
+
+__all__ = ["Grader", "Graded", "Row", "load_manifest", "identify",
+           "grade_folder", "main"]
+
+MAX_NOTEBOOK = 20 * 2 ** 20
+
+
+@dataclass
+class Graded:
+    """What grading one notebook produced."""
+
+    student: str
+    name: str
+    chapter: str | None = None          # the chapter's file stem
+    matched_by: str = ""
+    rows: list[Row] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)   # for the student
+    executed: str | None = None         # the executed notebook (JSON)
+    written: dict = field(default_factory=dict)         # label -> text
+    refused: bool = False
+    counted: bool = False
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(r.points for r in self.rows)
+
+
+def load_manifest(path: Path) -> tuple[dict[str, dict], list[str]]:
+    """The manifest's chapters by file stem, and extra exercise modules."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {ch["file"]: ch for ch in data["chapters"]}, \
+        list(data.get("modules", []))
+
+
+def identify(nb, chapters: dict[str, dict]) -> tuple[str | None, str]:
+    """The chapter (file stem) a notebook belongs to, and how it was found."""
+    meta = nb.metadata.get(META, {})
+    meta = meta if isinstance(meta, dict) else {}
+    for stem, ch in chapters.items():
+        if meta.get("chapter") == ch["chapter"]:
+            return stem, "notebook metadata"
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    labels = {m.group("label") for m in EXERCISE_RE.finditer(text)}
+    best = max(chapters.values(), default=None, key=lambda ch: len(
+        labels & {ex["label"] for ex in ch["exercises"]}))
+    if best and labels & {ex["label"] for ex in best["exercises"]}:
+        return best["file"], "exercise labels"
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    best = max(chapters.values(), default=None, key=lambda ch: sum(
+        calls(code, ex["check"]) for ex in ch["exercises"]))
+    if best and any(calls(code, ex["check"]) for ex in best["exercises"]):
+        return best["file"], "check calls"
+    return None, ""
+
+
+def _clean(nb) -> nbformat.NotebookNode:
+    """The notebook the sandbox runs: sources, tags; no outputs or state."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            tags = [t for t in cell.metadata.get("tags", [])
+                    if isinstance(t, str)] if isinstance(
+                cell.metadata.get("tags"), list) else []
+            new = nbformat.v4.new_code_cell(cell.source)
+            if tags:
+                new.metadata["tags"] = tags
+        elif cell.cell_type == "markdown":
+            new = nbformat.v4.new_markdown_cell(cell.source)
+        else:
+            new = nbformat.v4.new_raw_cell(cell.source)
+        cells.append(new)
+    return nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3",
+                       "language": "python"}})
+
+
+def _written_answers(nb) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get(META)
+        if cell.cell_type == "markdown" and isinstance(meta, dict) \
+                and isinstance(meta.get("written"), str):
+            text = cell.source
+            head, _, rest = text.partition("\n\n")
+            body = rest if head.startswith("**Your answer") else text
+            body = "" if body.strip() == WRITTEN_STUB else body.strip()
+            found[meta["written"]] = found.get(meta["written"], "") + body
+    return found
+
+
+def _text(value, limit: int = 300) -> str:
+    return clean_text(value if isinstance(value, str) else "", limit)
+
+
+def _describe_stop(report: dict, nb) -> str | None:
+    stopped = report.get("stopped")
+    if not isinstance(stopped, dict):
+        return None
+    cell = stopped.get("cell")
+    why = stopped.get("why")
+    where = (f"cell {cell + 1}" if isinstance(cell, int) and
+             0 <= cell < len(nb.cells) else "the start")
+    return {"timeout": f"{where} was still running after the time limit per "
+                       f"cell and was stopped (an endless loop?)",
+            "deadline": f"the notebook reached its time limit at {where}",
+            "dead kernel": f"{where} made the kernel die (it crashed, ran "
+                           f"out of memory or exited)",
+            "start": "the kernel could not start"}.get(
+        why, f"the run stopped at {where}")
+
+
+class Grader:
+    """Grades notebooks against a manifest with one sandbox backend."""
+
+    def __init__(self, manifest: Path, backend, limits: Limits,
+                 seed: int | None = None, jobs: int = 1, echo=print,
+                 python_path=(), figures: bool = False):
+        self.chapters, modules = load_manifest(manifest)
+        self.exercises = {label: ex for label, (_, _, ex) in
+                          find_exercises(modules).items()}
+        self.backend = backend
+        self.limits = limits
+        self.seed = secrets.randbits(64) if seed is None else int(seed)
+        self.jobs = max(1, int(jobs))
+        self.echo = echo
+        self.python_path = [str(Path(p).resolve()) for p in python_path]
+        # Without figures (matplotlib's non-interactive backend) a notebook
+        # runs faster; its executed copy then has no images.
+        self.kernel_env = {} if figures else {"MPLBACKEND": "agg"}
+
+    # ------------------------------------------------------------------
+    def cases_for(self, student: str, stem: str, label: str) -> list[dict]:
+        """The hidden cases of one exercise for one student's notebook."""
+        key = hashlib.sha256(f"{student}\0{stem}\0{label}".encode()).digest()
+        words = [int.from_bytes(key[i:i + 4], "little") for i in (0, 4, 8)]
+        rng = np.random.default_rng(np.random.SeedSequence(
+            self.seed, spawn_key=words))
+        return self.exercises[label].draw(rng)
+
+    def grade_one(self, sub: Submission, slot: int, base: Path) -> Graded:
+        """Grade one submission; never raises."""
+        try:
+            return self._grade_one(sub, slot, base)
+        except Exception as err:           # a notebook of an unusual form
+            graded = Graded(sub.student, sub.name)
+            graded.problems.append(f"{sub.name} could not be graded "
+                                   f"({type(err).__name__})")
+            return graded
+
+    def _grade_one(self, sub: Submission, slot: int, base: Path) -> Graded:
+        graded = Graded(sub.student, sub.name)
+        if sub.problem:
+            graded.refused = True
+            graded.problems.append(sub.problem)
+            return graded
+        try:
+            nb = nbformat.reads(sub.data.decode("utf-8"), as_version=4)
+            nb.cells                                  # noqa: B018
+        except Exception as err:                    # never quote the file
+            graded.problems.append(f"{sub.name} could not be read as a "
+                                   f"notebook ({type(err).__name__})")
+            return graded
+        try:
+            stem, how = identify(nb, self.chapters)
+        except Exception as err:
+            stem, how = None, ""
+            graded.problems.append(f"{sub.name} has cells of an unexpected "
+                                   f"form ({type(err).__name__})")
+        if stem is None:
+            if not graded.problems:
+                graded.problems.append(
+                    f"{sub.name} is not one of the chapters' notebooks (no "
+                    f"known exercise label in it)")
+            return graded
+        graded.chapter, graded.matched_by = stem, how
+        chapter = self.chapters[stem]
+        graded.written = _written_answers(nb)
+        start = time.monotonic()
+        job = base / f"job-{slot}-{secrets.token_hex(4)}"
+        job.mkdir(mode=0o755)
+        try:
+            cases = self._write_job(job, nb, sub.student, chapter)
+            outcome = self.backend.run(job, slot, self.limits)
+        finally:
+            shutil.rmtree(job, ignore_errors=True)
+            shutil.rmtree(job.parent / f"{job.name}-scratch",
+                          ignore_errors=True)
+        graded.seconds = time.monotonic() - start
+        self._score(graded, chapter, cases, outcome, _clean(nb))
+        return graded
+
+    def _write_job(self, job: Path, nb, student: str, chapter: dict):
+        exercises, cases = [], []
+        for index, entry in enumerate(chapter["exercises"]):
+            drawn = self.cases_for(student, chapter["file"], entry["label"])
+            cases.append(drawn)
+            name = f"cases-{index}.bin"
+            (job / name).write_bytes(wire.dump_cases(drawn))
+            exercises.append({
+                "label": entry["label"], "ref": entry["ref"],
+                "answers": entry["answers"], "cases": name,
+                "places": self.exercises[entry["label"]].signatures()})
+        spec = {"limits": self.limits.as_dict(), "exercises": exercises,
+                "python_path": self.python_path,
+                "kernel_env": self.kernel_env,
+                "count_processes": self.backend.name != "none"}
+        (job / JOB_FILE).write_text(json.dumps(spec), encoding="utf-8")
+        (job / JOB_NOTEBOOK).write_text(nbformat.writes(_clean(nb)),
+                                        encoding="utf-8")
+        for path in job.iterdir():
+            path.chmod(0o644)
+        return cases
+
+    def _score(self, graded: Graded, chapter: dict, cases, outcome,
+               nb) -> None:
+        student, stem = graded.student, chapter["file"]
+        parts, report = {}, {}
+        why_none = outcome.problem
+        if outcome.stdout is not None:
+            try:
+                parts = wire.unpack(outcome.stdout, 8 + len(cases),
+                                    self.limits.result_bytes)
+                report = json.loads(parts[PART_REPORT].decode("utf-8"))
+                if not isinstance(report, dict):
+                    raise ValueError
+            except (wire.WireError, KeyError, ValueError):
+                parts, report = {}, {}
+                why_none = ("the run ended without a readable result (exit "
+                            f"status {outcome.returncode})")
+        stop = _describe_stop(report, nb)
+        if why_none:
+            graded.problems.append(why_none)
+        if stop:
+            graded.problems.append(stop + "; the cells after it did not run.")
+        errors = report.get("errors", [])
+        if isinstance(errors, list):
+            for item in errors[:5]:
+                if isinstance(item, list) and len(item) == 2 and \
+                        isinstance(item[0], int):
+                    graded.problems.append(f"cell {item[0] + 1} raised "
+                                           f"{_text(item[1], 200)}")
+        truncated = report.get("truncated", [])
+        if isinstance(truncated, list) and truncated:
+            graded.problems.append(
+                f"the output of {len(truncated)} cell(s) went over the "
+                f"limit; the rest of it was dropped")
+        harvest = report.get("harvest", {})
+        harvest = harvest if isinstance(harvest, dict) else {}
+        for index, entry in enumerate(chapter["exercises"]):
+            ex = self.exercises[entry["label"]]
+            data = parts.get(PART_HARVEST.format(index=index))
+            fb = None
+            if data is not None:
+                try:
+                    result = wire.load_result(data, len(cases[index]))
+                    fb = ex.assess(result, cases[index])
+                except wire.WireError:
+                    fb = None
+            if fb is None:
+                reason = why_none or _harvest_problem(
+                    harvest.get(str(index)), stop)
+                status, points, message = NOT_GRADED, 0.0, reason
+            else:
+                status, points = fb.status, fb.points
+                message = clean_text(fb.message, 500)
+                if status not in (CORRECT, FOR_REVIEW) and stop:
+                    message += f" (the run stopped: {stop})"
+            graded.rows.append(Row(student, stem, entry["label"],
+                                   min(points, float(entry["points"])),
+                                   float(entry["points"]),
+                                   f"{MARKS[status]}: {message}"))
+            written = entry.get("written")
+            if written:
+                text = graded.written.get(entry["label"], "")
+                mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
+                note = (f"the answer is in written/{stem}.md; rubric: "
+                        f"{clean_text(written['rubric'], 400)}" if text else
+                        "no written answer")
+                graded.rows.append(Row(
+                    student, stem, f"{entry['label']} (written)", 0.0,
+                    float(written["points"]), f"{mark}: {note}",
+                    for_student=f"{mark}: your instructor reads it" if text
+                    else None))
+        executed = parts.get(PART_EXECUTED)
+        if executed is not None:
+            try:
+                graded.executed = nbformat.writes(
+                    nbformat.reads(executed.decode("utf-8"), as_version=4))
+            except Exception:
+                graded.executed = None
+
+    # ------------------------------------------------------------------
+    def grade_all(self, submissions: list[Submission]) -> list[Graded]:
+        """Grade every submission, ``jobs`` at a time, in order."""
+        slots: queue.Queue[int] = queue.Queue()
+        for slot in range(self.jobs):
+            slots.put(slot)
+        base = Path(tempfile.mkdtemp(prefix="selfattention-grade-"))
+
+        def one(sub: Submission) -> Graded:
+            slot = slots.get()
+            try:
+                g = self.grade_one(sub, slot, base)
+            finally:
+                slots.put(slot)
+            self.echo(f"{g.student:16.16s} {g.name[:32]:32s} -> "
+                      f"{g.chapter or '?':18s} {g.total:g} points"
+                      + (f"  [{clean_text(g.problems[0], 100)}]"
+                         if g.problems else ""))
+            return g
+
+        try:
+            with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+                return list(pool.map(one, submissions))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _harvest_problem(status, stop: str | None) -> str:
+    if status == "timeout":
+        return ("its answer was still running after the time limit per "
+                "exercise (an endless loop?)")
+    if status in ("dead", "stuck"):
+        return "the kernel stopped answering before this exercise"
+    if status == "deadline":
+        return "the notebook reached its time limit before this exercise"
+    if status == "error":
+        return "its answer could not be read in the notebook"
+    if stop:
+        return f"the run never reached it: {stop}"
+    return "no answer came back from the notebook's run"
+
+
+# ------------------------------------------------------------------ a class
+def assemble(graded: list[Graded], chapters: dict, only=None):
+    """Rows of the gradebook, notes per student and the written answers."""
+    students = sorted({g.student for g in graded})
+    wanted = only or sorted({g.chapter for g in graded if g.chapter})
+    rows: list[Row] = []
+    notes: dict[str, list[str]] = {s: [] for s in students}
+    counted: dict[tuple[str, str], Graded] = {}
+    for g in graded:
+        if g.chapter is None:
+            continue
+        key = (g.student, g.chapter)
+        if key in counted:
+            keep, drop = sorted([counted[key], g], key=lambda x: -x.total)
+            notes[g.student].append(
+                f"Two notebooks for {g.chapter}: {keep.name} "
+                f"({keep.total:g} points) counts, not {drop.name} "
+                f"({drop.total:g} points).")
+            counted[key] = keep
+        else:
+            counted[key] = g
+    for g in counted.values():
+        g.counted = True
+    for student in students:
+        for stem in wanted:
+            g = counted.get((student, stem))
+            if g is None:
+                for ex in chapters[stem]["exercises"]:
+                    rows.append(Row(student, stem, ex["label"], 0.0,
+                                    float(ex["points"]),
+                                    f"{MARKS[NOT_GRADED]}: no notebook of "
+                                    f"this chapter was handed in"))
+            else:
+                rows += g.rows
+        for g in graded:
+            if g.student == student and g.chapter is None:
+                mark = MARKS[REFUSED] if g.refused else MARKS[NOT_GRADED]
+                rows += [Row(student, "", "", 0.0, 0.0, f"{mark}: {p}")
+                         for p in g.problems]
+    written: dict[str, list] = {}
+    for stem in wanted:
+        for ex in chapters[stem]["exercises"]:
+            if not ex.get("written"):
+                continue
+            answers = [(s, counted[(s, stem)].written.get(ex["label"], ""))
+                       for s in students if (s, stem) in counted]
+            written.setdefault(stem, []).append(
+                (ex["label"], ex["written"]["prompt"],
+                 ex["written"]["rubric"], answers))
+    return rows, students, notes, written
+
+
+def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
+                 limits: Limits | None = None, jobs: int = 1, only=None,
+                 seed: int | None = None, echo=print, python_path=(),
+                 figures: bool = False):
+    """Grade every notebook under ``folder`` into the gradebook ``out``.
+
+    Returns ``(rows, graded)``; raises :class:`NothingGraded` (and leaves
+    ``out`` as it was) when no notebook could be graded.
+    """
+    limits = limits or Limits()
+    backend = backend or choose_backend("auto", python_path)
+    grader = Grader(manifest, backend, limits, seed, jobs, echo, python_path,
+                    figures)
+    unknown = [c for c in (only or []) if c not in grader.chapters]
+    if unknown:
+        raise NothingGraded(f"unknown chapters {unknown}; known: "
+                            f"{sorted(grader.chapters)}")
+    submissions = collect(folder, MAX_NOTEBOOK)
+    started = time.monotonic()
+    graded = grader.grade_all(submissions)
+    if not any(g.chapter for g in graded):
+        reasons = [f"{g.student}: {p}" for g in graded for p in g.problems]
+        raise NothingGraded("no notebook could be graded" + (
+            ": " + "; ".join(reasons[:10]) if reasons else
+            f": {folder} holds no notebook"))
+    rows, students, notes, written = assemble(graded, grader.chapters, only)
+    titles = {stem: ch["title"] for stem, ch in grader.chapters.items()}
+    info = {"seed": grader.seed, "backend": backend.describe(),
+            "limits": limits.as_dict(), "jobs": jobs,
+            "notebooks": len(graded),
+            "graded": sum(bool(g.chapter) for g in graded),
+            "seconds": round(time.monotonic() - started, 2)}
+    gradebook.write(out, rows, students, graded, notes, titles, written,
+                    info)
+    return rows, graded
+
+
+class NothingGraded(RuntimeError):
+    """The run graded no notebook; nothing was written."""
+
+
+def verify_students(folder: Path, manifest: Path, backend, limits: Limits,
+                    jobs: int = 1, echo=print) -> int:
+    """Grade the student notebooks themselves: 0 if every one runs to the
+    end with no error and every exercise not done."""
+    grader = Grader(manifest, backend, limits, None, jobs, lambda *a: None)
+    failed = 0
+    for g in grader.grade_all(collect(folder, MAX_NOTEBOOK)):
+        problems = list(g.problems) + [
+            f"{r.exercise}: {r.feedback}" for r in g.rows
+            if not r.feedback.startswith(MARKS[NOT_DONE])]
+        echo(f"{g.name:26s} " + ("; ".join(problems) if problems else
+                                 "runs to the end, every exercise not done"))
+        failed += bool(problems) or g.chapter is None
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="selfattention-grade",
+        description="Grade a folder of submitted notebooks, each in a "
+                    "sandbox.")
+    parser.add_argument("submissions", type=Path, nargs="?",
+                        help="folder of <student>/<any name>.ipynb (or of "
+                             "<student>.ipynb)")
+    parser.add_argument("--out", type=Path, default=Path("gradebook"),
+                        help="the gradebook folder (default gradebook/)")
+    parser.add_argument("--manifest", type=Path,
+                        default=Path("assignments/grader/manifest.json"),
+                        help="written by `make assignments`")
+    parser.add_argument("--timeout", type=float, default=60,
+                        help="seconds each cell may run (default 60)")
+    parser.add_argument("--notebook-timeout", type=float, default=600,
+                        help="seconds a whole notebook may take, harvest "
+                             "included (default 600)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="notebooks graded at the same time (default 1)")
+    parser.add_argument("--chapters", nargs="*",
+                        help="chapter files to grade, e.g. 01_definition "
+                             "(default: every chapter handed in)")
+    parser.add_argument("--sandbox", default="auto",
+                        choices=["auto", "bwrap", "docker", "podman",
+                                 "none"],
+                        help="isolation of each notebook (default auto: "
+                             "bubblewrap, else docker or podman); 'none' "
+                             "runs students' code as you, with your files "
+                             "and the network")
+    parser.add_argument("--image", default="selfattention-grader",
+                        help="container image of the docker/podman backend")
+    parser.add_argument("--python-path", nargs="*", default=[],
+                        metavar="DIR",
+                        help="folders of extra exercise modules, made "
+                             "visible (read-only) to the notebooks")
+    parser.add_argument("--memory", type=float, default=3.0,
+                        help="GB of memory per process (default 3)")
+    parser.add_argument("--figures", action="store_true",
+                        help="keep the figures in the executed notebooks "
+                             "(slower)")
+    parser.add_argument("--seed", type=int,
+                        help="seed of the hidden cases (default: a secret "
+                             "one, recorded in run.json)")
+    parser.add_argument("--verify", action="store_true",
+                        help="instead of grading, check that the student "
+                             "notebooks (default assignments/student) run "
+                             "to the end with every exercise not done")
+    args = parser.parse_args(argv)
+    if not args.manifest.exists():
+        parser.error(f"no manifest {args.manifest}: run `make assignments`")
+    for path in args.python_path:
+        sys.path.insert(0, str(Path(path).resolve()))
+    limits = Limits(cell_seconds=args.timeout,
+                    notebook_seconds=args.notebook_timeout,
+                    memory_bytes=int(args.memory * 2 ** 30))
+    try:
+        backend = choose_backend(args.sandbox, args.python_path, args.image)
+    except NoSandbox as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.sandbox == "none":
+        print("warning: --sandbox none: students' code runs as you, with "
+              "your files and the network", file=sys.stderr)
+    if args.verify:
+        folder = args.submissions or args.manifest.parent.parent / "student"
+        return verify_students(folder, args.manifest, backend, limits,
+                               args.jobs)
+    if args.submissions is None:
+        parser.error("give the folder of submissions")
+    try:
+        rows, graded = grade_folder(
+            args.submissions, args.manifest, args.out, backend=backend,
+            limits=limits, jobs=args.jobs, only=args.chapters,
+            seed=args.seed, python_path=args.python_path,
+            figures=args.figures)
+    except (IntakeError, NothingGraded) as err:
+        print(f"error: {err}; the gradebook was not changed",
+              file=sys.stderr)
+        return 1
+    print(f"{len(rows)} gradebook rows in {args.out / 'gradebook.csv'}, "
+          f"feedback in {args.out / 'feedback'} (sandbox: "
+          f"{backend.describe()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""Writing a gradebook folder that nothing submitted can subvert.
+
+Every run writes a fresh folder next to the target and then swaps it in
+(``renameat2(RENAME_EXCHANGE)`` where the kernel offers it, two renames
+otherwise), so a failed run leaves the previous gradebook untouched and no
+file of an earlier run survives. Text that a student controls (file names,
+messages that quote an answer, written answers) is neutralised where it
+lands: CSV cells cannot start a formula, Markdown cannot render links,
+images or HTML, and written answers sit in code fences longer than any run
+of backticks they hold.
+"""
+
+from __future__ import annotations
+
+import csv
+import ctypes
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .intake import safe_file_name
+from .names import (COLUMNS, EXECUTED_DIR, FEEDBACK_DIR, GRADEBOOK,
+                    RUN_FILE, WRITTEN_DIR)
+
+__all__ = ["Row", "neutral", "md_text", "fenced", "clean_text", "write",
+           "replace_folder"]
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]!|~])")
+
+
+@dataclass
+class Row:
+    """One line of the gradebook."""
+
+    student: str
+    chapter: str
+    exercise: str
+    points: float
+    max_points: float
+    feedback: str
+    for_student: str | None = None    # what the student's page says instead
+
+    @property
+    def student_text(self) -> str:
+        return self.feedback if self.for_student is None else self.for_student
+
+
+def clean_text(text: str, limit: int = 600) -> str:
+    """``text`` without control characters, at most ``limit`` characters."""
+    text = _CONTROL.sub(" ", str(text)).replace("\r", " ")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def neutral(cell: str) -> str:
+    """A CSV cell that a spreadsheet will not read as a formula."""
+    raw = str(cell)
+    cell = clean_text(raw, 2000)
+    risky = raw.startswith(_FORMULA) or cell.lstrip().startswith(_FORMULA)
+    return "'" + cell if risky else cell
+
+
+def md_text(text: str) -> str:
+    """``text`` for Markdown: no markup, links, images or HTML render."""
+    text = clean_text(text).replace("\n", " ")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">",
+                                                                  "&gt;")
+
+
+def fenced(text: str) -> str:
+    """``text`` verbatim in a Markdown code fence that it cannot close."""
+    text = _CONTROL.sub(" ", text.replace("\r\n", "\n").replace("\t", "    "))
+    longest = max((len(m) for m in re.findall(r"`+|~+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def csv_text(rows: list[Row]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for r in rows:
+        writer.writerow([neutral(r.student), neutral(r.chapter),
+                         neutral(r.exercise), f"{r.points:g}",
+                         f"{r.max_points:g}", neutral(r.feedback)])
+    return buffer.getvalue()
+
+
+def feedback_page(student: str, rows: list[Row], notebooks: dict,
+                  notes: list[str], titles: dict) -> str:
+    """The Markdown feedback of one student."""
+    lines = [f"# Feedback for {md_text(student)}", ""]
+    mine = [r for r in rows if r.chapter]
+    for stem in dict.fromkeys(r.chapter for r in mine):
+        ch_rows = [r for r in mine if r.chapter == stem]
+        got = sum(r.points for r in ch_rows)
+        top = sum(r.max_points for r in ch_rows)
+        lines += [f"## {md_text(titles.get(stem, stem))} ({md_text(stem)}): "
+                  f"{got:g} / {top:g} points", ""]
+        graded = notebooks.get(stem)
+        if graded is not None:
+            lines += [f"Notebook: {md_text(graded.name)} (recognised by its "
+                      f"{graded.matched_by}).", ""]
+        for r in ch_rows:
+            lines.append(f"- **{md_text(r.exercise)}** ({r.points:g} / "
+                         f"{r.max_points:g}): {md_text(r.student_text)}")
+        if graded is not None and graded.problems:
+            lines += ["", "While running your notebook:"]
+            lines += [f"- {md_text(p)}" for p in graded.problems]
+        lines.append("")
+    if notes:
+        lines += ["## Other notes", ""]
+        lines += [f"- {md_text(n)}" for n in notes] + [""]
+    return "\n".join(lines)
+
+
+def written_page(stem: str, title: str, entries: list[tuple]) -> str:
+    """The written answers of one chapter, for the instructor to read.
+
+    ``entries`` holds ``(label, prompt, rubric, [(student, text), ...])``.
+    """
+    lines = [f"# Written answers: {md_text(title)} ({md_text(stem)})", ""]
+    for label, prompt, rubric, answers in entries:
+        lines += [f"## {md_text(label)}", "", f"Prompt: {md_text(prompt)}",
+                  "", "Rubric (from the solution):", "", fenced(rubric), ""]
+        for student, text in answers:
+            lines += [f"### {md_text(student)}", "",
+                      fenced(text) if text else "(no answer written)", ""]
+    return "\n".join(lines)
+
+
+def write(out: Path, rows: list[Row], students: list[str], graded: list,
+          notes: dict, titles: dict, written: dict, run_info: dict) -> None:
+    """Write the whole gradebook into a fresh folder and swap it in."""
+    out = Path(out)
+    parent = out.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    fresh = parent / f".{out.name}.{secrets.token_hex(6)}.new"
+    fresh.mkdir(mode=0o755)
+    try:
+        (fresh / GRADEBOOK).write_text(csv_text(rows), encoding="utf-8")
+        names: dict[str, str] = {}
+        for student in students:
+            name = safe_file_name(student)
+            while name in names.values():
+                name += "_"
+            names[student] = name
+            counted = {g.chapter: g for g in graded
+                       if g.student == student and g.counted}
+            page = feedback_page(student, [r for r in rows
+                                           if r.student == student],
+                                 counted, notes.get(student, []), titles)
+            path = fresh / FEEDBACK_DIR / f"{name}.md"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(page, encoding="utf-8")
+        for g in graded:
+            if g.counted and g.executed:
+                path = (fresh / EXECUTED_DIR / names[g.student] /
+                        f"{g.chapter}.ipynb")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(g.executed, encoding="utf-8")
+        for stem, entries in written.items():
+            path = fresh / WRITTEN_DIR / f"{stem}.md"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(written_page(stem, titles.get(stem, stem),
+                                         entries), encoding="utf-8")
+        (fresh / RUN_FILE).write_text(json.dumps(run_info, indent=1,
+                                                 sort_keys=True) + "\n",
+                                      encoding="utf-8")
+        replace_folder(fresh, out)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2); False if unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(str(a)), at_fdcwd,
+                     os.fsencode(str(b)), exchange)
+    return done == 0
+
+
+def replace_folder(fresh: Path, out: Path) -> None:
+    """Put ``fresh`` at ``out``; the previous ``out`` is removed after."""
+    if out.is_symlink():
+        raise OSError(f"{out} is a symbolic link; give a real folder")
+    if not out.exists():
+        os.rename(fresh, out)
+        return
+    if not out.is_dir():
+        raise OSError(f"{out} exists and is not a folder")
+    if _exchange(fresh, out):
+        shutil.rmtree(fresh)               # now the previous gradebook
+        return
+    old = out.parent / f".{out.name}.{secrets.token_hex(6)}.old"
+    os.rename(out, old)
+    os.rename(fresh, out)
+    shutil.rmtree(old)

@@ -1,0 +1,125 @@
+"""In the student's kernel: run one exercise's answers on its hidden cases.
+
+The runner calls :func:`harvest` once per exercise after the notebook has
+run, in the same kernel. The runner executes this file afresh from the
+read-only installation (not through ``import``, which the notebook could
+have redirected), and :func:`harvest` likewise loads its own copies of
+:mod:`selfattention.exercises.core`, of :mod:`selfattention_course.wire` and
+of the exercise's module from their files: whatever the notebook replaced
+in the modules it imported (a check, ``Feedback``, ``Exercise.attempt``)
+is not what runs here.
+
+It reads the answers by name from the notebook's namespace, runs them on
+the hidden cases with ``Exercise.attempt`` (the references' tripwire armed
+with the signatures the grader computed, anything printed thrown away) and
+writes the plain-data result to a file of the runner's scratch folder. The
+grader judges it in its own process.
+
+This still runs inside a process the student controls, so it proves
+nothing by itself: a notebook that changes Python or NumPy themselves could
+forge what is written here. What it cannot do is know the right outputs for
+the hidden cases without running a correct implementation.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["harvest", "fresh_modules"]
+
+CORE = "selfattention.exercises.core"
+WIRE = "selfattention_course.wire"
+
+
+class _Discard:
+    """A text stream that keeps nothing."""
+
+    encoding = "utf-8"
+
+    def write(self, text) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _load(name: str, path: Path):
+    """A new module ``name`` executed from ``path`` (registered meanwhile)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def fresh_modules(exercise_module: str, here: Path | None = None):
+    """Fresh copies of the core, the wire format and an exercise module.
+
+    ``here`` is the folder of this file; the book's modules are found next
+    to it. The kernel's own modules are put back afterwards.
+    """
+    here = Path(here or Path(__file__).resolve().parent)
+    root = here.parent
+    names = (CORE, WIRE, exercise_module)
+    saved = {name: sys.modules.get(name) for name in names}
+    try:
+        core = _load(CORE, root / "selfattention" / "exercises" / "core.py")
+        wire = _load(WIRE, here / "wire.py")
+        if exercise_module.startswith("selfattention."):
+            path = root.joinpath(*exercise_module.split(".")).with_suffix(
+                ".py")
+        else:
+            path = Path(importlib.util.find_spec(exercise_module).origin)
+        module = _load(exercise_module, path)
+    finally:
+        for name, module_before in saved.items():
+            if module_before is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module_before
+    return core, wire, module
+
+
+def _namespace() -> dict:
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            return shell.user_ns
+    except ImportError:
+        pass
+    return vars(sys.modules["__main__"])
+
+
+def harvest(job_dir: str, index: int, out_dir: str) -> None:
+    """Run exercise ``index`` of the job and write its result file."""
+    from selfattention_course.names import JOB_FILE
+
+    job = json.loads(Path(job_dir, JOB_FILE).read_text(encoding="utf-8"))
+    spec = job["exercises"][index]
+    module_name, _, name = spec["ref"].partition(":")
+    core, wire, module = fresh_modules(module_name)
+    exercise = getattr(module, name)
+    cases = wire.load_cases(Path(job_dir, spec["cases"]).read_bytes())
+    namespace = _namespace()
+    answers = [namespace[a] if a in namespace else core.Missing(a)
+               for a in spec["answers"]]
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = _Discard()
+    try:
+        result = exercise.attempt(answers, cases,
+                                  [tuple(p) for p in spec["places"]])
+    finally:
+        sys.stdout, sys.stderr = saved
+    data = wire.dump_result(result)
+    partial = Path(out_dir, f"{index}.part")
+    partial.write_bytes(data)
+    os.replace(partial, Path(out_dir, f"{index}.bin"))
