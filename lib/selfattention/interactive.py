@@ -152,8 +152,9 @@ border:1px solid #6e6e6e;border-radius:3px;padding:2px 8px;margin:0 4px 4px 0}
 border-color:#1a1a1a}
 .sa-fig .sa-row{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;
 margin:0 0 6px 0}
-.sa-fig figure{margin:0}
-.sa-fig figcaption{font-size:0.85em;text-align:center;margin:2px 0 0 0}
+.sa-fig figure{margin:0;padding:0}
+.sa-fig figcaption{font-size:0.85em;text-align:center;margin:2px 0 0 0;
+padding:0;color:#1a1a1a}
 .sa-fig canvas{display:block;max-width:100%;height:auto;
 border:1px solid #6e6e6e}
 .sa-fig canvas.sa-pick,.sa-fig canvas.sa-map{cursor:pointer}
