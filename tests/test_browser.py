@@ -4,13 +4,24 @@ Chromium (Debian's ``chromium`` package, driven by Playwright; Playwright's
 own browser download is never used) opens every page of the built site,
 served from 127.0.0.1 by a thread of this test, while every request to
 another host is aborted. A page fails on: a load error, a console error or
-uncaught exception, a failed or blocked request, math left as raw TeX, an
-image without alt text, headings that skip a level; a chapter page also
-fails on missing or wrong launch links or a kernel-free figure (an element
+uncaught exception, a failed or blocked request, math left as raw TeX or
+without its spoken form and hidden MathML (MathJax's accessibility
+components, served by the site), an image without alt text, headings that
+skip a level, and any serious or critical violation that axe-core finds
+(all its rules, the experimental ones included). A chapter page also fails
+on missing or wrong launch links, or on a kernel-free figure (an element
 with a ``data-testid`` and an ``aria-live`` region, such as the explorers of
-selfattention.interactive) whose live text ignores clicks and choices. A
-full-page screenshot of each chapter goes to _build/screenshots/ (next to
+selfattention.interactive) whose live text ignores clicks and choices, that
+the Tab key cannot reach, whose focus is invisible, or that ignores its
+keys (arrows, Home/End, Enter/Space on buttons, arrows in menus). Each kind
+of figure is also rendered alone, straight from the library, and driven by
+the keyboard: its script must say what Python says for the same selection.
+A full-page screenshot of each chapter goes to _build/screenshots/ (next to
 the site's html/ folder), which is emptied first.
+
+axe-core is the copy the PyPI package ``axe-playwright-python`` ships
+(pinned in constraints.txt); it is injected into each page from disk, so
+nothing is fetched while testing.
 
 Without /usr/bin/chromium the tests skip, except in CI (CI=true), where they
 fail: `.ci/run` installs it.
@@ -19,15 +30,22 @@ fail: `.ci/run` installs it.
 from __future__ import annotations
 
 import functools
+import html
 import http.server
+import importlib.resources
+import json
 import os
+import re
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
+
+from selfattention import interactive
 
 from test_launch_links import (
     BOOK_PATH, ROOT, built_site, chapter_documents,
@@ -78,7 +96,8 @@ IMAGES_JS = r"""() => {
       bad.push("broken " + img.src.slice(0, 80));
     }
   }
-  for (const el of document.querySelectorAll("[role=img]:not([aria-hidden=true])")) {
+  const pictures = "[role=img]:not([aria-hidden=true])";
+  for (const el of document.querySelectorAll(pictures)) {
     const named = (el.getAttribute("aria-labelledby") || "").split(/\s+/)
       .map(id => id && document.getElementById(id))
       .map(ref => ref ? ref.textContent : "").join("");
@@ -94,6 +113,12 @@ HEADINGS_JS = """() => Array.from(
   document.querySelectorAll(["h1", "h2", "h3", "h4", "h5", "h6"]
     .map(h => "article " + h).join(", ")))
   .map(h => [+h.tagName[1], h.textContent.trim().slice(0, 60)])"""
+
+# Every typeset formula carries its spoken form (aria-label, from MathJax's
+# speech rule engine) and a hidden MathML copy (assistive MathML).
+MATH_SPEECH_JS = """() => Array.from(document.querySelectorAll("mjx-container"))
+  .filter(c => !(c.getAttribute("aria-label") || "").trim()
+               || !c.querySelector("mjx-assistive-mml math")).length"""
 
 MATHJAX_READY_JS = """() =>
   (window.MathJax && MathJax.startup && MathJax.startup.promise)
@@ -146,7 +171,8 @@ class Visit:
         self.problems: list[str] = []
         self.blocked: list[str] = []
         origin = urlsplit(base).netloc
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(
+            viewport={"width": 1280, "height": 900})
         self.context.set_default_timeout(TIMEOUT_MS)
 
         def route(r):
@@ -167,7 +193,9 @@ class Visit:
             f"HTTP {r.status}: {r.url}"))
         response = page.goto(f"{base}/{page_path}", wait_until="networkidle")
         if response is None or not response.ok:
-            self.problems.append(f"page did not load: {response and response.status}")
+            self.problems.append(
+                f"page did not load: {response and response.status}")
+        self.url = f"{base}/{page_path}"
         for attempt in range(3):  # index.html redirects to the first page
             try:
                 self.has_mathjax = page.evaluate(MATHJAX_READY_JS)
@@ -177,6 +205,7 @@ class Visit:
                     raise
                 page.wait_for_load_state("networkidle")
         page.wait_for_load_state("networkidle")
+        self.redirected = page.url != self.url
 
     def close(self):
         self.context.close()
@@ -208,9 +237,50 @@ def visit(browser, server):
         v.close()
 
 
+# ------------------------------------------------------------ axe-core
+AXE_JS = (importlib.resources.files("axe_playwright_python")
+          / "axe.min.js").read_text(encoding="utf-8")
+# Every rule, the experimental ones too (label-content-name-mismatch is
+# one); only what a page fails on comes back. ``context`` is a selector
+# list of what to leave out, or null for the whole page.
+AXE_RUN_JS = """skip => {
+  const rules = {};
+  for (const r of axe.getRules(["experimental"])) {
+    rules[r.ruleId] = {enabled: true};
+  }
+  const context = skip ? {exclude: skip.map(s => [s])} : document;
+  return axe.run(context, {resultTypes: ["violations"], rules}).then(
+    result => result.violations.map(v => ({
+      id: v.id, impact: v.impact, help: v.help, count: v.nodes.length,
+      where: v.nodes.slice(0, 3).map(n => n.target.join(" "))})));
+}"""
+BLOCKING = ("serious", "critical")
+# Syntax-highlighted code takes half of axe's time on a chapter page (its
+# colour rule looks at every token), yet its markup and colours come from
+# one template and one style sheet, the same on every page: it is checked
+# in full on the first chapter (and in dark mode there), and left out of
+# the other pages' checks.
+CODE = "div.highlight"
+
+
+def axe_violations(page, skip: list[str] | None = None) -> list[dict]:
+    """axe-core's violations on the page as it is now, without ``skip``."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE_JS)
+    return page.evaluate(AXE_RUN_JS, skip)
+
+
+def axe_problems(page, skip: list[str] | None = None) -> list[str]:
+    return [f"axe {v['impact']} {v['id']} ({v['help']}): {v['count']} "
+            f"element(s), e.g. {v['where']}"
+            for v in axe_violations(page, skip) if v["impact"] in BLOCKING]
+
+
 # ------------------------------------------------------------ every page
-def page_problems(v: Visit) -> list[str]:
-    """What is wrong with any page: errors, requests, math, images, headings."""
+def page_problems(v: Visit, full: bool = False) -> list[str]:
+    """What is wrong with any page: errors, requests, math, images,
+    headings, and what axe-core finds serious or critical (in highlighted
+    code too if ``full``)."""
     tex = v.page.evaluate(RAW_TEX_JS)
     problems = v.report()
     if tex["raw"]:
@@ -220,6 +290,14 @@ def page_problems(v: Visit) -> list[str]:
                         "not typeset")
     if tex["math"] and not v.has_mathjax:
         problems.append("page has math but MathJax did not start")
+    if tex["typeset"]:
+        try:      # speech comes when the rule engine's JSON has loaded
+            v.page.wait_for_function(f"() => ({MATH_SPEECH_JS})() === 0",
+                                     timeout=10_000)
+        except PlaywrightError:
+            unspoken = v.page.evaluate(MATH_SPEECH_JS)
+            problems.append(f"{unspoken} of {tex['typeset']} formulas "
+                            "without speech or assistive MathML")
     bad_images = v.page.evaluate(IMAGES_JS)
     if bad_images:
         problems.append(f"images without alt text or broken: {bad_images}")
@@ -229,6 +307,8 @@ def page_problems(v: Visit) -> list[str]:
             problems.append(f"heading h{level} {text!r} follows h{before}")
     if levels and levels[0][0] != 1:
         problems.append(f"first heading is h{levels[0][0]}, not h1")
+    if not v.redirected:     # index.html: its target is checked on its own
+        problems += axe_problems(v.page, None if full else [CODE])
     return problems
 
 
@@ -282,13 +362,106 @@ def responds_to_input(figure) -> tuple[str, bool]:
     return before, False
 
 
+# A focusable element placed just before a figure: one Tab from it must land
+# inside the figure.
+TAB_START_JS = """figure => {
+  const start = document.createElement("span");
+  start.tabIndex = -1;
+  figure.before(start);
+  start.focus();
+}"""
+INSIDE_JS = "figure => figure.contains(document.activeElement)"
+FOCUSED_JS = """() => {
+  const e = document.activeElement, style = getComputedStyle(e);
+  return {tag: e.tagName.toLowerCase(), frame: e.getAttribute("data-frame"),
+          pressed: e.getAttribute("aria-pressed"),
+          outline: style.outlineStyle === "auto" || (
+            style.outlineStyle !== "none"
+            && parseFloat(style.outlineWidth) >= 2)};
+}"""
+PATCH = re.compile(r"patch \((\d+), (\d+)\)")
+
+
+def where(text: str) -> tuple[int, int] | None:
+    """The query patch (row, column) a live text names first."""
+    found = PATCH.search(text)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def drive_with_keyboard(page, figure) -> list[str]:
+    """Reach the figure with Tab and use every control it has with keys.
+
+    Canvases that take focus: Home goes to patch (0, 0), ArrowRight and
+    ArrowDown move the query by one, End to the last patch; in a second
+    frame, Enter moves the query there without moving it within the frame.
+    Buttons not pressed: Enter presses them. Menus: ArrowDown or ArrowUp
+    picks another entry. Each must change the live text as said, and focus
+    must be visible on each control.
+    """
+    problems = []
+    live = figure.locator("[aria-live]").first
+    figure.scroll_into_view_if_needed()
+    figure.evaluate(TAB_START_JS)
+    page.keyboard.press("Tab")
+    if not figure.evaluate(INSIDE_JS):
+        return ["Tab does not reach it"]
+    used, last = 0, None
+    for _ in range(60):
+        if not figure.evaluate(INSIDE_JS):
+            break
+        focused = page.evaluate(FOCUSED_JS)
+        tag = focused["tag"]
+        if not focused["outline"]:
+            problems.append(f"no visible focus on its {tag}")
+        before = live.inner_text()
+        if tag == "canvas":
+            if focused["frame"] not in (None, "0") and last is not None:
+                page.keyboard.press("Enter")
+                if where(live.inner_text()) != last or \
+                        live.inner_text() == before:
+                    problems.append("Enter in another frame did not move the "
+                                    f"query there: {live.inner_text()!r}")
+            steps = [("Home", lambda rc: rc == (0, 0)),
+                     ("ArrowRight", lambda rc: rc == (0, 1)),
+                     ("ArrowDown", lambda rc: rc == (1, 1)),
+                     ("End", lambda rc: rc[0] >= 1 and rc[1] >= 1)]
+            for key, expected in steps:
+                page.keyboard.press(key)
+                rc = where(live.inner_text())
+                if rc is None or not expected(rc):
+                    problems.append(f"{key} on the canvas gave "
+                                    f"{live.inner_text()[:70]!r}")
+            last = where(live.inner_text())
+        elif tag == "button" and focused["pressed"] == "false":
+            page.keyboard.press("Enter")
+            pressed = page.evaluate(
+                "() => document.activeElement.getAttribute('aria-pressed')")
+            if pressed != "true" or live.inner_text() == before:
+                problems.append("Enter on a button did not press it and "
+                                "change the text")
+        elif tag == "select":
+            page.keyboard.press("ArrowDown")
+            if live.inner_text() == before:
+                page.keyboard.press("ArrowUp")
+                page.keyboard.press("ArrowUp")
+            if live.inner_text() == before:
+                problems.append("arrow keys in a menu left the text as it was")
+        else:
+            used -= 1
+        used += 1
+        page.keyboard.press("Tab")
+    if not used:
+        problems.append("no control answers the keyboard")
+    return problems
+
+
 @pytest.mark.parametrize("docname", chapter_documents())
 def test_chapter_renders_launches_and_responds(shots, visit, docname):
     v = visit(f"{docname}.html")
     page = v.page
     page.screenshot(path=str(shots / f"{Path(docname).name}.jpg"),
                     full_page=True, type="jpeg", quality=80)
-    problems = page_problems(v)
+    problems = page_problems(v, full=docname == chapter_documents()[0])
 
     # launch buttons: present, and naming this chapter's notebook
     want = f"{BOOK_PATH + '/' if BOOK_PATH else ''}{docname}.ipynb"
@@ -315,7 +488,7 @@ def test_chapter_renders_launches_and_responds(shots, visit, docname):
 
     # every kernel-free figure (an element with a data-testid and an
     # aria-live region: patch-, bar-, frames-explorer, cost-calculator ...)
-    # answers a click or a choice with new text
+    # answers the keyboard, and a click or a choice, with new text
     figures = page.locator("[data-testid]:has([aria-live])")
     if figures.count() == 0:
         problems.append("no kernel-free interactive figure "
@@ -323,6 +496,8 @@ def test_chapter_renders_launches_and_responds(shots, visit, docname):
     for i in range(figures.count()):
         figure = figures.nth(i)
         kind = figure.get_attribute("data-testid")
+        problems += [f"{kind} {i}, keyboard: {p}"
+                     for p in drive_with_keyboard(page, figure)]
         before, changed = responds_to_input(figure)
         if not before.strip():
             problems.append(f"{kind} {i}: no text before any input")
@@ -337,10 +512,203 @@ def test_live_code_is_the_only_thing_fetched_from_outside(visit):
     for a kernel): the one asset the site does not serve itself, and it is
     requested only on click."""
     v = visit(f"{chapter_documents()[0]}.html")
-    assert not v.blocked, f"requests to other hosts before any click: {v.blocked}"
+    assert not v.blocked, (
+        f"requests to other hosts before any click: {v.blocked}")
     button = v.page.locator(".btn-launch-thebe")
     assert button.count() == 1, "no Live code button"
     with v.page.expect_event("requestfailed"):
         button.dispatch_event("click")
     hosts = {urlsplit(u).netloc for u in v.blocked}
     assert hosts == {"unpkg.com"}, f"Live code fetched from {sorted(hosts)}"
+
+
+def test_formulas_are_spoken_from_the_site(visit):
+    """MathJax's speech rule engine, from the site's own copy, gives each
+    formula a spoken form that follows its structure (a square root is read
+    as one), and a hidden MathML copy; nothing comes from elsewhere."""
+    v = visit(f"{chapter_documents()[0]}.html")
+    v.page.wait_for_function(f"() => ({MATH_SPEECH_JS})() === 0",
+                             timeout=10_000)
+    roots = v.page.evaluate("""() => Array.from(
+      document.querySelectorAll("mjx-container"))
+      .filter(c => c.querySelector("mjx-assistive-mml msqrt"))
+      .map(c => c.getAttribute("aria-label"))""")
+    assert roots, "no formula with a square root on the first chapter"
+    assert all("Root" in label for label in roots), roots[:3]
+    loaded = v.page.evaluate("""() => performance.getEntriesByType("resource")
+      .map(r => new URL(r.name)).filter(u => /sre|a11y/.test(u.pathname))
+      .map(u => u.host + u.pathname)""")
+    origin = urlsplit(v.url).netloc
+    assert any(p.endswith("/sre/mathmaps/en.json") for p in loaded), loaded
+    assert all(p.startswith(origin + "/_vendor/mathjax/") for p in loaded)
+    assert not v.report()
+
+
+def test_dark_mode_keeps_the_contrast(visit):
+    """The theme's dark mode (the reader's system setting) on the first
+    chapter: axe-core's colour rules find nothing serious."""
+    v = visit(f"{chapter_documents()[0]}.html")
+    v.page.emulate_media(color_scheme="dark")
+    v.page.wait_for_function(
+        "() => document.documentElement.dataset.theme === 'dark'")
+    v.page.evaluate(AXE_JS)
+    found = v.page.evaluate("""() => axe.run(document, {
+        resultTypes: ["violations"],
+        runOnly: {type: "rule", values: ["color-contrast", "link-in-text-block",
+                                          "non-text-contrast"].filter(
+          id => axe.getRules().some(r => r.ruleId === id))}})
+      .then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length,
+                                         v.nodes[0].target.join(" ")]))""")
+    assert not [f for f in found if f[1] in BLOCKING], found
+
+
+# ------------------------------------------------------------ figures alone
+def live_caption(figure_html: str) -> str:
+    """The live text Python wrote into a figure's HTML."""
+    found = re.search(r'aria-live="polite">([^<]*)</p>', figure_html)
+    return html.unescape(found[1])
+
+
+def data_of(figure_html: str) -> dict:
+    return json.loads(re.search(r"^  var D = (.*);$", figure_html,
+                                re.MULTILINE)[1])
+
+
+@pytest.fixture
+def alone(browser):
+    """Render one figure's HTML as a page of its own (no server, no
+    network) and return the page."""
+    contexts = []
+
+    def render(figure_html: str):
+        context = browser.new_context(viewport={"width": 1000, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        errors = []
+        page.on("console", lambda m: m.type == "error" and errors.append(
+            m.text))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.set_content(f'<!doctype html><html lang="en"><head><title>'
+                         f"figure</title></head><body><main><h1>figure</h1>"
+                         f"{figure_html}</main></body></html>")
+        page.errors = errors
+        return page
+
+    yield render
+    for context in contexts:
+        context.close()
+
+
+def figure_inputs():
+    rng = np.random.default_rng(11)
+    img = np.zeros((24, 24))
+    img[3:12, 3:12], img[14:22, 12:20] = 1.0, 0.6
+    x = rng.normal(size=(2, 36, 36)) * 2
+    A = np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+    return img, A
+
+
+def test_patch_explorer_alone_says_what_python_says(alone):
+    img, A = figure_inputs()
+
+    def made(query, weights=A):
+        return interactive.patch_explorer(img, weights, (6, 6), 4,
+                                          query=query, title="t").data
+
+    page = alone(made(8))
+    live = page.locator("[aria-live]")
+    assert live.inner_text() == live_caption(made(8))   # script == Python
+    canvas = page.locator("canvas[tabindex='0']")
+    canvas.focus()
+    assert page.evaluate(FOCUSED_JS)["outline"]
+    for key, query in (("ArrowRight", 9), ("ArrowDown", 15), ("ArrowLeft", 14),
+                       ("ArrowUp", 8), ("Home", 0), ("ArrowLeft", 0),
+                       ("End", 35), ("ArrowDown", 35)):
+        page.keyboard.press(key)
+        assert live.inner_text() == live_caption(made(query)), key
+    page.keyboard.press("Tab")          # no trap: focus moves on
+    assert page.evaluate("() => document.activeElement.tagName") != "CANVAS"
+    page.locator("button[data-head='1']").focus()
+    page.keyboard.press("Space")
+    assert page.locator("button[data-head='1']").get_attribute(
+        "aria-pressed") == "true"
+    assert page.locator("button[data-head='0']").get_attribute(
+        "aria-pressed") == "false"
+    second = live_caption(made(35, A[::-1])).replace("head 1 of", "head 2 of")
+    assert live.inner_text() == second
+    assert axe_problems(page) == [] and page.errors == []
+
+
+def test_frames_explorer_alone_says_what_python_says(alone):
+    img, A = figure_inputs()
+    frames = np.stack([img, img[::-1], img[:, ::-1]])
+    rng = np.random.default_rng(3)
+    W = rng.random((108, 108)) ** 8
+    W /= W.sum(1, keepdims=True)
+
+    def made(query):
+        return interactive.frames_explorer(frames, W, (6, 6), 4, query=query,
+                                           labels=["a", "b", "c"]).data
+
+    page = alone(made(7))
+    live = page.locator("[aria-live]")
+    assert live.inner_text() == live_caption(made(7))
+    picks = page.locator("canvas[tabindex='0']")
+    assert picks.count() == 3
+    picks.nth(2).focus()
+    page.keyboard.press("Enter")            # same patch, frame c
+    assert live.inner_text() == live_caption(made(72 + 7))
+    page.keyboard.press("ArrowRight")
+    assert live.inner_text() == live_caption(made(72 + 8))
+    picks.nth(0).focus()
+    page.keyboard.press("ArrowUp")          # back to frame a, one row up
+    assert live.inner_text() == live_caption(made(2))
+    assert axe_problems(page) == [] and page.errors == []
+
+
+def test_bar_explorer_alone_says_what_python_says(alone):
+    values = np.random.default_rng(5).dirichlet(np.ones(8), size=(3, 2))
+
+    def made(choice):
+        return interactive.bar_explorer(values, ["x", "y", "z"], ["p", "q"],
+                                        xlabel="key", choice=choice).data
+
+    page = alone(made(0))
+    live = page.locator("[aria-live]")
+    assert live.inner_text() == live_caption(made(0))
+    page.locator("button[data-choice='2']").focus()
+    page.keyboard.press("Enter")
+    assert live.inner_text() == live_caption(made(2))
+    pressed = page.locator("button[aria-pressed='true']")
+    assert pressed.count() == 1 and pressed.inner_text() == "z"
+    assert axe_problems(page) == [] and page.errors == []
+
+
+def test_cost_calculator_alone_computes_what_python_computes(alone):
+    page = alone(interactive.cost_calculator(224, 16).data)
+    live = page.locator("[aria-live]")
+
+    def shown():
+        return ([page.locator(f"td[data-row='{k}']").inner_text()
+                 for k in range(4)], live.inner_text())
+
+    def python(*setting):
+        text = interactive.cost_calculator(*setting).data
+        cells = [html.unescape(c) for c in re.findall(
+            r'<td data-row="\d">([^<]*)</td>', text)]
+        return cells, live_caption(text)
+
+    assert shown() == python(224, 16)
+    page.locator("[data-in='patch']").focus()
+    page.keyboard.press("ArrowDown")            # 16 -> 28, the next divisor
+    assert shown() == python(224, 28)
+    page.locator("[data-in='side']").select_option("1024")   # patch -> 32
+    assert shown() == python(1024, 32)
+    page.locator("[data-in='heads']").focus()
+    page.keyboard.press("ArrowDown")
+    page.locator("[data-in='bytes']").focus()
+    page.keyboard.press("ArrowDown")
+    assert shown() == python(1024, 32, 2, "float64")
+    page.locator("[data-in='patch']").select_option("1")     # 10¹² entries
+    assert shown() == python(1024, 1, 2, "float64")
+    assert axe_problems(page) == [] and page.errors == []

@@ -71,6 +71,8 @@ def _inputs() -> list[Path]:
     files = [ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "references.bib"]
     files += [s for d in toc_documents() if (s := source_of(d)) is not None]
     files += sorted((ROOT / "_ext").glob("*.py"))
+    for folder in ("_templates", "_static"):    # theme overrides
+        files += sorted(p for p in (ROOT / folder).rglob("*") if p.is_file())
     return files
 
 
@@ -89,7 +91,8 @@ def built_site() -> Path:
     """The built HTML book; (re)built here if missing or out of date."""
     if os.environ.get("BOOK_HTML"):
         site = Path(os.environ["BOOK_HTML"]).resolve()
-        assert (site / "index.html").exists(), f"BOOK_HTML={site} has no index.html"
+        assert (site / "index.html").exists(), (
+            f"BOOK_HTML={site} has no index.html")
         return site
     site = ROOT / "_build" / "html"
     site.parent.mkdir(exist_ok=True)
@@ -100,7 +103,8 @@ def built_site() -> Path:
             done = subprocess.run([str(jb), "build", str(ROOT), "-q"],
                                   capture_output=True, text=True)
             assert (site / "index.html").exists(), (
-                "the book did not build:\n" + done.stdout[-3000:] + done.stderr[-3000:])
+                "the book did not build:\n" + done.stdout[-3000:]
+                + done.stderr[-3000:])
     return site
 
 
@@ -237,7 +241,8 @@ def test_the_launch_link_parser_rejects_another_repository():
     with pytest.raises(AssertionError):
         notebook_in_launch_link(good.replace(f"/{NAME}/", "/elsewhere/"))
     with pytest.raises(AssertionError):
-        notebook_in_launch_link(good.replace(f"/blob/{BRANCH}/", "/blob/other/"))
+        notebook_in_launch_link(
+            good.replace(f"/blob/{BRANCH}/", "/blob/other/"))
     assert notebook_in_launch_link("https://example.org/x.ipynb") is None
 
 
@@ -245,9 +250,11 @@ def asset_urls(tags: Tags) -> list[str]:
     """URLs a browser fetches by itself when it renders the page."""
     urls = []
     for tag, a in tags.tags:
-        if tag in ("script", "img", "iframe", "source", "video", "audio", "embed"):
+        if tag in ("script", "img", "iframe", "source", "video", "audio",
+                   "embed"):
             urls.append(a.get("src", ""))
-        elif tag == "link" and a.get("rel", "").lower() not in ("", "canonical"):
+        elif tag == "link" and a.get("rel", "").lower() not in (
+                "", "canonical"):
             urls.append(a.get("href", ""))
         elif tag == "object":
             urls.append(a.get("data", ""))

@@ -20,14 +20,13 @@ import numbers
 
 import numpy as np
 
-from ._legacy import positive_int  # used by cost_calculator only
 from ._validate import (Constraint, boundary, grid, integer, optional, pair,
                         tiles)
 from ._validate import positive_int as count
 
 __all__ = ["tokens", "score_entries", "attention_bytes", "attention_macs",
            "msa_macs", "window_msa_macs", "window_score_entries",
-           "human_bytes", "cost_calculator"]
+           "human_bytes"]
 
 
 def _sides(names: tuple[str, str]) -> Constraint:
@@ -249,146 +248,11 @@ def window_score_entries(grid, M, h=1):
 def human_bytes(nbytes):
     """Bytes in decimal units with two decimals: ``10.07 GB``, ``153.66 kB``.
 
-    :func:`cost_calculator` formats its numbers the same way in JavaScript.
+    :func:`selfattention.interactive.cost_calculator` formats its numbers
+    the same way in JavaScript.
     """
     for unit, size in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6),
                        ("kB", 10**3)):
         if nbytes >= size:
             return f"{nbytes / size:.2f} {unit}"
     return f"{nbytes} B"
-
-
-_SIDES = (32, 64, 96, 128, 224, 256, 384, 512, 1024)
-_DTYPES = (("float16", 2), ("float32", 4), ("float64", 8))
-
-
-def _calculator_rows(image_size, patch_size, heads, itemsize):
-    n = tokens(image_size, patch_size)
-    per_head = score_entries(n)
-    total = per_head * heads * itemsize
-    vit = score_entries(tokens(224, 16))
-    return [("tokens n", f"{n:,}"),
-            ("score entries per head, n²", f"{per_head:,}"),
-            (f"memory for {heads} head(s), one layer", human_bytes(total)),
-            ("entries per head / ViT-B/16 at 224 px (38,416)",
-             f"{per_head / vit:,.2f}")]
-
-
-def cost_calculator(image_size: int = 224, patch_size: int = 16,
-                    heads: int = 1, dtype: str = "float32"):
-    """A kernel-free calculator: patch size → tokens, entries, bytes.
-
-    The table is first filled in Python (so the stored page shows the
-    default setting even without JavaScript); menus then recompute it in
-    JavaScript from the same formulas as :func:`tokens`,
-    :func:`score_entries` and :func:`attention_bytes` (chapter 6).
-
-    Parameters
-    ----------
-    image_size : int
-        Side of the square image in pixels, one of 32, 64, 96, 128, 224,
-        256, 384, 512, 1024.
-    patch_size : int
-        Initial patch side; must divide ``image_size``.
-    heads : int
-        Initial number of heads (1 to 16).
-    dtype : str
-        ``"float16"``, ``"float32"`` or ``"float64"``.
-
-    Returns
-    -------
-    IPython.display.HTML
-    """
-    import html
-    import hashlib
-
-    from IPython.display import HTML
-
-    image_size = positive_int(image_size, "image_size")
-    if image_size not in _SIDES:
-        raise ValueError(f"image_size must be one of {_SIDES}, got "
-                         f"{image_size}")
-    heads = positive_int(heads, "heads")
-    if heads > 16:
-        raise ValueError(f"heads must be between 1 and 16, got {heads}")
-    sizes = dict(_DTYPES)
-    if dtype not in sizes:
-        raise ValueError(f"dtype must be one of {tuple(sizes)}, got "
-                         f"{dtype!r}")
-    rows = _calculator_rows(image_size, patch_size, heads, sizes[dtype])
-    key = f"{image_size}-{patch_size}-{heads}-{dtype}"
-    uid = "sa-cost-" + hashlib.sha1(key.encode()).hexdigest()[:10]
-
-    def options(values, chosen, label=str):
-        return "".join(
-            f'<option value="{v}"{" selected" if v == chosen else ""}>'
-            f"{label(v)}</option>" for v in values)
-
-    patches = [p for p in range(1, image_size + 1) if image_size % p == 0]
-    body = "".join(f"<tr><td>{html.escape(k)}</td>"
-                   f'<td style="text-align:right" data-row="{i}">{v}</td></tr>'
-                   for i, (k, v) in enumerate(rows))
-    return HTML(_CALC_TEMPLATE.format(
-        uid=uid, body=body,
-        sides=options(_SIDES, image_size, lambda v: f"{v} × {v}"),
-        patches=options(patches, patch_size, lambda v: f"{v} × {v}"),
-        heads=options(range(1, 17), heads),
-        dtypes="".join(
-            f'<option value="{b}"{" selected" if name == dtype else ""}>'
-            f"{name}</option>" for name, b in _DTYPES)))
-
-
-_CALC_TEMPLATE = r"""<div id="{uid}" class="sa-cost" data-testid="cost-calculator" style="font-family:sans-serif;max-width:560px">
-<p style="margin:0 0 6px 0"><strong>What attention over one image costs</strong></p>
-<label>image <select data-in="side">{sides}</select></label>
-<label>patch <select data-in="patch">{patches}</select></label>
-<label>heads <select data-in="heads">{heads}</select></label>
-<label>type <select data-in="bytes">{dtypes}</select></label>
-<table style="margin-top:6px;border-collapse:collapse" aria-live="polite">
-{body}
-</table>
-</div>
-<script>
-(function() {{
-  var root = document.getElementById("{uid}");
-  function get(name) {{
-    return +root.querySelector('[data-in="' + name + '"]').value; }}
-  function commas(x) {{
-    return String(x).replace(/\B(?=(\d{{3}})+(?!\d))/g, ","); }}
-  function human(b) {{
-    var units = [["TB", 1e12], ["GB", 1e9], ["MB", 1e6], ["kB", 1e3]];
-    for (var i = 0; i < units.length; i++) {{
-      if (b >= units[i][1]) {{
-        return (b / units[i][1]).toFixed(2) + " " + units[i][0]; }}
-    }}
-    return b + " B";
-  }}
-  function patches() {{
-    var side = get("side"), sel = root.querySelector('[data-in="patch"]');
-    var old = +sel.value, best = 1, html = "";
-    for (var p = 1; p <= side; p++) {{
-      if (side % p === 0) {{
-        if (Math.abs(p - old) < Math.abs(best - old)) {{ best = p; }}
-        html += '<option value="' + p + '">' + p + " × " + p + "</option>";
-      }}
-    }}
-    sel.innerHTML = html; sel.value = best;
-  }}
-  function update() {{
-    var side = get("side"), p = get("patch"), h = get("heads");
-    var n = (side / p) * (side / p), e = n * n;
-    var vals = [commas(n), commas(e),
-                human(e * h * get("bytes")),
-                commas((e / 38416).toFixed(2))];
-    root.querySelectorAll("[data-row]").forEach(function(td) {{
-      td.textContent = vals[+td.getAttribute("data-row")]; }});
-    var label = root.querySelectorAll("td")[4];
-    label.textContent = "memory for " + h + " head(s), one layer";
-  }}
-  root.querySelector('[data-in="side"]').addEventListener("change",
-    function() {{ patches(); update(); }});
-  ["patch", "heads", "bytes"].forEach(function(name) {{
-    root.querySelector('[data-in="' + name + '"]')
-      .addEventListener("change", update); }});
-}})();
-</script>"""

@@ -1,268 +1,731 @@
 """Interactive figures, in two layers (every chapter's "Try it" section).
 
-* :func:`patch_explorer`, :func:`bar_explorer` and :func:`frames_explorer`
-  return self-contained HTML/JavaScript figures built from precomputed
-  numbers. They need no kernel, so they work in the static book: click a
-  patch, see where it attends.
+* :func:`patch_explorer`, :func:`frames_explorer`, :func:`bar_explorer` and
+  :func:`cost_calculator` return self-contained HTML/JavaScript figures
+  built from precomputed numbers. They need no kernel, so they work in the
+  static book: pick a patch, see where it attends.
 * :func:`live` wraps ``ipywidgets.interactive`` for Jupyter, Colab and
   Binder, where sliders recompute the figure with Python.
 
-The HTML is a pure function of its inputs (numbers printed with fixed
-precision, an id derived from a hash of the data), so it is byte-for-byte
-stable and nbval can compare it. The three explorers share one shell
-(``_explorer_html``): a titled box with a caption that screen readers
-announce, and a script that reads the data and finds its elements; each
-explorer adds its own controls and drawing code.
+Every kernel-free figure works with a keyboard as well as a mouse, and with
+a screen reader: the picture you pick a query on is focusable (Tab), the
+arrow keys move the query patch, buttons are real buttons that say whether
+they are pressed, and a live region states the selection and its strongest
+weights in words ("patch (0, 1): most weight on (4, 6) 0.357, ..."), which
+screen readers announce after each change. The text is also written into
+the HTML by Python, so the figure says something before any script runs.
+
+Weights are drawn in viridis on one fixed colour scale per figure, the
+same for every query and head, with a legend that gives its tick values:
+two maps of a figure can be compared by their colours. The query patch is
+outlined black-white-black, which stands out on every colour of viridis and
+on grey images, for every kind of colour vision.
+
+The HTML is a pure function of the inputs (numbers printed with fixed
+precision, element ids derived from a hash of the data), so it is byte for
+byte stable and nbval can compare it, and it loads nothing from anywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 
 import numpy as np
 
-__all__ = ["patch_explorer", "live"]
+from . import cost
+from ._validate import (Constraint, boundary, floats, integer, one_of,
+                        optional, pair, positive, positive_int)
+
+__all__ = ["patch_explorer", "frames_explorer", "bar_explorer",
+           "cost_calculator", "live"]
 
 
+# ------------------------------------------------------------ shared pieces
 def _viridis_stops(k: int = 16) -> list[list[int]]:
+    """``k`` evenly spaced colours of viridis as ``[r, g, b]`` in 0 … 255."""
     from matplotlib import colormaps
 
     rgba = colormaps["viridis"](np.linspace(0, 1, k))
     return [[int(round(255 * c)) for c in rgb[:3]] for rgb in rgba]
 
 
-# ------------------------------------------------------------ shared shell
 def _rounded(values, digits: int) -> list:
     """``values`` as nested lists of floats with ``digits`` decimals."""
     values = np.asarray(values, dtype=float)
     if values.ndim > 1:
         return [_rounded(v, digits) for v in values]
-    return [float(f"{v:.{digits}f}") for v in values]
+    return [float(f"{v:.{digits}f}") + 0.0 for v in values]   # no -0.0
 
 
 def _grey_levels(img) -> list:
     """Grey levels 0 … 255 of an image with values roughly in [0, 1]."""
-    return np.clip(np.round(255 * img), 0, 255).astype(int).tolist()
+    return np.clip(np.round(255 * np.asarray(img)), 0, 255).astype(int).tolist()
 
 
-def _payload(data: dict, separator: str = ",") -> str:
+def _payload(data: dict) -> str:
     """``data`` as JSON that can stand inside a ``<script>`` element.
 
-    ``separator`` goes between items; ``", "`` keeps long arrays from
-    forming runs without spaces (see :func:`frames_explorer`).
+    Items are separated by ``", "``: long arrays then hold no long run of
+    characters without a space, over which the sanitizing regexes of nbval
+    would backtrack quadratically.
     """
-    text = json.dumps(data, separators=(separator, ":"), ensure_ascii=False)
+    text = json.dumps(data, separators=(", ", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c")     # no "</script>" inside
 
 
-#: The viridis colour of ``t`` in [0, 1], interpolated in the table ``D.lut``.
-_COLOUR_JS = """\
-  function colour(t) {
-    var k = Math.min(D.lut.length - 1, Math.max(0, t * (D.lut.length - 1)));
-    var i = Math.floor(k), f = k - i, j = Math.min(i + 1, D.lut.length - 1);
-    return D.lut[i].map(function(c, m) {
-      return Math.round(c + f * (D.lut[j][m] - c)); });
+def _escape(text) -> str:
+    """Escape ``&``, ``<``, ``>`` and quotes for HTML text and attributes."""
+    return html.escape(str(text), quote=True)
+
+
+def _uid(prefix: str, *parts: str) -> str:
+    """An element id made from the figure's content: stable, and distinct
+    for two different figures on one page."""
+    digest = hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:10]
+    return prefix + digest
+
+
+def _number(x: float) -> str:
+    """A tick value as short as it can be: 0, 0.1, 0.25, 2."""
+    return np.format_float_positional(round(float(x), 10), trim="-")
+
+
+def _colour_scale(values, vmax: float | None) -> tuple[float, float, list]:
+    """The fixed colour scale of a figure: ``(lo, hi, ticks)``.
+
+    ``lo`` is 0 unless some value is negative; ``hi`` is ``vmax`` when
+    given, otherwise the first round tick at or above the largest value;
+    ticks are round numbers from matplotlib's ``MaxNLocator``.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    values = np.asarray(values, dtype=float)
+    locator = MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10])
+    low = min(0.0, float(values.min()))
+    high = float(values.max()) if vmax is None else float(vmax)
+    if high <= low:
+        high = low + 1.0
+    ticks = [float(t) for t in locator.tick_values(low, high)]
+    lo = ticks[0] if low < 0 else 0.0
+    hi = ticks[-1] if vmax is None else high
+    ticks = [t for t in ticks if lo - 1e-12 <= t <= hi * (1 + 1e-9) + 1e-12]
+    return lo, hi, ticks
+
+
+def _legend(lo: float, hi: float, ticks: list, what: str,
+            clipped: bool) -> str:
+    """HTML colour bar with tick values and a sentence that reads it."""
+    stops = _viridis_stops()
+    gradient = ",".join(
+        f"rgb({r},{g},{b}) {100 * k / (len(stops) - 1):.2f}%"
+        for k, (r, g, b) in enumerate(stops))
+    marks = " ".join(
+        f'<span style="left:{100 * (t - lo) / (hi - lo):.2f}%">'
+        f"{_number(t)}</span>" for t in ticks)
+    note = (f" Weights above {_number(hi)} are drawn in the colour of "
+            f"{_number(hi)}." if clipped else "")
+    return (f'<div class="sa-legend">\n'
+            f'<p class="sa-legend-text">Colour: {what}, on one scale for '
+            f"the whole figure, from {_number(lo)} (dark purple) to "
+            f"{_number(hi)} (yellow).{note}</p>\n"
+            f'<div class="sa-bar" aria-hidden="true" style="background:'
+            f'linear-gradient(to right,{gradient})"></div>\n'
+            f'<div class="sa-ticks" aria-hidden="true">{marks}</div>\n'
+            f"</div>\n")
+
+
+#: Styles of every kernel-free figure. A figure carries its own white
+#: background and dark text, so it reads the same in the book's light and
+#: dark modes and in Jupyter; focus is a 3-pixel outline (WCAG 2.4.7).
+_STYLE = """<style>
+.sa-fig{font-family:sans-serif;font-size:15px;line-height:1.4;
+background:#fff;color:#1a1a1a;border:1px solid #c8c8c8;border-radius:4px;
+padding:8px 10px;margin:4px 0;box-sizing:border-box}
+.sa-fig p{margin:4px 0}
+.sa-fig .sa-title{margin:0 0 6px 0;font-weight:bold}
+.sa-fig button,.sa-fig select{font:inherit;color:#1a1a1a;background:#f0f0f0;
+border:1px solid #6e6e6e;border-radius:3px;padding:2px 8px;margin:0 4px 4px 0}
+.sa-fig button{cursor:pointer}
+.sa-fig button[aria-pressed=true]{background:#1a1a1a;color:#fff;
+border-color:#1a1a1a}
+.sa-fig .sa-row{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;
+margin:0 0 6px 0}
+.sa-fig figure{margin:0;padding:0}
+.sa-fig figcaption{font-size:0.85em;text-align:center;margin:2px 0 0 0;
+padding:0;color:#1a1a1a}
+.sa-fig canvas{display:block;max-width:100%;height:auto;
+border:1px solid #6e6e6e}
+.sa-fig canvas.sa-pick,.sa-fig canvas.sa-map{cursor:pointer}
+.sa-fig :focus-visible{outline:3px solid #1a1a1a;outline-offset:2px}
+.sa-fig .sa-legend{max-width:340px;margin:6px 0 0 0}
+.sa-fig .sa-legend-text,.sa-fig .sa-help,.sa-fig .sa-caption{font-size:0.9em}
+.sa-fig .sa-bar{height:12px;border:1px solid #6e6e6e;margin:0 0 2px 0}
+.sa-fig .sa-ticks{position:relative;height:1.3em;font-size:0.8em}
+.sa-fig .sa-ticks span{position:absolute;top:0;transform:translateX(-50%)}
+.sa-fig table{border-collapse:collapse;margin:6px 0 0 0}
+.sa-fig th,.sa-fig td{padding:2px 8px;border-bottom:1px solid #c8c8c8}
+.sa-fig th{text-align:left;font-weight:normal}
+.sa-fig td{text-align:right}
+</style>
+"""
+
+#: JavaScript shared by the explorers: colours, the query's outline, the
+#: patch under the pointer, the arrow keys, the strongest weights.
+_COMMON_JS = """\
+  function colour(v) {
+    var t = Math.min(1, Math.max(0, (v - D.lo) / (D.hi - D.lo)));
+    var k = t * (D.lut.length - 1), i = Math.floor(k), f = k - i;
+    var j = Math.min(i + 1, D.lut.length - 1);
+    return "rgb(" + D.lut[i].map(function(c, m) {
+      return Math.round(c + f * (D.lut[j][m] - c)); }).join(",") + ")";
   }
-"""
-
-
-def _explorer_html(*, uid_prefix: str, css_class: str, testid: str,
-                   caption_testid: str, width: int, title: str,
-                   controls: str, payload: str, setup: str, draw: str,
-                   canvas: tuple | None = None, colour: bool = False):
-    """Wrap an explorer's controls and script in the shell they all share.
-
-    Parameters
-    ----------
-    uid_prefix : str
-        Start of the element id; a hash of ``payload`` completes it, so two
-        figures on one page never share an id and the HTML stays stable.
-    css_class, testid : str
-        Class and ``data-testid`` of the outer box.
-    caption_testid : str
-        ``data-testid`` of the caption, a ``<p class="sa-caption">`` that is
-        an ``aria-live`` region: screen readers announce what it says.
-    width : int
-        Largest width of the box in screen pixels.
-    title : str
-        Title above the figure, inserted as it is (escape it first).
-    controls : str
-        HTML between the title and the canvas (buttons, panel rows).
-    payload : str
-        JSON from :func:`_payload`; the script reads it as ``D``.
-    setup, draw : str
-        The explorer's JavaScript, one statement per line indented by two
-        spaces: ``setup`` declares its state and elements, ``draw`` draws
-        and listens. Besides ``D`` they can use ``root`` (the box), ``cap``
-        (the caption), with a canvas ``cv`` and its context ``cx``, and
-        with ``colour`` the function ``colour(t)`` (defined after
-        ``setup``).
-    canvas : (width, height, aria_label, clickable), optional
-        One canvas after the controls, an image for screen readers
-        described by ``aria_label``; ``clickable`` shows a pointer cursor.
-    colour : bool
-        Define ``colour(t)``, the viridis colour of ``t`` in [0, 1].
-
-    Returns
-    -------
-    IPython.display.HTML
-    """
-    from IPython.display import HTML
-
-    uid = uid_prefix + hashlib.sha1(payload.encode()).hexdigest()[:10]
-    html = [f'<div id="{uid}" class="{css_class}" data-testid="{testid}" '
-            f'style="font-family:sans-serif;max-width:{width}px">\n'
-            f'<p style="margin:0 0 4px 0"><strong>{title}</strong></p>\n'
-            f"{controls}\n"]
-    script = ["<script>\n(function() {\n", f"  var D = {payload};\n",
-              f'  var root = document.getElementById("{uid}");\n']
-    if canvas is not None:
-        w, h, label, clickable = canvas
-        cursor = "cursor:pointer;" if clickable else ""
-        html.append(f'<canvas width="{w}" height="{h}" role="img" '
-                    f'aria-label="{label}" style="{cursor}max-width:100%;'
-                    f'border:1px solid #ccc"></canvas>\n')
-        script.append('  var cv = root.querySelector("canvas"), '
-                      'cx = cv.getContext("2d");\n')
-    html.append(f'<p class="sa-caption" data-testid="{caption_testid}" '
-                f'aria-live="polite" style="margin:4px 0;font-size:0.9em">'
-                f"</p>\n</div>\n")
-    script += ['  var cap = root.querySelector(".sa-caption");\n', setup,
-               _COLOUR_JS if colour else "", draw, "})();\n</script>"]
-    return HTML("".join(html + script))
-
-
-# ---------------------------------------------------------- patch explorer
-def patch_explorer(img, A, grid: tuple[int, int], patch: int,
-                   query: int = 0, title: str = "", scale: int = 8):
-    """A kernel-free figure: click a patch to see its attention map.
-
-    Parameters
-    ----------
-    img : array_like, shape (H, W)
-        Grayscale image with values roughly in [0, 1].
-    A : array_like, shape (n, n) or (h, n, n)
-        Attention weights, one row per query patch (``n = rows·cols``). With
-        a head axis, buttons switch between heads.
-    grid : (rows, cols)
-        Patch grid.
-    patch : int
-        Patch side in pixels.
-    query : int
-        Patch selected when the page loads.
-    title : str
-        Caption shown above the figure.
-    scale : int
-        Screen pixels per image pixel.
-
-    Returns
-    -------
-    IPython.display.HTML
-        Renders as ``text/html`` in Jupyter and in the built book.
-    """
-    img = np.asarray(img, dtype=float)
-    A = np.asarray(A, dtype=float)
-    if A.ndim == 2:
-        A = A[None]
-    rows, cols = grid
-    n = rows * cols
-    if A.shape[-2:] != (n, n):
-        raise ValueError(f"A must have shape (h, {n}, {n}), got {A.shape}")
-    if img.shape != (rows * patch, cols * patch):
-        raise ValueError(
-            f"img must have shape {(rows * patch, cols * patch)}, got {img.shape}"
-        )
-    data = {
-        "pixels": _grey_levels(img), "weights": _rounded(A, 3),
-        "rows": rows, "cols": cols, "patch": patch, "scale": scale,
-        "query": int(query), "lut": _viridis_stops(),
-    }
-    head_buttons = "".join(
-        f'<button type="button" data-head="{k}">head {k + 1}</button>'
-        for k in range(A.shape[0])) if A.shape[0] > 1 else ""
-    label = ("Image with the attention map of the selected patch; click a "
-             "patch to select it")
-    return _explorer_html(
-        uid_prefix="sa-", css_class="sa-explorer", testid="patch-explorer",
-        caption_testid="explorer-caption", width=cols * patch * scale,
-        title=_html_escape(title),
-        controls=f'<div class="sa-heads">{head_buttons}</div>',
-        canvas=(cols * patch * scale, rows * patch * scale, label, True),
-        payload=_payload(data), setup=_PATCH_SETUP, draw=_PATCH_DRAW,
-        colour=True)
-
-
-_PATCH_SETUP = """\
-  var head = 0, q = D.query, s = D.scale, P = D.patch;
-"""
-
-_PATCH_DRAW = """\
-  function draw() {
-    var w = D.weights[head][q], top = Math.max.apply(null, w);
-    for (var y = 0; y < D.pixels.length; y++) {
-      for (var x = 0; x < D.pixels[0].length; x++) {
-        var g = D.pixels[y][x];
-        var t = w[Math.floor(y / P) * D.cols + Math.floor(x / P)] / top;
-        var c = colour(t), a = 0.7;
-        cx.fillStyle = "rgb(" + Math.round((1 - a) * g + a * c[0]) + "," +
-          Math.round((1 - a) * g + a * c[1]) + "," +
-          Math.round((1 - a) * g + a * c[2]) + ")";
+  function grey(cv, img) {
+    var cx = cv.getContext("2d");
+    for (var y = 0; y < img.length; y++) {
+      for (var x = 0; x < img[0].length; x++) {
+        var g = img[y][x];
+        cx.fillStyle = "rgb(" + g + "," + g + "," + g + ")";
         cx.fillRect(x * s, y * s, s, s);
       }
     }
-    var r = Math.floor(q / D.cols), c0 = q % D.cols;
-    cx.strokeStyle = "#ff7f0e"; cx.lineWidth = 3;
-    cx.strokeRect(c0 * P * s + 1.5, r * P * s + 1.5, P * s - 3, P * s - 3);
-    var order = w.map(function(v, j) { return [v, j]; })
-      .sort(function(a, b) { return b[0] - a[0] || a[1] - b[1]; }).slice(0, 3);
-    cap.textContent = "query patch (" + r + ", " + c0 + ")" +
-      (D.weights.length > 1 ? ", head " + (head + 1) : "") +
-      ": strongest keys " + order.map(function(o) {
-        return "(" + Math.floor(o[1] / D.cols) + ", " + (o[1] % D.cols) +
-          ") " + o[0].toFixed(3); }).join(", ");
   }
-  cv.addEventListener("click", function(e) {
+  function map(cv, w) {
+    var cx = cv.getContext("2d");
+    for (var j = 0; j < w.length; j++) {
+      cx.fillStyle = colour(w[j]);
+      cx.fillRect((j % D.cols) * side, Math.floor(j / D.cols) * side,
+                  side, side);
+    }
+  }
+  function outline(cv, r, c) {
+    var cx = cv.getContext("2d");
+    [[4, "#000"], [2, "#fff"]].forEach(function(pen) {
+      cx.lineWidth = pen[0]; cx.strokeStyle = pen[1];
+      cx.strokeRect(c * side + 2, r * side + 2, side - 4, side - 4);
+    });
+  }
+  function under(cv, e) {
     var b = cv.getBoundingClientRect();
-    var x = (e.clientX - b.left) * cv.width / b.width;
-    var y = (e.clientY - b.top) * cv.height / b.height;
-    q = Math.floor(y / (P * s)) * D.cols + Math.floor(x / (P * s));
-    draw();
+    var x = (e.clientX - b.left - cv.clientLeft) * cv.width / cv.clientWidth;
+    var y = (e.clientY - b.top - cv.clientTop) * cv.height / cv.clientHeight;
+    return [Math.max(0, Math.min(D.rows - 1, Math.floor(y / side))),
+            Math.max(0, Math.min(D.cols - 1, Math.floor(x / side)))];
+  }
+  function step(e, r, c) {
+    if (e.altKey || e.ctrlKey || e.metaKey) return null;
+    var k = e.key;
+    if (k === "ArrowLeft") c -= 1; else if (k === "ArrowRight") c += 1;
+    else if (k === "ArrowUp") r -= 1; else if (k === "ArrowDown") r += 1;
+    else if (k === "Home") { r = 0; c = 0; }
+    else if (k === "End") { r = D.rows - 1; c = D.cols - 1; }
+    else return null;
+    return [Math.max(0, Math.min(D.rows - 1, r)),
+            Math.max(0, Math.min(D.cols - 1, c))];
+  }
+  function strongest(w) {
+    return w.map(function(v, j) { return [v, j]; })
+      .sort(function(a, b) { return b[0] - a[0] || a[1] - b[1]; })
+      .slice(0, D.top);
+  }
+  function at(j) {
+    return "(" + Math.floor(j / D.cols) + ", " + (j % D.cols) + ")";
+  }
+"""
+
+#: How many of the strongest weights the live region reads out.
+_TOP = 3
+
+
+def _strongest(w, k: int = _TOP) -> list[int]:
+    """Indices of the ``k`` largest entries of ``w``, ties by index."""
+    return sorted(range(len(w)), key=lambda j: (-w[j], j))[:k]
+
+
+def _at(j: int, cols: int) -> str:
+    return f"({j // cols}, {j % cols})"
+
+
+def _shell(*, uid: str, css_class: str, testid: str, title: str,
+           max_width: int, body: str, caption: str, caption_testid: str,
+           help_text: str, payload: str, script: str) -> str:
+    """The box every kernel-free figure shares, and its script.
+
+    Parameters
+    ----------
+    uid : str
+        Id of the box; ``uid + "-title"``, ``"-help"`` and ``"-cap"`` name
+        the title, the instructions and the live caption.
+    css_class, testid : str
+        Class and ``data-testid`` of the box.
+    title : str
+        Title above the figure, escaped here; it names the figure's group.
+    max_width : int
+        Largest width of the box in screen pixels.
+    body : str
+        HTML between the title and the instructions (controls, canvases,
+        legend).
+    caption : str
+        Text of the live region when the page loads (escaped here); the
+        script rewrites it after every change, and screen readers announce
+        the new text.
+    caption_testid : str
+        ``data-testid`` of the live region.
+    help_text : str
+        How to use the figure with a mouse and with the keyboard.
+    payload : str
+        JSON from :func:`_payload`, which the script reads as ``D``.
+    script : str
+        The figure's JavaScript; it can use ``D``, ``root`` (the box) and
+        ``cap`` (the live region).
+
+    Returns
+    -------
+    str
+    """
+    return (
+        f'<div id="{uid}" class="sa-fig {css_class}" data-testid="{testid}" '
+        f'role="group" aria-labelledby="{uid}-title" '
+        f'style="max-width:{max_width}px">\n{_STYLE}'
+        f'<div class="sa-title" id="{uid}-title">{_escape(title)}</div>\n'
+        f"{body}"
+        f'<p class="sa-help" id="{uid}-help">{_escape(help_text)}</p>\n'
+        f'<p class="sa-caption" id="{uid}-cap" '
+        f'data-testid="{caption_testid}" aria-live="polite">'
+        f"{_escape(caption)}</p>\n</div>\n"
+        f"<script>\n(function() {{\n  var D = {payload};\n"
+        f'  var root = document.getElementById("{uid}");\n'
+        f'  var cap = document.getElementById("{uid}-cap");\n'
+        f"{script}}})();\n</script>")
+
+
+def _html(text: str):
+    from IPython.display import HTML
+
+    return HTML(text)
+
+
+def _buttons(group_label: str, attribute: str, labels, pressed: int) -> str:
+    """A row of toggle buttons, one of them pressed."""
+    buttons = "".join(
+        f'<button type="button" {attribute}="{k}" aria-pressed='
+        f'"{"true" if k == pressed else "false"}">{_escape(label)}</button>'
+        for k, label in enumerate(labels))
+    return (f'<div class="sa-buttons" role="group" '
+            f'aria-label="{_escape(group_label)}">{buttons}</div>\n')
+
+
+# ---------------------------------------------------------- patch explorer
+def _fits_patch_grid(values):
+    rows, cols = values["grid"]
+    n, P = rows * cols, values["patch"]
+    A = values["A"]
+    if A.ndim not in (2, 3) or A.shape[-2:] != (n, n):
+        raise ValueError(f"A must have shape (n, n) or (h, n, n) with n = "
+                         f"{n} patches, got shape {A.shape}")
+    if values["img"].shape != (rows * P, cols * P):
+        raise ValueError(f"img must have shape {(rows * P, cols * P)} for a "
+                         f"{rows} x {cols} grid of {P}-pixel patches, got "
+                         f"{values['img'].shape}")
+    if values["query"] >= n:
+        raise ValueError(f"query must be a patch index below {n}, got "
+                         f"{values['query']}")
+
+
+def _patch_caption(w, query: int, cols: int, head: int, heads: int) -> str:
+    head_text = f", head {head + 1} of {heads}" if heads > 1 else ""
+    return (f"patch {_at(query, cols)}{head_text}: most weight on "
+            + ", ".join(f"{_at(j, cols)} {w[j]:.3f}" for j in _strongest(w)))
+
+
+@boundary(img=floats(ndim=2), A=floats(min_ndim=2),
+          grid=pair(positive_int()), patch=positive_int(),
+          query=integer(0, what="a patch index"), scale=positive_int(),
+          vmax=optional(positive()), checks=(_fits_patch_grid,))
+def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
+                   vmax=None):
+    """A kernel-free figure: pick a patch, see its attention map.
+
+    The image (left) and the attention weights of the query patch over all
+    patches (right), one colour scale for every query and head with a
+    legend. Click a patch of either picture, or focus the image with Tab
+    and move the query with the arrow keys (Home, End: first and last
+    patch); buttons switch heads. Below, a live region reads out the query
+    and its strongest weights.
+
+    Parameters
+    ----------
+    img : array_like, shape (H·P, W·P)
+        Grayscale image with values roughly in [0, 1].
+    A : array_like, shape (n, n) or (h, n, n)
+        Attention weights, one row per query patch, ``n = H·W``. With a
+        head axis, buttons switch between the heads.
+    grid : (H, W)
+        Patch grid.
+    patch : int
+        Patch side ``P`` in pixels.
+    query : int
+        Patch selected when the page loads, ``r·W + c``.
+    title : str
+        Title shown above the figure, and the name of its group.
+    scale : int
+        Screen pixels per image pixel.
+    vmax : float, optional
+        Top of the colour scale; by default the first round number at or
+        above the largest weight. Pass the same value to figures that are
+        compared.
+
+    Returns
+    -------
+    IPython.display.HTML
+        Self-contained HTML and JavaScript, byte-for-byte stable for the
+        same inputs (weights are stored with 3 decimals).
+
+    Raises
+    ------
+    ValueError
+        If ``A`` or ``img`` does not fit the grid, or ``query`` is not one
+        of its patches.
+    """
+    A = A[None] if A.ndim == 2 else A
+    H, W = grid
+    heads, n = A.shape[0], H * W
+    weights = _rounded(A, 3)
+    lo, hi, ticks = _colour_scale(weights, vmax)
+    data = {
+        "pixels": _grey_levels(img), "weights": weights,
+        "rows": H, "cols": W, "patch": patch, "scale": scale,
+        "query": query, "lut": _viridis_stops(), "lo": lo, "hi": hi,
+        "top": _TOP,
+    }
+    payload = _payload(data)
+    uid = _uid("sa-", payload, str(title))
+    size = W * patch * scale, H * patch * scale
+    controls = _buttons("attention head", "data-head",
+                        [f"head {k + 1}" for k in range(heads)],
+                        0) if heads > 1 else ""
+    heads_text = " of the selected head" if heads > 1 else ""
+    body = (
+        controls + '<div class="sa-row">\n'
+        f'<figure><canvas class="sa-pick" width="{size[0]}" '
+        f'height="{size[1]}" tabindex="0" role="application" '
+        f'aria-label="Image cut into {H} by {W} patches, the query patch '
+        f'outlined: arrow keys move the query" '
+        f'aria-describedby="{uid}-help"></canvas>'
+        "<figcaption>image: pick the query patch</figcaption></figure>\n"
+        f'<figure><canvas class="sa-map" width="{size[0]}" '
+        f'height="{size[1]}" role="img" aria-label="Attention '
+        f"weights{heads_text} of the query patch over the {n} patches, in "
+        f'the grid of the image" aria-describedby="{uid}-cap"></canvas>'
+        "<figcaption>attention weights of the query patch</figcaption>"
+        "</figure>\n</div>\n"
+        + _legend(lo, hi, ticks, "the attention weight of the query patch "
+                  "on each patch", clipped=float(np.max(weights)) > hi))
+    help_text = ("Click a patch, or focus the image and press the arrow "
+                 "keys (Home and End: first and last patch), to move the "
+                 "query." + (" The buttons switch heads." if heads > 1
+                             else ""))
+    caption = _patch_caption(weights[0][query], query, W, 0, heads)
+    return _html(_shell(
+        uid=uid, css_class="sa-explorer", testid="patch-explorer",
+        title=title or "Attention of one patch", max_width=2 * size[0] + 40,
+        body=body, caption=caption, caption_testid="explorer-caption",
+        help_text=help_text, payload=payload, script=_PATCH_JS))
+
+
+_PATCH_JS = """\
+  var head = 0, q = D.query, s = D.scale, side = D.patch * D.scale;
+  var pick = root.querySelector(".sa-pick");
+  var shown = root.querySelector(".sa-map");
+  var btns = root.querySelectorAll("button[data-head]");
+""" + _COMMON_JS + """\
+  function draw() {
+    var w = D.weights[head][q], r = Math.floor(q / D.cols), c = q % D.cols;
+    grey(pick, D.pixels); outline(pick, r, c);
+    map(shown, w); outline(shown, r, c);
+    btns.forEach(function(b, k) {
+      b.setAttribute("aria-pressed", k === head ? "true" : "false"); });
+    cap.textContent = "patch " + at(q) + (D.weights.length > 1 ?
+      ", head " + (head + 1) + " of " + D.weights.length : "") +
+      ": most weight on " + strongest(w).map(function(o) {
+        return at(o[1]) + " " + o[0].toFixed(3); }).join(", ");
+  }
+  [pick, shown].forEach(function(cv) {
+    cv.addEventListener("click", function(e) {
+      var rc = under(cv, e); q = rc[0] * D.cols + rc[1]; draw(); });
   });
-  root.querySelectorAll("button[data-head]").forEach(function(btn) {
-    btn.addEventListener("click", function() {
-      head = +btn.getAttribute("data-head"); draw(); });
+  pick.addEventListener("keydown", function(e) {
+    var rc = step(e, Math.floor(q / D.cols), q % D.cols);
+    if (rc === null) return;
+    e.preventDefault(); q = rc[0] * D.cols + rc[1]; draw();
+  });
+  btns.forEach(function(b, k) {
+    b.addEventListener("click", function() { head = k; draw(); }); });
+  draw();
+"""
+
+
+# --------------------------------------------------------- frames explorer
+def _fits_frames(values):
+    rows, cols = values["grid"]
+    P = values["patch"]
+    want = (rows * P, cols * P)
+    frames, keys = values["frames"], values["keys"]
+    for arr, name in ((frames, "frames"), (keys, "keys")):
+        if arr is not None and arr.shape[1:] != want:
+            raise ValueError(
+                f"{name} must have shape (count, {want[0]}, {want[1]}) for a "
+                f"{rows} x {cols} grid of {P}-pixel patches, got {arr.shape}")
+    n = rows * cols
+    shape = (len(frames) * n, len(frames if keys is None else keys) * n)
+    if values["A"].shape != shape:
+        raise ValueError(f"A must have shape {shape}, got "
+                         f"{values['A'].shape}")
+    if values["query"] >= shape[0]:
+        raise ValueError(f"query must be below {shape[0]} (frames x "
+                         f"patches), got {values['query']}")
+
+
+def _frames_caption(w, query: int, n: int, cols: int, labels,
+                    key_labels) -> str:
+    def where(j):
+        return j // n, (j % n) // cols, j % cols
+
+    f, r, c = where(query)
+    order = _strongest(w)
+    kf, kr, kc = where(order[0])
+    return (f"query: {labels[f]}, patch ({r}, {c}); most weight on "
+            + ", ".join(f"{key_labels[j // n]} {_at(j % n, cols)} "
+                        f"{w[j]:.3f}" for j in order)
+            + f"; displacement to the strongest (rows, columns): "
+              f"({kr - r}, {kc - c})")
+
+
+@boundary(frames=floats(ndim=3), A=floats(ndim=2),
+          grid=pair(positive_int()), patch=positive_int(),
+          query=integer(0, what="a query index"),
+          keys=optional(floats(ndim=3)), scale=positive_int(),
+          vmax=optional(positive()), checks=(_fits_frames,))
+def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
+                    labels=None, key_labels=None, scale=6, vmax=None):
+    """A kernel-free figure: pick a patch of one frame, see where it looks.
+
+    Attention between the patches of several frames: the frames of a video
+    (self-attention over space and time, chapter 8) or two different images
+    (cross-attention, chapter 9). The top row shows the query frames; the
+    bottom row the weights of the query patch over every key frame, on one
+    colour scale for every query, with a legend; with ``keys``, a middle row
+    shows the key frames. Click a patch, or focus a query frame with Tab
+    and move the query with the arrow keys (Home, End: first and last patch;
+    Enter or Space makes the focused frame the query's frame). A live
+    region names the strongest keys and the displacement to the strongest.
+
+    Parameters
+    ----------
+    frames : array_like, shape (F, H·P, W·P)
+        Query frames, grayscale with values roughly in [0, 1].
+    A : array_like, shape (F·n, G·n)
+        Attention weights, ``n = H·W`` patches per frame; query
+        ``f·n + r·W + c`` is patch (r, c) of frame ``f``, keys likewise.
+    grid : (H, W)
+        Patch grid of every frame.
+    patch : int
+        Patch side ``P`` in pixels.
+    query : int
+        Query selected when the page loads.
+    keys : array_like, shape (G, H·P, W·P), optional
+        Key frames (cross-attention). By default the keys are the query
+        frames themselves.
+    title : str
+        Title shown above the figure, and the name of its group.
+    labels, key_labels : sequence of str, optional
+        Names of the frames (default "frame 0", "frame 1", ...).
+    scale : int
+        Screen pixels per image pixel.
+    vmax : float, optional
+        Top of the colour scale; by default the first round number at or
+        above the largest weight.
+
+    Returns
+    -------
+    IPython.display.HTML
+        Self-contained HTML and JavaScript, byte-for-byte stable for the
+        same inputs (weights are stored with 3 decimals).
+
+    Raises
+    ------
+    ValueError
+        If the frames do not fit the grid, ``A`` does not fit the frames,
+        a label list has the wrong length, or ``query`` is out of range.
+    """
+    cross = keys is not None
+    key_frames = keys if cross else frames
+    H, W = grid
+    n = H * W
+
+    def names(given, count):
+        return ([f"frame {t}" for t in range(count)] if given is None
+                else [str(x) for x in given])
+
+    labels = names(labels, len(frames))
+    key_labels = labels if not cross and key_labels is None else names(
+        key_labels, len(key_frames))
+    if len(labels) != len(frames) or len(key_labels) != len(key_frames):
+        raise ValueError(
+            f"labels need one name per frame ({len(frames)} and "
+            f"{len(key_frames)}), got {len(labels)} and {len(key_labels)}")
+    weights = _rounded(A, 3)
+    lo, hi, ticks = _colour_scale(weights, vmax)
+    data = {
+        "q": _grey_levels(frames), "k": _grey_levels(key_frames),
+        "cross": cross, "weights": weights,
+        "rows": H, "cols": W, "patch": patch, "scale": scale,
+        "query": query, "lut": _viridis_stops(), "lo": lo, "hi": hi,
+        "labels": labels, "keyLabels": key_labels, "top": _TOP,
+    }
+    payload = _payload(data)
+    uid = _uid("sa-frames-", payload, str(title))
+    w, h = W * patch * scale, H * patch * scale
+    size = f'width="{w}" height="{h}"'
+
+    def cells(kind, names, extra, label, caption):
+        return "".join(
+            f'<figure><canvas class="{kind}" data-frame="{t}" {size} '
+            f'{extra} aria-label="{label(_escape(name))}"></canvas>'
+            f"<figcaption>{caption(_escape(name))}</figcaption></figure>\n"
+            for t, name in enumerate(names))
+
+    picks = cells(
+        "sa-pick", labels, f'tabindex="0" role="application" '
+        f'aria-describedby="{uid}-help"',
+        lambda name: f"{name}, cut into {H} by {W} patches: arrow keys "
+                     "move the query in this frame",
+        (lambda name: f"{name} (queries)") if cross else (lambda name: name))
+    shown = cells(
+        "sa-key", key_labels, 'role="img"',
+        lambda name: f"{name}, the key frame",
+        lambda name: f"{name} (keys)") if cross else ""
+    maps = cells(
+        "sa-map", key_labels, f'role="img" aria-describedby="{uid}-cap"',
+        lambda name: f"Attention weights of the query patch over the {n} "
+                     f"patches of {name}", lambda name: f"weights on {name}")
+    # one row when every panel fits in it, else a row for each kind
+    panels = [len(frames), len(key_frames) if cross else 0, len(key_frames)]
+    one_row = sum(panels) <= 4
+    rows = [picks + shown + maps] if one_row else [
+        part for part in (picks, shown, maps) if part]
+    body = "".join(f'<div class="sa-row">\n{part}</div>\n' for part in rows)
+    body += _legend(
+        lo, hi, ticks, "the attention weight of the query patch on each "
+        "key patch", clipped=float(np.max(weights)) > hi)
+    help_text = ("Click a patch, or focus a query frame and press the arrow "
+                 "keys (Home and End: first and last patch; Enter or "
+                 "Space: the same patch in the focused frame), to move the "
+                 "query.")
+    caption = _frames_caption(weights[query], query, n, W, labels,
+                              key_labels)
+    widest = sum(panels) if one_row else max(panels)
+    return _html(_shell(
+        uid=uid, css_class="sa-frames", testid="frames-explorer",
+        title=title or "Attention across frames",
+        max_width=widest * (w + 12) + 30, body=body, caption=caption,
+        caption_testid="frames-caption", help_text=help_text,
+        payload=payload, script=_FRAMES_JS))
+
+
+_FRAMES_JS = """\
+  var s = D.scale, side = D.patch * D.scale, n = D.rows * D.cols;
+  var q = D.query;
+  var picks = root.querySelectorAll(".sa-pick");
+  var keys = root.querySelectorAll(".sa-key");
+  var maps = root.querySelectorAll(".sa-map");
+""" + _COMMON_JS + """\
+  function where(j) {
+    return [Math.floor(j / n), Math.floor((j % n) / D.cols), j % D.cols];
+  }
+  function draw() {
+    var w = D.weights[q], a = where(q);
+    picks.forEach(function(cv, t) { grey(cv, D.q[t]); });
+    outline(picks[a[0]], a[1], a[2]);
+    keys.forEach(function(cv, t) { grey(cv, D.k[t]); });
+    maps.forEach(function(cv, t) { map(cv, w.slice(t * n, (t + 1) * n)); });
+    if (!D.cross) outline(maps[a[0]], a[1], a[2]);
+    var order = strongest(w), b = where(order[0][1]);
+    cap.textContent = "query: " + D.labels[a[0]] + ", patch (" + a[1] +
+      ", " + a[2] + "); most weight on " + order.map(function(o) {
+        return D.keyLabels[Math.floor(o[1] / n)] + " " + at(o[1] % n) +
+          " " + o[0].toFixed(3); }).join(", ") +
+      "; displacement to the strongest (rows, columns): (" +
+      (b[1] - a[1]) + ", " + (b[2] - a[2]) + ")";
+  }
+  picks.forEach(function(cv, t) {
+    cv.addEventListener("click", function(e) {
+      var rc = under(cv, e); q = t * n + rc[0] * D.cols + rc[1]; draw(); });
+    cv.addEventListener("keydown", function(e) {
+      var a = where(q), rc = step(e, a[1], a[2]);
+      if (rc === null && (e.key === "Enter" || e.key === " ")) rc = a.slice(1);
+      if (rc === null) return;
+      e.preventDefault(); q = t * n + rc[0] * D.cols + rc[1]; draw();
+    });
+  });
+  if (!D.cross) maps.forEach(function(cv, t) {
+    cv.addEventListener("click", function(e) {
+      var rc = under(cv, e); q = t * n + rc[0] * D.cols + rc[1]; draw(); });
   });
   draw();
 """
 
 
-def live(function, **widgets):
-    """Wrap ``ipywidgets.interactive`` with the book's defaults.
-
-    ``function`` draws a figure from keyword arguments; each keyword in
-    ``widgets`` is an ipywidgets control (or an abbreviation such as a
-    ``(min, max, step)`` tuple). Returns the widget; display it as the last
-    line of a cell. Runs in Jupyter, Colab and Binder, where a kernel is
-    attached; the static book shows the figure drawn just before it.
-    """
-    import ipywidgets
-
-    widget = ipywidgets.interactive(function, **widgets)
-    widget.children[-1].layout.min_height = "320px"
-    return widget
-
-
 # ------------------------------------------------------------ bar explorer
-def bar_explorer(values, choices, series, title: str = "",
-                 xlabel: str = "", ymax: float | None = None,
-                 choice: int = 0, width: int = 300, height: int = 180):
+def _fits_bars(values):
+    v = values["values"]
+    if (v < 0).any():
+        raise ValueError("values must be non-negative, got a minimum of "
+                         f"{float(v.min()):g}")
+    for name, axis in (("choices", 0), ("series", 1)):
+        got = len(values[name])
+        if got != v.shape[axis]:
+            raise ValueError(f"{name} must have one label per "
+                             f"{'choice' if axis == 0 else 'panel'} "
+                             f"({v.shape[axis]}), got {got}")
+    if values["choice"] >= v.shape[0]:
+        raise ValueError(f"choice must be between 0 and {v.shape[0] - 1}, "
+                         f"got {values['choice']}")
+
+
+def _bars_caption(values, choice: str, series, xlabel: str) -> str:
+    where = f" at {xlabel} " if xlabel else " at "
+    return f"{choice}: " + "; ".join(
+        f"{name} largest {max(v):.4f}{where}{_strongest(v, 1)[0]}"
+        for name, v in zip(series, values))
+
+
+def _labels(what: str) -> Constraint:
+    """A sequence of labels (not a single string), returned as strings."""
+
+    def convert(value, name):
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+            raise TypeError(f"{name} must be a sequence of {what}, got "
+                            f"{type(value).__name__}")
+        return [str(x) for x in value]
+
+    return Constraint(convert, f"a sequence of {what}")
+
+
+@boundary(values=floats(ndim=3), choices=_labels("button labels"),
+          series=_labels("panel titles"),
+          ymax=optional(positive()), choice=integer(0, what="a choice"),
+          width=positive_int(), height=positive_int(),
+          checks=(_fits_bars,))
+def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
+                 choice=0, width=300, height=180):
     """A kernel-free figure: buttons switch between precomputed bar charts.
 
     Each choice (a button) shows ``len(series)`` panels side by side, each a
-    bar chart of ``n`` values; the caption gives each panel's largest bar.
-    Chapter 2 uses it for one attention row at several ``d_k``, unscaled
-    and scaled.
+    bar chart of ``n`` values on one fixed vertical scale; the live region
+    gives each panel's largest bar and where it is. Chapter 2 uses it for
+    one attention row at several ``d_k``, unscaled and scaled.
 
     Parameters
     ----------
@@ -273,7 +736,7 @@ def bar_explorer(values, choices, series, title: str = "",
     series : sequence of str, length n_series
         Panel titles.
     title : str
-        Caption shown above the figure.
+        Title shown above the figure, and the name of its group.
     xlabel : str
         Label under every panel (what the bars are indexed by).
     ymax : float, optional
@@ -295,278 +758,248 @@ def bar_explorer(values, choices, series, title: str = "",
         If ``values`` is not a finite non-negative 3-D array, the number of
         labels does not match its shape, or ``choice`` is out of range.
     """
-    values = np.asarray(values, dtype=float)
-    if values.ndim != 3:
-        raise ValueError(
-            f"values must have shape (n_choices, n_series, n), got shape "
-            f"{values.shape}"
-        )
-    if not np.all(np.isfinite(values)) or (values < 0).any():
-        raise ValueError("values must be finite and non-negative")
-    choices, series = [str(c) for c in choices], [str(s) for s in series]
-    if len(choices) != values.shape[0]:
-        raise ValueError(
-            f"choices must have one label per choice ({values.shape[0]}), "
-            f"got {len(choices)}"
-        )
-    if len(series) != values.shape[1]:
-        raise ValueError(
-            f"series must have one title per panel ({values.shape[1]}), "
-            f"got {len(series)}"
-        )
-    if not 0 <= int(choice) < len(choices):
-        raise ValueError(
-            f"choice must be between 0 and {len(choices) - 1}, got {choice}"
-        )
     top = float(values.max()) if ymax is None else float(ymax)
+    stored = _rounded(values, 4)
     data = {
-        "values": _rounded(values, 4),
-        "choices": choices, "series": series, "xlabel": xlabel,
-        "ymax": float(f"{top:.4f}") or 1.0, "choice": int(choice),
-        "w": int(width), "h": int(height), "colour": _viridis_stops(5)[1],
+        "values": stored,
+        "choices": choices, "series": series, "xlabel": str(xlabel),
+        "ymax": float(f"{top:.4f}") or 1.0, "choice": choice,
+        "w": width, "h": height, "colour": _viridis_stops(5)[1],
     }
-    buttons = "".join(
-        f'<button type="button" data-choice="{k}">{_html_escape(c)}</button>'
-        for k, c in enumerate(choices))
-    size = values.shape[1] * int(width)
-    label = ("Bar charts of the selected choice, one panel per series; use "
-             "the buttons to switch")
-    return _explorer_html(
-        uid_prefix="sa-bars-", css_class="sa-bars", testid="bar-explorer",
-        caption_testid="bar-caption", width=size, title=_html_escape(title),
-        controls=f'<div class="sa-choices">{buttons}</div>',
-        canvas=(size, int(height), label, False), payload=_payload(data),
-        setup=_BARS_SETUP, draw=_BARS_DRAW)
+    payload = _payload(data)
+    uid = _uid("sa-bars-", payload, str(title))
+    size = len(series) * width
+    panels = ", ".join(series)
+    body = (
+        _buttons("choice", "data-choice", choices, choice)
+        + f'<canvas width="{size}" height="{height}" role="img" '
+        f'aria-label="Bar charts of the selected choice, one panel each for '
+        f'{_escape(panels)}, on a vertical scale from 0 to '
+        f'{data["ymax"]:g}" aria-describedby="{uid}-cap"></canvas>\n')
+    caption = _bars_caption(stored[choice], choices[choice], series,
+                            str(xlabel))
+    return _html(_shell(
+        uid=uid, css_class="sa-bars", testid="bar-explorer",
+        title=title or "Bar charts", max_width=size + 30, body=body,
+        caption=caption, caption_testid="bar-caption",
+        help_text="The buttons switch between the choices (Tab to reach "
+                  "them, Enter or Space to press one).",
+        payload=payload, script=_BARS_JS))
 
 
-def _html_escape(text: str) -> str:
-    """Escape ``&``, ``<``, ``>`` and quotes for HTML text and attributes."""
-    import html
-
-    return html.escape(str(text), quote=True)
-
-
-_BARS_SETUP = """\
+_BARS_JS = """\
+  var cv = root.querySelector("canvas"), cx = cv.getContext("2d");
   var btns = root.querySelectorAll("button[data-choice]");
-  var k = D.choice, pad = 28, top = 22, foot = 26;
-"""
-
-_BARS_DRAW = """\
+  var k = D.choice, pad = 34, top = 22, foot = 26;
   function draw() {
-    cx.clearRect(0, 0, cv.width, cv.height);
+    cx.fillStyle = "#fff"; cx.fillRect(0, 0, cv.width, cv.height);
     cx.font = "12px sans-serif"; cx.textAlign = "center";
     var parts = [];
     D.series.forEach(function(name, s) {
       var v = D.values[k][s], x0 = s * D.w + pad, pw = D.w - pad - 8;
       var ph = D.h - top - foot, bw = pw / v.length;
-      cx.fillStyle = "#000"; cx.fillText(name, x0 + pw / 2, 14);
-      cx.strokeStyle = "#888"; cx.beginPath();
+      cx.fillStyle = "#1a1a1a"; cx.fillText(name, x0 + pw / 2, 14);
+      cx.strokeStyle = "#6e6e6e"; cx.beginPath();
       cx.moveTo(x0, top); cx.lineTo(x0, top + ph); cx.lineTo(x0 + pw, top + ph);
       cx.stroke();
       cx.textAlign = "right"; cx.fillText("0", x0 - 3, top + ph + 4);
       cx.fillText(D.ymax.toFixed(2), x0 - 3, top + 8); cx.textAlign = "center";
       cx.fillStyle = "rgb(" + D.colour.join(",") + ")";
+      var best = 0;
       v.forEach(function(y, j) {
         var hh = Math.min(1, y / D.ymax) * ph;
         cx.fillRect(x0 + j * bw + 1, top + ph - hh, Math.max(1, bw - 2), hh);
+        if (y > v[best]) best = j;
       });
-      cx.fillStyle = "#000";
+      cx.fillStyle = "#1a1a1a";
       cx.fillText(D.xlabel, x0 + pw / 2, D.h - 6);
-      parts.push(name + " " + Math.max.apply(null, v).toFixed(3));
+      parts.push(name + " largest " + v[best].toFixed(4) +
+                 (D.xlabel ? " at " + D.xlabel + " " : " at ") + best);
     });
-    btns.forEach(function(b, j) { b.style.fontWeight = j === k ? "bold" : ""; });
-    cap.textContent = D.choices[k] + ": largest bar " + parts.join(", ");
+    btns.forEach(function(b, j) {
+      b.setAttribute("aria-pressed", j === k ? "true" : "false"); });
+    cap.textContent = D.choices[k] + ": " + parts.join("; ");
   }
-  btns.forEach(function(b) {
-    b.addEventListener("click", function() {
-      k = +b.getAttribute("data-choice"); draw(); });
-  });
+  btns.forEach(function(b, j) {
+    b.addEventListener("click", function() { k = j; draw(); }); });
   draw();
 """
 
-__all__ += ["bar_explorer"]
+
+# --------------------------------------------------------- cost calculator
+_SIDES = (32, 64, 96, 128, 224, 256, 384, 512, 1024)
+_DTYPES = (("float16", 2), ("float32", 4), ("float64", 8))
+_VIT_ENTRIES = 38_416            # 196² score entries: ViT-B/16 at 224 px
 
 
-# --------------------------------------------------------- frames explorer
-def frames_explorer(frames, A, grid: tuple[int, int], patch: int,
-                    query: int = 0, keys=None, title: str = "",
-                    labels=None, key_labels=None, scale: int = 6):
-    """A kernel-free figure: click a patch of one frame, see where it looks.
+def _calculator_rows(image_size: int, patch_size: int, heads: int,
+                     dtype: str) -> list[tuple[str, str]]:
+    """The calculator's table, from the formulas of :mod:`.cost`."""
+    n = cost.tokens(image_size, patch_size)
+    per_head = cost.score_entries(n)
+    return [("tokens n", f"{n:,}"),
+            ("score entries per head, n²", f"{per_head:,}"),
+            (f"memory for {heads} head(s), one layer",
+             cost.human_bytes(cost.attention_bytes(n, heads, dtype))),
+            (f"entries per head / ViT-B/16 at 224 px ({_VIT_ENTRIES:,})",
+             f"{per_head / _VIT_ENTRIES:,.2f}")]
 
-    Attention between the patches of several frames: the frames of a video
-    (self-attention over space and time, chapter 8) or two different images
-    (cross-attention, chapter 9). Clicking a patch of a query frame draws its
-    weights over every key frame on one shared colour scale; the caption
-    names the strongest keys and the displacement to the strongest one.
+
+def _calculator_caption(image_size, patch_size, heads, dtype, rows) -> str:
+    return (f"{image_size} × {image_size} pixels in {patch_size} × "
+            f"{patch_size} patches: {rows[0][1]} tokens, {rows[1][1]} score "
+            f"entries per head, {rows[2][1]} for {heads} head(s) in {dtype}")
+
+
+def _calculator_fits(values):
+    if values["image_size"] not in _SIDES:
+        raise ValueError(f"image_size must be one of {_SIDES}, got "
+                         f"{values['image_size']}")
+    if values["image_size"] % values["patch_size"]:
+        raise ValueError(f"patch_size must divide image_size "
+                         f"{values['image_size']}, got "
+                         f"{values['patch_size']}")
+
+
+@boundary(image_size=positive_int(), patch_size=positive_int(),
+          heads=integer(1, 16, what="a number of heads"),
+          dtype=one_of(*(name for name, _ in _DTYPES)),
+          checks=(_calculator_fits,))
+def cost_calculator(image_size=224, patch_size=16, heads=1,
+                    dtype="float32"):
+    """A kernel-free calculator: patch size → tokens, entries, bytes.
+
+    The table is first filled in Python, from :func:`.cost.tokens`,
+    :func:`.cost.score_entries`, :func:`.cost.attention_bytes` and
+    :func:`.cost.human_bytes` (chapter 6), so the stored page shows the
+    default setting even without JavaScript; menus then recompute it in
+    JavaScript with the same formulas, and a live region reads the new
+    numbers out.
 
     Parameters
     ----------
-    frames : array_like, shape (F, H, W)
-        Query frames, grayscale with values roughly in [0, 1].
-    A : array_like, shape (F·n, G·n)
-        Attention weights, ``n = rows·cols`` patches per frame; query
-        ``f·n + r·cols + c`` is patch (r, c) of frame ``f``, keys likewise.
-    grid : (rows, cols)
-        Patch grid of every frame.
-    patch : int
-        Patch side in pixels.
-    query : int
-        Query selected when the page loads.
-    keys : array_like, shape (G, H, W), optional
-        Key frames (cross-attention): drawn in a second row that shows the
-        map, while the query frames above only take clicks. By default the
-        keys are the query frames themselves, which then show the map.
-    title : str
-        Caption shown above the figure.
-    labels, key_labels : sequence of str, optional
-        Names of the frames (default "frame 0", "frame 1", ...).
-    scale : int
-        Screen pixels per image pixel.
+    image_size : int
+        Side of the square image in pixels, one of 32, 64, 96, 128, 224,
+        256, 384, 512, 1024.
+    patch_size : int
+        Initial patch side; must divide ``image_size``.
+    heads : int
+        Initial number of heads (1 to 16).
+    dtype : str
+        ``"float16"``, ``"float32"`` or ``"float64"``.
 
     Returns
     -------
     IPython.display.HTML
-        Self-contained HTML and JavaScript, byte-for-byte stable for the
-        same inputs (weights are stored with 3 decimals).
 
     Raises
     ------
     ValueError
-        If the frames do not fit the grid, ``A`` does not fit the frames,
-        a label list has the wrong length, or ``query`` is out of range.
+        If a setting is not one the menus offer.
     """
-    frames = np.asarray(frames, dtype=float)
-    cross = keys is not None
-    key_frames = np.asarray(keys, dtype=float) if cross else frames
-    rows, cols = grid
-    n = rows * cols
-    for arr, name in ((frames, "frames"), (key_frames, "keys")):
-        if arr.ndim != 3 or arr.shape[1:] != (rows * patch, cols * patch):
-            raise ValueError(
-                f"{name} must have shape (count, {rows * patch}, "
-                f"{cols * patch}) for a {rows}x{cols} grid of {patch}-pixel "
-                f"patches, got {arr.shape}"
-            )
-    A = np.asarray(A, dtype=float)
-    want = (len(frames) * n, len(key_frames) * n)
-    if A.shape != want:
-        raise ValueError(f"A must have shape {want}, got {A.shape}")
-    if not 0 <= int(query) < want[0]:
-        raise ValueError(f"query must be between 0 and {want[0] - 1}, "
-                         f"got {query}")
-    labels = [f"frame {t}" for t in range(len(frames))] if labels is None \
-        else [str(s) for s in labels]
-    key_labels = labels if not cross and key_labels is None else (
-        [f"frame {t}" for t in range(len(key_frames))] if key_labels is None
-        else [str(s) for s in key_labels])
-    if len(labels) != len(frames) or len(key_labels) != len(key_frames):
-        raise ValueError(
-            f"labels need one name per frame ({len(frames)} and "
-            f"{len(key_frames)}), got {len(labels)} and {len(key_labels)}"
-        )
-    data = {
-        "q": _grey_levels(frames), "k": _grey_levels(key_frames),
-        "cross": cross, "weights": _rounded(A, 3),
-        "rows": rows, "cols": cols, "patch": int(patch), "scale": int(scale),
-        "query": int(query), "lut": _viridis_stops(),
-        "labels": labels, "keyLabels": key_labels,
+    rows = _calculator_rows(image_size, patch_size, heads, dtype)
+    uid = _uid("sa-cost-", f"{image_size}-{patch_size}-{heads}-{dtype}")
+
+    def options(values, chosen, label=str):
+        return "".join(
+            f'<option value="{v}"{" selected" if v == chosen else ""}>'
+            f"{label(v)}</option>" for v in values)
+
+    def menu(text, key, choices):
+        return f'<label>{text} <select data-in="{key}">{choices}</select>' \
+               "</label>\n"
+
+    patches = [p for p in range(1, image_size + 1) if image_size % p == 0]
+    table = "".join(
+        f'<tr><th scope="row"{" data-heads" if i == 2 else ""}>'
+        f'{_escape(k)}</th><td data-row="{i}">{_escape(v)}</td></tr>\n'
+        for i, (k, v) in enumerate(rows))
+    body = (
+        '<div class="sa-controls">\n'
+        + menu("image", "side",
+               options(_SIDES, image_size, lambda v: f"{v} × {v}"))
+        + menu("patch", "patch",
+               options(patches, patch_size, lambda v: f"{v} × {v}"))
+        + menu("heads", "heads", options(range(1, 17), heads))
+        + menu("number type", "bytes", "".join(
+            f'<option value="{b}"{" selected" if name == dtype else ""}>'
+            f"{name}</option>" for name, b in _DTYPES))
+        + "</div>\n"
+        f'<table><caption class="sa-help">One attention layer over one '
+        f"image</caption>\n<tbody>\n{table}</tbody></table>\n")
+    return _html(_shell(
+        uid=uid, css_class="sa-cost", testid="cost-calculator",
+        title="What attention over one image costs", max_width=560,
+        body=body,
+        caption=_calculator_caption(image_size, patch_size, heads, dtype,
+                                    rows),
+        caption_testid="cost-caption",
+        help_text="Choose an image size, a patch size, a number of heads "
+                  "and a number type; the table and the sentence below "
+                  "follow.",
+        payload=_payload({"vit": _VIT_ENTRIES}), script=_CALC_JS))
+
+
+_CALC_JS = """\
+  function menu(name) {
+    return root.querySelector('[data-in="' + name + '"]'); }
+  function get(name) { return +menu(name).value; }
+  function commas(x) {
+    return String(x).replace(/\\B(?=(\\d{3})+(?!\\d))/g, ","); }
+  function human(b) {
+    var units = [["TB", 1e12], ["GB", 1e9], ["MB", 1e6], ["kB", 1e3]];
+    for (var i = 0; i < units.length; i++) {
+      if (b >= units[i][1]) {
+        return (b / units[i][1]).toFixed(2) + " " + units[i][0]; }
     }
-    w = cols * patch * int(scale)
-    panels = len(frames) + (len(key_frames) if cross else 0)
-    rows_html = "".join(
-        f'<div class="{row}" style="display:flex;gap:8px;flex-wrap:wrap">'
-        f"</div>\n" for row in ("sa-qrow", "sa-krow"))
-    # ", " keeps runs without spaces short: nbval's sanitizing regexes
-    # backtrack quadratically over long runs of non-space characters
-    return _explorer_html(
-        uid_prefix="sa-frames-", css_class="sa-frames",
-        testid="frames-explorer", caption_testid="frames-caption",
-        width=panels * (w + 40),       # room for borders, gaps and margins
-        title=_html_escape(title),
-        controls=('<div style="display:flex;gap:8px;flex-wrap:wrap">\n'
-                  f"{rows_html}</div>"),
-        payload=_payload(data, separator=", "), setup=_FRAMES_SETUP,
-        draw=_FRAMES_DRAW, colour=True)
-
-
-_FRAMES_SETUP = """\
-  var P = D.patch, s = D.scale, n = D.rows * D.cols, q = D.query;
-  var W = D.cols * P * s, H = D.rows * P * s;
-  function panel(row, label, clickable) {
-    var box = document.createElement("figure");
-    box.style.margin = "0";
-    var cv = document.createElement("canvas");
-    cv.width = W; cv.height = H;
-    cv.style.maxWidth = "100%"; cv.style.border = "1px solid #ccc";
-    cv.setAttribute("role", "img");
-    cv.setAttribute("aria-label", label + (clickable ?
-      ": click a patch to make it the query" : ": attention of the query"));
-    if (clickable) cv.style.cursor = "pointer";
-    var fc = document.createElement("figcaption");
-    fc.textContent = label; fc.style.fontSize = "0.85em";
-    fc.style.textAlign = "center";
-    box.appendChild(cv); box.appendChild(fc); row.appendChild(box);
-    return cv;
+    return b + " B";
   }
-  var qc = D.q.map(function(f, t) {
-    return panel(root.querySelector(".sa-qrow"), D.labels[t], true); });
-  var kc = D.cross ? D.k.map(function(f, t) {
-    return panel(root.querySelector(".sa-krow"), D.keyLabels[t], false); })
-    : qc;
-"""
-
-_FRAMES_DRAW = """\
-  function paint(cv, img, w) {
-    var cx = cv.getContext("2d");
-    for (var y = 0; y < img.length; y++) {
-      for (var x = 0; x < img[0].length; x++) {
-        var g = img[y][x], a = w ? 0.7 : 0, c = [g, g, g];
-        if (w) c = colour(w[Math.floor(y / P) * D.cols + Math.floor(x / P)]);
-        cx.fillStyle = "rgb(" + Math.round((1 - a) * g + a * c[0]) + "," +
-          Math.round((1 - a) * g + a * c[1]) + "," +
-          Math.round((1 - a) * g + a * c[2]) + ")";
-        cx.fillRect(x * s, y * s, s, s);
+  function patches() {
+    var side = get("side"), sel = menu("patch");
+    var old = +sel.value, best = 1, html = "";
+    for (var p = 1; p <= side; p++) {
+      if (side % p === 0) {
+        if (Math.abs(p - old) < Math.abs(best - old)) { best = p; }
+        html += '<option value="' + p + '">' + p + " × " + p + "</option>";
       }
     }
+    sel.innerHTML = html; sel.value = best;
   }
-  function where(j) {
-    var f = Math.floor(j / n), r = Math.floor((j % n) / D.cols);
-    return [f, r, j % D.cols];
+  function update() {
+    var side = get("side"), p = get("patch"), h = get("heads");
+    var n = (side / p) * (side / p), e = n * n;
+    var type = menu("bytes").selectedOptions[0].textContent;
+    var vals = [commas(n), commas(e), human(e * h * get("bytes")),
+                commas((e / D.vit).toFixed(2))];
+    root.querySelectorAll("[data-row]").forEach(function(td) {
+      td.textContent = vals[+td.getAttribute("data-row")]; });
+    root.querySelector("[data-heads]").textContent =
+      "memory for " + h + " head(s), one layer";
+    cap.textContent = side + " × " + side + " pixels in " + p + " × " + p +
+      " patches: " + vals[0] + " tokens, " + vals[1] +
+      " score entries per head, " + vals[2] + " for " + h + " head(s) in " +
+      type;
   }
-  function draw() {
-    var w = D.weights[q];
-    var top = Math.max.apply(null, w.map(Math.abs)) || 1;
-    if (D.cross) qc.forEach(function(cv, t) { paint(cv, D.q[t], null); });
-    kc.forEach(function(cv, t) {
-      paint(cv, D.k[t], w.slice(t * n, (t + 1) * n).map(function(v) {
-        return v / top; }));
-    });
-    var a = where(q), cx = qc[a[0]].getContext("2d");
-    cx.strokeStyle = "#ff7f0e"; cx.lineWidth = 3;
-    cx.strokeRect(a[2] * P * s + 1.5, a[1] * P * s + 1.5, P * s - 3, P * s - 3);
-    var order = w.map(function(v, j) { return [v, j]; })
-      .sort(function(x, y) { return y[0] - x[0] || x[1] - y[1]; })
-      .slice(0, 3);
-    var b = where(order[0][1]);
-    cap.textContent = "query: " + D.labels[a[0]] + ", patch (" + a[1] + ", " +
-      a[2] + "); strongest keys " + order.map(function(o) {
-        var k = where(o[1]);
-        return D.keyLabels[k[0]] + " (" + k[1] + ", " + k[2] + ") " +
-          o[0].toFixed(3); }).join(", ") +
-      "; displacement to the strongest (rows, columns): (" +
-      (b[1] - a[1]) + ", " + (b[2] - a[2]) + ")";
-  }
-  qc.forEach(function(cv, t) {
-    cv.addEventListener("click", function(e) {
-      var r = cv.getBoundingClientRect();
-      var x = (e.clientX - r.left) * cv.width / r.width;
-      var y = (e.clientY - r.top) * cv.height / r.height;
-      q = t * n + Math.min(D.rows - 1, Math.floor(y / (P * s))) * D.cols +
-        Math.min(D.cols - 1, Math.floor(x / (P * s)));
-      draw();
-    });
-  });
-  draw();
+  menu("side").addEventListener("change", function() {
+    patches(); update(); });
+  ["patch", "heads", "bytes"].forEach(function(name) {
+    menu(name).addEventListener("change", update); });
 """
 
-__all__ += ["frames_explorer"]
+
+# -------------------------------------------------------------------- live
+def live(function, **widgets):
+    """Wrap ``ipywidgets.interactive`` with the book's defaults.
+
+    ``function`` draws a figure from keyword arguments; each keyword in
+    ``widgets`` is an ipywidgets control (or an abbreviation such as a
+    ``(min, max, step)`` tuple), which ipywidgets labels with the keyword's
+    name. Returns the widget; display it as the last line of a cell. Runs
+    in Jupyter, Colab and Binder, where a kernel is attached; the static
+    book shows the figure drawn just before it.
+    """
+    import ipywidgets
+
+    widget = ipywidgets.interactive(function, **widgets)
+    widget.children[-1].layout.min_height = "320px"
+    return widget
