@@ -2,6 +2,11 @@
 
 import os
 
+# Every call the library makes to its own public functions is checked too:
+# an internal call must pass arguments in the form the maths receives
+# (selfattention._validate). Chapters run by nbval inherit it.
+os.environ["SELFATTENTION_STRICT_CALLS"] = "1"
+
 from hypothesis import HealthCheck, settings
 
 # Derandomized so that a failure in CI reproduces locally; no deadline because

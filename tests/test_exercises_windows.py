@@ -9,10 +9,12 @@ from selfattention import windows as lib
 from selfattention.exercises import windows as checks
 
 
+_index = own(position.relative_position_index)
+
+
 class wn:                       # copies of the library's functions
     window_partition = staticmethod(own(lib.window_partition))
-    relative_position_index = staticmethod(
-        lambda M, index=own(position.relative_position_index): index((M, M)))
+    relative_position_index = staticmethod(lambda M: _index((M, M)))
 
 
 

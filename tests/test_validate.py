@@ -87,7 +87,8 @@ def test_boundary_converts_checks_and_calls_the_bare_function():
     assert f.__wrapped__(np.array([1, 2]), 3) == 9   # the bare maths
 
 
-def test_nested_public_calls_are_not_checked_again():
+def test_nested_public_calls_are_not_checked_again(monkeypatch):
+    monkeypatch.delenv("SELFATTENTION_STRICT_CALLS")
     calls = []
 
     def counted(args):
@@ -158,3 +159,28 @@ def test_tiles_accepts_exactly_the_windows_that_tile_the_grid(H, W, M, ok):
     else:
         with pytest.raises(ValueError, match="^M"):
             check({"grid": (H, W), "M": M})
+
+
+def test_strict_mode_reports_an_internal_call_in_the_wrong_form(
+        monkeypatch):
+    monkeypatch.setenv("SELFATTENTION_STRICT_CALLS", "1")
+
+    @boundary(x=floats())
+    def total(x):
+        return x.sum()
+
+    @boundary(n=positive_int())
+    def ones_wrong(n):
+        return total([1.0] * n)            # a list where the maths wants
+                                           # an array
+    @boundary(n=positive_int())
+    def ones_right(n):
+        return total(np.ones(n))
+
+    assert total([1.0, 2.0]) == 3.0        # at the boundary a list is fine
+    assert ones_right(3) == 3.0
+    with pytest.raises(AssertionError, match="total"):
+        ones_wrong(3)
+    monkeypatch.delenv("SELFATTENTION_STRICT_CALLS")
+    with pytest.raises(AttributeError):     # what a user would meet
+        ones_wrong(3)

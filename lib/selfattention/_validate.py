@@ -22,6 +22,13 @@ counter): their arguments were made by the library itself, so nothing is
 checked twice and the maths of one function simply calls the maths of
 another. ``fn.__wrapped__`` is the bare function; the chapters show its
 source (``scripts/sync_code.py``).
+
+That makes one rule for the library's own calls: they pass arguments in the
+form the maths receives (arrays, not lists; a grid as a pair, not an int).
+With the environment variable ``SELFATTENTION_STRICT_CALLS=1`` (the test
+suite sets it) every internal call is converted and checked as well, and an
+argument that conversion would change, or a failed check, is reported as
+the library's own error, naming the function.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import os
 import threading
 
 import numpy as np
@@ -68,6 +76,8 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
         @functools.wraps(fn)
         def public(*args, **kwargs):
             if getattr(_state, "depth", 0):       # called by the library
+                if os.environ.get("SELFATTENTION_STRICT_CALLS") == "1":
+                    _internal_call(fn, sig, constraints, checks, args, kwargs)
                 return fn(*args, **kwargs)
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -85,6 +95,40 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
         return public
 
     return wrap
+
+
+def _same(converted, given) -> bool:
+    """Whether conversion left ``given`` as it was (same type and value)."""
+    if isinstance(given, np.ndarray):
+        return converted is given
+    if type(converted) is not type(given):
+        return False
+    if isinstance(given, tuple):
+        return len(given) == len(converted) and all(
+            _same(c, g) for c, g in zip(converted, given))
+    return converted is given or converted == given
+
+
+def _internal_call(fn, sig, constraints, checks, args, kwargs) -> None:
+    """Strict mode: an internal call must already be in canonical form."""
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+    where = f"{fn.__module__}.{fn.__qualname__}"
+    try:
+        for name, constraint in constraints.items():
+            converted = constraint(values[name], name)
+            if not _same(converted, values[name]):
+                raise AssertionError(
+                    f"the library called {where} with {name} not in the "
+                    f"form its maths receives ({type(values[name]).__name__}"
+                    f"); convert it at the caller's boundary")
+            values[name] = converted
+        for check in checks:
+            check(values)
+    except (TypeError, ValueError) as err:
+        raise AssertionError(f"the library called {where} with arguments "
+                             f"its own checks refuse: {err}") from err
 
 
 class Constraint:

@@ -835,12 +835,13 @@ _VIT_ENTRIES = 38_416            # 196² score entries: ViT-B/16 at 224 px
 def _calculator_rows(image_size: int, patch_size: int, heads: int,
                      dtype: str) -> list[tuple[str, str]]:
     """The calculator's table, from the formulas of :mod:`.cost`."""
-    n = cost.tokens(image_size, patch_size)
+    n = cost.tokens((image_size, image_size), (patch_size, patch_size))
     per_head = cost.score_entries(n)
     return [("tokens n", f"{n:,}"),
             ("score entries per head, n²", f"{per_head:,}"),
             (f"memory for {heads} head(s), one layer",
-             cost.human_bytes(cost.attention_bytes(n, heads, dtype))),
+             cost.human_bytes(cost.attention_bytes(n, heads,
+                                                   np.dtype(dtype)))),
             (f"entries per head / ViT-B/16 at 224 px ({_VIT_ENTRIES:,})",
              f"{per_head / _VIT_ENTRIES:,.2f}")]
 
