@@ -1,11 +1,11 @@
 """Attention over every pixel of a 224 × 224 image: our blocks vs PyTorch.
 
-Prints a table for n = 50,176 tokens of width d = 16 in float32 (chapter 6):
+Prints a table for n = 50,176 tokens of width d = 16 in float32 (chapter 7):
 the wall-clock time and the peak memory of
 
 * ``selfattention.blockwise.fast_blockwise_attention`` (NumPy, online
   softmax, query blocks spread over both cores; the tuned form of the loop
-  chapter 6 shows), and
+  chapter 7 shows), and
 * ``torch.nn.functional.scaled_dot_product_attention`` (PyTorch's fused
   CPU kernel),
 
@@ -29,7 +29,7 @@ above the baseline, the difference would overstate the call's memory, never
 understate it. The inputs (3 × 3.2 MB) and the output are allocated before
 the baseline. MB means 10^6 bytes.
 
-The inputs come from ``selfattention.timing.random_qkv``, as in chapter 6;
+The inputs come from ``selfattention.timing.random_qkv``, as in chapter 7;
 the chapter's own measurements (``selfattention.timing``: processor time,
 ``tracemalloc``) see NumPy only, hence the separate processes here.
 

@@ -35,9 +35,9 @@ MUST_SHOW = {
                  "selfattention.masks.local_mask",
                  "selfattention.masks.neighborhood_mask",
                  "selfattention.masks.window_mask"],
-    "06_cost": ["selfattention.blockwise.online_softmax_update",
+    "07_cost": ["selfattention.blockwise.online_softmax_update",
                 "selfattention.blockwise.blockwise_attention"],
-    "07_windows": ["selfattention.windows.window_partition",
+    "08_windows": ["selfattention.windows.window_partition",
                    "selfattention.windows.window_reverse",
                    "selfattention.windows.cyclic_shift",
                    "selfattention.windows.reverse_cyclic_shift",
@@ -45,9 +45,9 @@ MUST_SHOW = {
                    "selfattention.windows.rolled_window_masks",
                    "selfattention.windows.shifted_window_mask",
                    "selfattention.position.relative_position_index"],
-    "08_nonlocal": ["selfattention.nonlocal_block.scope_mask",
+    "09_nonlocal": ["selfattention.nonlocal_block.scope_mask",
                     "selfattention.nonlocal_block.nonlocal_op"],
-    "09_matching": ["selfattention.matching.correlation_volume",
+    "10_matching": ["selfattention.matching.correlation_volume",
                     "selfattention.matching.lookup"],
 }
 

@@ -1,4 +1,4 @@
-"""Tests of selfattention.cost: the counts of chapter 6 and Swin's formulas."""
+"""Tests of selfattention.cost: the counts of chapter 7 and Swin's formulas."""
 
 import numpy as np
 import pytest

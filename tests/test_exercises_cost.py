@@ -1,4 +1,4 @@
-"""The chapter 6 checks accept right answers and explain wrong ones."""
+"""The chapter 7 checks accept right answers and explain wrong ones."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Chapter 10's exercise checks accept right answers and explain wrong ones."""
+"""Chapter 11's exercise checks accept right answers and explain wrong ones."""
 
 import numpy as np
 import pytest

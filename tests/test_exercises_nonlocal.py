@@ -1,4 +1,4 @@
-"""Chapter 8's checks accept right answers and name typical mistakes."""
+"""Chapter 9's checks accept right answers and name typical mistakes."""
 
 import numpy as np
 import pytest

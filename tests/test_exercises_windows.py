@@ -1,4 +1,4 @@
-"""Chapter 7's exercise checks accept right answers, explain wrong ones."""
+"""Chapter 8's exercise checks accept right answers, explain wrong ones."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Tests of selfattention.timing: the measurement helpers of chapter 6."""
+"""Tests of selfattention.timing: the measurement helpers of chapter 7."""
 
 import time
 import tracemalloc

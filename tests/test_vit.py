@@ -1,4 +1,4 @@
-"""The tiny vision transformer of chapters 5 and 10."""
+"""The tiny vision transformer of chapters 5 and 11."""
 
 import numpy as np
 import pytest

@@ -175,7 +175,7 @@ def attention(Q, K, V, mask=None, bias=None, scale=None):
         (chapter 4).
     bias : array_like, broadcastable to (..., n_q, n_k), optional
         Added to the scaled scores, as Swin's relative position bias ``B``
-        (chapter 7).
+        (chapter 8).
     scale : float, optional
         Multiplies ``Q Kᵀ``. The default divides by ``√d_k`` (chapter 2).
 
@@ -260,7 +260,7 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, h, mask=None, bias=None,
     bias : array_like, broadcastable to (..., h, n, m), optional
         Added to every head's scaled scores (per head if it has an h axis).
     context : array_like, shape (..., m, d_c), optional
-        Tokens that provide keys and values (cross-attention, chapter 9).
+        Tokens that provide keys and values (cross-attention, chapter 10).
         Defaults to ``X`` (self-attention, ``m = n``).
 
     Returns

@@ -1,4 +1,4 @@
-"""Exact attention in blocks, with an online softmax (chapter 6).
+"""Exact attention in blocks, with an online softmax (chapter 7).
 
 :func:`blockwise_attention` returns the same outputs as
 :func:`selfattention.attention.attention` but never holds the ``n_q × n_k``
@@ -97,7 +97,7 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
 
     Same result as ``attention(Q, K, V, mask, scale=scale)[0]`` (chapter 1)
     up to rounding; the weights ``A`` are never formed, so only ``Y`` is
-    returned (chapter 6, Eq. ``eq-cost-online``).
+    returned (chapter 7, Eq. ``eq-cost-online``).
 
     Parameters
     ----------
@@ -242,7 +242,7 @@ def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
     ``threadpoolctl``). Without a mask, each query keeps the maximum of its
     first key block as its shift and raises it only when a later block's
     sums would grow too large, saving two passes over every block. Used by
-    chapter 6's pixel-level run and ``scripts/bench_attention.py``.
+    chapter 7's pixel-level run and ``scripts/bench_attention.py``.
 
     Parameters
     ----------

@@ -1,10 +1,10 @@
 """What attention costs: tokens, score entries, bytes and multiply-adds
-(chapters 6 and 7).
+(chapters 7 and 8).
 
 Every function here is exact integer arithmetic on sizes, so it runs in no
-time and prints the same digits on every machine. Chapter 6 uses them to
+time and prints the same digits on every machine. Chapter 7 uses them to
 show how the patch size sets the number of tokens ``n`` and why the ``n × n``
-score matrix dominates; chapter 7 uses the two cost formulas of the Swin
+score matrix dominates; chapter 8 uses the two cost formulas of the Swin
 Transformer to compare global attention with window attention.
 
 Notation: an image of ``H_img × W_img`` pixels cut into ``P × P`` patches
@@ -66,7 +66,7 @@ def tokens(image_size, patch_size):
     """Number of tokens when an image is cut into non-overlapping patches.
 
     ``n = (H / P_h) · (W / P_w)``: the sequence length falls with the square
-    of the patch size (chapter 6, Eq. ``eq-cost-tokens``).
+    of the patch size (chapter 7, Eq. ``eq-cost-tokens``).
 
     Parameters
     ----------
@@ -150,7 +150,7 @@ def attention_macs(n, d_k, d_v=None, h=1):
     """Multiply-adds of ``Q Kᵀ`` and ``A V`` (no projections), per layer.
 
     Forming the scores takes ``n² d_k`` multiply-adds per head and the
-    weighted sum ``n² d_v``: the ``O(n²·d)`` term of chapter 6.
+    weighted sum ``n² d_v``: the ``O(n²·d)`` term of chapter 7.
 
     Parameters
     ----------
@@ -178,7 +178,7 @@ def msa_macs(grid, C):
     With ``n = H·W`` patches, the first term counts the four ``C × C``
     projections (queries, keys, values, output) and the second forms
     ``Q Kᵀ`` and ``A V`` over all ``n²`` pairs (Liu et al., 2021, Eq. 1,
-    written there ``4hwC² + 2(hw)²C``; chapter 7).
+    written there ``4hwC² + 2(hw)²C``; chapter 8).
 
     Parameters
     ----------
@@ -203,7 +203,7 @@ def window_msa_macs(grid, C, M):
 
     Each of the ``n = H·W`` tokens attends only within its ``M × M`` window,
     so the pair term becomes ``2·M²·n·C``: linear in the number of patches
-    for a fixed ``M`` (Liu et al., 2021, Eq. 2; chapter 7).
+    for a fixed ``M`` (Liu et al., 2021, Eq. 2; chapter 8).
 
     Parameters
     ----------
@@ -234,7 +234,7 @@ def window_score_entries(grid, M, h=1):
 
     Compared with :func:`score_entries` of the whole grid (``(HW)²``), the
     saving is ``HW / M²``, the number of windows (64 for Swin's 56 × 56
-    grid and M = 7; chapter 7).
+    grid and M = 7; chapter 8).
 
     Raises
     ------

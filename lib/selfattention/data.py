@@ -1,4 +1,4 @@
-"""Synthetic images and videos with known answers (chapters 1-4, 8 and 9).
+"""Synthetic images and videos with known answers (chapters 1-4, 9 and 10).
 
 Every generator takes the random generator it draws from, so the book's
 examples replay exactly: ``rng = np.random.default_rng(seed)``.
@@ -6,11 +6,11 @@ examples replay exactly: ``rng = np.random.default_rng(seed)``.
 * :func:`two_squares`: the running example, a dark image with two bright
   squares (chapters 1 to 4);
 * :func:`moving_square_video`: a square moving across frames, with a static
-  distractor (chapter 8);
+  distractor (chapter 9);
 * :func:`textured_scene` and :func:`shifted_pair`: a scene and two frames of
-  it, the second moved by a known displacement (chapter 9);
+  it, the second moved by a known displacement (chapter 10);
 * :func:`repeated_pattern_pair`: four identical motifs and one landmark, the
-  case where cross-attention alone cannot tell the copies apart (chapter 9).
+  case where cross-attention alone cannot tell the copies apart (chapter 10).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""FLOPs counted on real PyTorch modules (chapter 7).
+"""FLOPs counted on real PyTorch modules (chapter 8).
 
 Cost formulas such as Swin's :math:`\\Omega` (see :mod:`selfattention.cost`)
 are a model; a framework executes operators. :func:`count_flops` runs a

@@ -512,8 +512,8 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
     """A kernel-free figure: pick a patch of one frame, see where it looks.
 
     Attention between the patches of several frames: the frames of a video
-    (self-attention over space and time, chapter 8) or two different images
-    (cross-attention, chapter 9). The top row shows the query frames; the
+    (self-attention over space and time, chapter 9) or two different images
+    (cross-attention, chapter 10). The top row shows the query frames; the
     bottom row the weights of the query patch over every key frame, on one
     colour scale for every query, with a legend; with ``keys``, a middle row
     shows the key frames. Click a patch, or focus a query frame with Tab
@@ -872,7 +872,7 @@ def cost_calculator(image_size=224, patch_size=16, heads=1,
 
     The table is first filled in Python, from :func:`.cost.tokens`,
     :func:`.cost.score_entries`, :func:`.cost.attention_bytes` and
-    :func:`.cost.human_bytes` (chapter 6), so the stored page shows the
+    :func:`.cost.human_bytes` (chapter 7), so the stored page shows the
     default setting even without JavaScript; menus then recompute it in
     JavaScript with the same formulas, and a live region reads the new
     numbers out.

@@ -1,4 +1,4 @@
-"""Matching two images: cross-attention and correlation volumes (chapter 9).
+"""Matching two images: cross-attention and correlation volumes (chapter 10).
 
 Two frames of one scene, the second moved by a known displacement (made by
 :mod:`selfattention.data`), are the test bed of the chapter:
@@ -125,7 +125,7 @@ def correlation_volume(F1, F2):
     RAFT's 4-D volume: the dot product of every feature of frame 1 with
     every feature of frame 2, no scaling, no softmax. Reshaped to
     (H·W, H·W) it is a score matrix ``Q Kᵀ`` with ``Q = F1`` and ``K = F2``
-    (chapter 9).
+    (chapter 10).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Non-local blocks: self-attention over the positions of a video (chapter 8).
+"""Non-local blocks: self-attention over the positions of a video (chapter 9).
 
 The non-local operation of Wang et al. (2018) computes the response at one
 position of a feature map as a normalised weighted sum of the features at
@@ -151,7 +151,7 @@ def mass_per_frame(weights, T):
 
 
 class NonLocalBlock(nn.Module):
-    """A non-local block with SAGAN's zero-initialised gate (chapter 8).
+    """A non-local block with SAGAN's zero-initialised gate (chapter 9).
 
     ``z = x + gamma · W_z(y)``, where ``y`` is the non-local operation of
     :func:`nonlocal_op` over every position of ``x`` and ``gamma`` is a

@@ -114,7 +114,7 @@ def show_mask(ax, mask, title: str | None = None,
 def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
               title: str | None = None, cmap: str = CMAP):
     """Colour an (H, W) grid cell by cell, write a number in each cell and
-    draw window borders (chapter 7).
+    draw window borders (chapter 8).
 
     Parameters
     ----------
@@ -159,7 +159,7 @@ def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
 def mark_cell(ax, row: int, col: int, color: str = ACCENT,
               size: float = 11):
     """Outline cell (row, col) of a grid, or pixel (row, col) of an image,
-    with an open square ``size`` points wide (chapters 7 and 9)."""
+    with an open square ``size`` points wide (chapters 8 and 10)."""
     ax.plot(col, row, "s", mfc="none", mec=color, ms=size, mew=2.5)
     return ax
 
@@ -168,7 +168,7 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
                 xlabel: str | None = None, ylabel: str | None = None,
                 title: str | None = None, ticks: bool = False):
     """Plot costs against sizes on log–log axes, with their fitted slopes
-    (chapters 6 and 7).
+    (chapters 7 and 8).
 
     Parameters
     ----------
@@ -250,7 +250,7 @@ def loglog_slope(x, y):
     Parameters
     ----------
     x, y : array_like, shape (k,)
-        Positive sizes and costs, ``k ≥ 2`` (chapter 6).
+        Positive sizes and costs, ``k ≥ 2`` (chapter 7).
 
     Returns
     -------

@@ -139,7 +139,7 @@ def relative_position_index(grid):
     ``(2H-1) × (2W-1)`` table: ``(Δr + H - 1)·(2W - 1) + (Δc + W - 1)``,
     so pairs of patches with the same offset share one entry. For a window
     ``grid = (M, M)`` this is the index of Swin's released code (chapters 5
-    and 7).
+    and 8).
 
     Returns
     -------

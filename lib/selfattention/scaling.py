@@ -5,7 +5,7 @@ and variance 1 has variance ``d_k``, so raw scores spread out as ``√d_k``.
 Wide scores push each softmax row toward a one-hot vector, where its
 Jacobian ``diag(p) - p pᵀ`` vanishes and little gradient flows back. This
 module measures both effects; chapter 2 runs it on digit patches and
-chapter 10 uses it again against the "tuned temperature" misconception.
+chapter 11 uses it again against the "tuned temperature" misconception.
 """
 
 from __future__ import annotations

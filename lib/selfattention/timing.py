@@ -1,5 +1,5 @@
 """Time and peak memory of a computation, measured the same way everywhere
-(chapter 6).
+(chapter 7).
 
 What is measured, and how:
 
@@ -43,7 +43,7 @@ def random_qkv(n, d, rng, dtype=np.float32):
     """Queries, keys and values of ``n`` random tokens of width ``d``.
 
     Entries are standard normal, drawn from ``rng`` in the order Q, K, V and
-    then cast to ``dtype`` (chapter 6 and ``scripts/bench_attention.py``).
+    then cast to ``dtype`` (chapter 7 and ``scripts/bench_attention.py``).
 
     Returns
     -------
@@ -57,7 +57,7 @@ def best_time(fn, *args, repeat=3, **kwargs):
     """Fastest of ``repeat`` runs of ``fn(*args, **kwargs)``, in processor
     seconds (``time.process_time``, all threads of this process).
 
-    The result of ``fn`` is discarded (chapter 6).
+    The result of ``fn`` is discarded (chapter 7).
     """
     best = np.inf
     for _ in range(repeat):
@@ -81,7 +81,7 @@ def run_traced(fn, *args, **kwargs):
     result
         What ``fn`` returned.
     peak : int
-        The most bytes traced at once during the call (chapter 6). Objects
+        The most bytes traced at once during the call (chapter 7). Objects
         that exist before the call are not counted; the result is, since it
         is allocated during the call.
 
@@ -102,5 +102,5 @@ def run_traced(fn, *args, **kwargs):
 
 def peak_bytes(fn, *args, **kwargs):
     """Most bytes traced at once while ``fn(*args, **kwargs)`` runs
-    (see :func:`run_traced`; chapter 6)."""
+    (see :func:`run_traced`; chapter 7)."""
     return run_traced(fn, *args, **kwargs)[1]

@@ -1,4 +1,4 @@
-"""A tiny vision transformer for scikit-learn's digits (chapters 5 and 10).
+"""A tiny vision transformer for scikit-learn's digits (chapters 5 and 11).
 
 Each 8 × 8 digit is cut into 2 × 2-pixel patches, 16 tokens of 4 pixels. A
 linear layer embeds every patch, optional learned position embeddings are
@@ -6,7 +6,7 @@ added, a class token is prepended, and one or more pre-norm transformer
 blocks follow; the class token's final state is classified. The model is
 small enough to train on a CPU in about a second, which lets chapter 5
 compare it with and without position embeddings, on test images whose
-patches are in place or shuffled, and chapter 10 compare its attention
+patches are in place or shuffled, and chapter 11 compare its attention
 weights with a gradient-based importance.
 
 Everything is float64 and :func:`train` is deterministic: it seeds its own
@@ -191,7 +191,7 @@ class TinyViT(nn.Module):
     also returns every block's weights, a list of (B, h, 1+n, 1+n) arrays
     whose token 0 is the class token. ``cls_weights`` of shape
     (B, h, 1+n), if given, replaces the class token's attention weights in
-    the last block (chapter 10 swaps in a different map this way).
+    the last block (chapter 11 swaps in a different map this way).
     """
 
     @boundary(n_tokens=positive_int(), patch_dim=positive_int(),
@@ -399,7 +399,7 @@ def cls_attention(model, X, layer=-1):
     """How much the class token attends to each patch, averaged over heads.
 
     This is the map usually drawn over a ViT's input as "what the model
-    looks at" (chapter 10 puts it to the test).
+    looks at" (chapter 11 puts it to the test).
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Window attention and shifted windows on a patch grid (chapter 7).
+"""Window attention and shifted windows on a patch grid (chapter 8).
 
 Swin keeps self-attention inside ``M × M`` windows of the patch grid and, in
 every other block, shifts the windows by ``⌊M/2⌋`` patches. Grids have shape
@@ -89,7 +89,7 @@ _SHIFT_FITS = (tiles(), _shift_below_M)
 def window_partition(x, M):
     """Cut a patch grid into non-overlapping ``M × M`` windows.
 
-    A reshape and a transpose (chapter 7, Eq. ``eq-win-partition``).
+    A reshape and a transpose (chapter 8, Eq. ``eq-win-partition``).
 
     Parameters
     ----------
@@ -140,7 +140,7 @@ def cyclic_shift(x, shift):
     The token at ``(r, c)`` of ``x`` (..., H, W, C) moves to ``((r - shift)
     mod H, (c - shift) mod W)``. Regular windows of the rolled grid are
     Swin's shifted windows of the original one, plus the strips that wrapped
-    around, which :func:`rolled_window_masks` keeps apart (chapter 7, Eq.
+    around, which :func:`rolled_window_masks` keeps apart (chapter 8, Eq.
     ``eq-win-roll``). ``shift`` is usually ``M // 2``, at least 0.
     """
     return np.roll(x, (-shift, -shift), axis=(-3, -2))  # up and left
@@ -161,7 +161,7 @@ def region_labels(grid, M, shift):
     the original grid) and ``[H-shift, H)`` (rows that wrapped around from
     the top). Two tokens were neighbours before the roll exactly when they
     share both strips, so the label is ``3·row_strip + col_strip`` (chapter
-    7, Eq. ``eq-win-shift-mask``).
+    8, Eq. ``eq-win-shift-mask``).
 
     Parameters
     ----------
@@ -272,7 +272,7 @@ def shifted_window_bias(table, grid, M, shift):
                   _table_fits("bias_table")))
 def window_attention(x, W_q, W_k, W_v, W_o, h, M, shift=0, bias_table=None,
                      method="cyclic"):
-    """Multi-head self-attention inside ``M × M`` windows (chapter 7).
+    """Multi-head self-attention inside ``M × M`` windows (chapter 8).
 
     Each token attends only to the tokens of its window; with ``shift > 0``
     the windows are Swin's shifted windows. Inside every window the scores

@@ -17,11 +17,11 @@ module                  chapter
 ``multihead``           3 Multi-head attention
 ``masks``               4 Masks
 ``position``            5 Position and permutation equivariance
-``cost``                6 Cost
-``windows``             7 Windows and shifted windows
-``nonlocal_block``      8 Non-local blocks
-``matching``            9 Matching and motion
-``misconceptions``      10 Misconceptions
+``cost``                7 Cost
+``windows``             8 Windows and shifted windows
+``nonlocal_block``      9 Non-local blocks
+``matching``            10 Matching and motion
+``misconceptions``      11 Misconceptions
 ======================  ==========================================
 """
 

@@ -1,4 +1,4 @@
-"""Exercises of chapter 6, Cost."""
+"""Exercises of chapter 7, Cost."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ check_count = Exercise(
     answers=("answer",), judge=_count_judge,
     success="576 tokens, and 12 float32 matrices of 576² entries take "
             "15,925,248 bytes (about 15.9 MB) per layer.",
-    doc="Exercise 6.1: tokens and score bytes of a 384 × 384 ViT-B/16 "
+    doc="Exercise 7.1: tokens and score bytes of a 384 × 384 ViT-B/16 "
         "input.")
 
 
@@ -156,4 +156,4 @@ check_online_update = Exercise(
                 "selfattention.blockwise.blockwise_attention"), seed=62,
     success="folding the scores block by block gives exactly the softmax "
             "average, even for scores near 1000.",
-    doc="Exercise 6.2: one step of the online softmax.")
+    doc="Exercise 7.2: one step of the online softmax.")

@@ -1,4 +1,4 @@
-"""Exercises of chapter 9, Matching and motion."""
+"""Exercises of chapter 10, Matching and motion."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ check_displacements = Exercise(
                 "selfattention.matching.argmax_flow"), seed=91,
     success="each query's strongest key, minus the query's own place, "
             "as (row, col).",
-    doc="Exercise 9.1: displacement of each query's strongest key.")
+    doc="Exercise 10.1: displacement of each query's strongest key.")
 
 
 # ------------------------------------------------------------------ 9.2
@@ -122,7 +122,7 @@ check_correlation = Exercise(
     references=("selfattention.matching.correlation_volume",), seed=92,
     success="plain dot products of every pixel of frame 1 with every "
             "pixel of frame 2, shape (H, W, H, W).",
-    doc="Exercise 9.2: RAFT's all-pairs correlation volume.")
+    doc="Exercise 10.2: RAFT's all-pairs correlation volume.")
 
 
 # ------------------------------------------------------------------ 9.3
@@ -156,4 +156,4 @@ check_count = Exercise(
     answers=("answer",), judge=_count_judge,
     success="48 × 64 = 3,072 feature vectors per frame, 3,072² = "
             "9,437,184 correlations.",
-    doc="Exercise 9.3: entries of the volume for a 384 × 512 image at 1/8.")
+    doc="Exercise 10.3: entries of the volume for a 384 × 512 image at 1/8.")

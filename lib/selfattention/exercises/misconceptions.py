@@ -1,4 +1,4 @@
-"""Exercises of chapter 10, Misconceptions."""
+"""Exercises of chapter 11, Misconceptions."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ check_masked_softmax = Exercise(
     references=("selfattention.attention.attention",), seed=101,
     success="masked keys get exactly zero weight and every row still sums "
             "to one.",
-    doc="Exercise 10.1: attention weights that respect a boolean mask.")
+    doc="Exercise 11.1: attention weights that respect a boolean mask.")
 
 
 # ------------------------------------------------------------------ 10.2
@@ -108,4 +108,4 @@ check_same_output = Exercise(
     answers=("a", "b"), judge=_same_output_judge,
     success="two attention rows with no key in common give the same "
             "output.",
-    doc="Exercise 10.2: two disjoint attention rows with the same output.")
+    doc="Exercise 11.2: two disjoint attention rows with the same output.")

@@ -1,4 +1,4 @@
-"""Exercises of chapter 8, Non-local blocks."""
+"""Exercises of chapter 9, Non-local blocks."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ check_dot_product = Exercise(
     references=("selfattention.nonlocal_block.nonlocal_op",), seed=81,
     success="scores θ·φ divided by the number of positions N, then "
             "applied to g: the non-local operation without a softmax.",
-    doc="Exercise 8.1: the dot-product form, returning ``(Y, F)``.")
+    doc="Exercise 9.1: the dot-product form, returning ``(Y, F)``.")
 
 
 # ------------------------------------------------------------------ 8.2
@@ -112,7 +112,7 @@ check_time_mask = Exercise(
     references=("selfattention.nonlocal_block.scope_mask",), seed=82,
     success="each position sees the same place in every frame: T keys "
             "per query.",
-    doc="Exercise 8.2: the time-only mask of a (T, H, W) feature map.")
+    doc="Exercise 9.2: the time-only mask of a (T, H, W) feature map.")
 
 
 # ------------------------------------------------------------------ 8.3
@@ -152,4 +152,4 @@ check_gate = Exercise(
     "ex-nonlocal-gate", kind="Predict", points=1,
     answers=("answer",), run=_gate_run, judge=_gate_judge,
     success="only gamma: every other gradient is multiplied by gamma = 0.",
-    doc="Exercise 8.3: the parameters with a non-zero gradient at step 0.")
+    doc="Exercise 9.3: the parameters with a non-zero gradient at step 0.")

@@ -1,4 +1,4 @@
-"""Exercises of chapter 7, Windows and shifted windows."""
+"""Exercises of chapter 8, Windows and shifted windows."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ check_window_partition = Exercise(
     references=("selfattention.windows.window_partition",), seed=71,
     success="windows are numbered row-major and so are their tokens, on "
             "square and non-square grids.",
-    doc="Exercise 7.1: cut an (H, W, C) grid into (nW, M², C) windows.")
+    doc="Exercise 8.1: cut an (H, W, C) grid into (nW, M², C) windows.")
 
 
 # ------------------------------------------------------------------ 7.2
@@ -128,7 +128,7 @@ check_window_counts = Exercise(
     judge=_counts_judge, seed=72,
     success="the cyclic shift keeps (H/M)·(W/M) windows; padding needs "
             "(H/M + 1)·(W/M + 1).",
-    doc="Exercise 7.2: windows after a shift, cyclic shift vs padding.")
+    doc="Exercise 8.2: windows after a shift, cyclic shift vs padding.")
 
 
 # ------------------------------------------------------------------ 7.3
@@ -178,7 +178,7 @@ check_score_ratio = Exercise(
                 "selfattention.cost.score_entries"), seed=73,
     success="the ratio of score entries is h·w / M², the number of "
             "windows: 64 for Swin's 56 × 56 grid.",
-    doc="Exercise 7.3: how many times fewer score entries windows need.")
+    doc="Exercise 8.3: how many times fewer score entries windows need.")
 
 
 # ------------------------------------------------------------------ 7.4
@@ -228,4 +228,4 @@ check_relative_index = Exercise(
     seed=74,
     success="every pair reads the row of its offset, and the index runs "
             "over 0 … (2M-1)² - 1.",
-    doc="Exercise 7.4: the relative position index of an M × M window.")
+    doc="Exercise 8.4: the relative position index of an M × M window.")
