@@ -1,34 +1,12 @@
 """Argument checks at the library's public boundary (not part of the API).
 
-A public function of the library is the maths, written bare, with a
-declaration above it of what each argument must be::
-
-    @boundary(Q=floats(min_ndim=2), K=floats(min_ndim=2),
-              scale=optional(positive()), checks=(same_width,))
-    def attention(Q, K, V, scale=None):
-        ...
-
-:func:`boundary` binds a call to the signature, turns each declared argument
-into what the maths expects (an array of floats, an ``int``) or raises, runs
-the relational ``checks`` on the converted arguments, and only then calls the
-function. The rule is the same everywhere: the wrong **type** raises
-``TypeError``, the wrong **value** (shape, sign, range, a mismatch between two
-arguments) raises ``ValueError``, and the message names the argument, what was
-expected and what arrived, in the style of scikit-learn.
-
-Checks run once, where a caller enters the library. While a public function
-runs, the public functions it calls skip their checks (a thread-local depth
-counter): their arguments were made by the library itself, so nothing is
-checked twice and the maths of one function simply calls the maths of
-another. ``fn.__wrapped__`` is the bare function; the chapters show its
-source (``scripts/sync_code.py``).
-
-That makes one rule for the library's own calls: they pass arguments in the
-form the maths receives (arrays, not lists; a grid as a pair, not an int).
-With the environment variable ``SELFATTENTION_STRICT_CALLS=1`` (the test
-suite sets it) every internal call is converted and checked as well, and an
-argument that conversion would change, or a failed check, is reported as
-the library's own error, naming the function.
+``@boundary(Q=floats(min_ndim=2), ..., checks=(...))`` binds a call to the
+signature, converts each declared argument (wrong type: ``TypeError``, wrong
+value: ``ValueError``; the message names the argument, what was expected and
+what came), runs the relational ``checks`` and calls the bare maths,
+``fn.__wrapped__``. Calls made while a public function runs skip all of this,
+so the library's own calls must pass what the maths receives; with
+``SELFATTENTION_STRICT_CALLS=1`` (set by the tests) they are verified too.
 """
 
 from __future__ import annotations
@@ -50,19 +28,12 @@ _state = threading.local()             # depth: public calls under way
 
 
 def boundary(checks=(), runs_user_code: bool = False, **constraints):
-    """Declare the arguments of a public function; check them on entry.
+    """Declare a public function's arguments; convert and check them on entry.
 
-    Parameters
-    ----------
-    checks : sequence of callables
-        Relational checks, each called with the dict of converted arguments
-        (by parameter name, defaults filled in); each raises ``ValueError``
-        (or ``TypeError``) or returns None.
-    runs_user_code : bool
-        The function calls code it was given (a callable to time, a module
-        to count). Public functions called from there are checked as usual.
-    **constraints : Constraint
-        One per parameter to convert and check, by parameter name.
+    ``constraints`` map parameter names to :class:`Constraint`; ``checks``
+    are called with the dict of converted arguments (defaults filled in).
+    ``runs_user_code`` marks a function that calls code it was given, whose
+    calls to public functions are then checked as usual.
     """
 
     def wrap(fn):
@@ -72,20 +43,36 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
             raise TypeError(f"{fn.__qualname__} has no parameter(s) "
                             f"{unknown} to constrain")
         enters = 0 if runs_user_code else 1       # user code is checked
+        where = f"{fn.__module__}.{fn.__qualname__}"
+
+        def convert(args, kwargs, strict=False):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            values = bound.arguments
+            for name, constraint in constraints.items():
+                given = values[name]
+                values[name] = constraint(given, name)
+                if strict and not _same(values[name], given):
+                    raise AssertionError(
+                        f"the library called {where} with {name} not in the "
+                        f"form its maths receives ({type(given).__name__}); "
+                        f"convert it at the caller's boundary")
+            for check in checks:
+                check(values)
+            return bound
 
         @functools.wraps(fn)
         def public(*args, **kwargs):
             if getattr(_state, "depth", 0):       # called by the library
                 if os.environ.get("SELFATTENTION_STRICT_CALLS") == "1":
-                    _internal_call(fn, sig, constraints, checks, args, kwargs)
+                    try:
+                        convert(args, kwargs, strict=True)
+                    except (TypeError, ValueError) as err:
+                        raise AssertionError(
+                            f"the library called {where} with arguments its "
+                            f"own checks refuse: {err}") from err
                 return fn(*args, **kwargs)
-            bound = sig.bind(*args, **kwargs)
-            bound.apply_defaults()
-            values = bound.arguments
-            for name, constraint in constraints.items():
-                values[name] = constraint(values[name], name)
-            for check in checks:
-                check(values)
+            bound = convert(args, kwargs)
             _state.depth = getattr(_state, "depth", 0) + enters
             try:
                 return fn(*bound.args, **bound.kwargs)
@@ -109,38 +96,12 @@ def _same(converted, given) -> bool:
     return converted is given or converted == given
 
 
-def _internal_call(fn, sig, constraints, checks, args, kwargs) -> None:
-    """Strict mode: an internal call must already be in canonical form."""
-    bound = sig.bind(*args, **kwargs)
-    bound.apply_defaults()
-    values = dict(bound.arguments)
-    where = f"{fn.__module__}.{fn.__qualname__}"
-    try:
-        for name, constraint in constraints.items():
-            converted = constraint(values[name], name)
-            if not _same(converted, values[name]):
-                raise AssertionError(
-                    f"the library called {where} with {name} not in the "
-                    f"form its maths receives ({type(values[name]).__name__}"
-                    f"); convert it at the caller's boundary")
-            values[name] = converted
-        for check in checks:
-            check(values)
-    except (TypeError, ValueError) as err:
-        raise AssertionError(f"the library called {where} with arguments "
-                             f"its own checks refuse: {err}") from err
-
-
 class Constraint:
-    """What one argument must be: a conversion that raises when it cannot.
-
-    ``convert(value, name)`` returns the value the maths receives; the
-    ``expected`` text completes "``name`` must be ...".
-    """
+    """What one argument must be: ``convert(value, name)`` returns what the
+    maths receives or raises; ``expected`` completes "name must be ..."."""
 
     def __init__(self, convert, expected: str):
-        self.convert = convert
-        self.expected = expected
+        self.convert, self.expected = convert, expected
 
     def __call__(self, value, name: str):
         return self.convert(value, name)
@@ -156,39 +117,43 @@ def _got(value) -> str:
     return text if len(text) <= 40 else type(value).__name__
 
 
+def _wrong(error, name: str, expected: str, got) -> Exception:
+    return error(f"{name} must be {expected}, got {got}")
+
+
 # ------------------------------------------------------------------ arrays
+def _array(value, name, expected, kinds, ndim=None, min_ndim=0):
+    """``value`` as an array of dtype kind in ``kinds`` with fitting axes."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):               # a ragged nested list
+        raise _wrong(TypeError, name, expected, _got(value)) from None
+    if arr.dtype.kind not in kinds:
+        raise _wrong(TypeError, name, expected, _got(value))
+    if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
+        raise _wrong(ValueError, name, expected, f"shape {arr.shape}")
+    return arr
+
+
+def _axes(ndim, min_ndim=0) -> str:
+    return (f" with {ndim} dimension(s)" if ndim is not None else
+            f" with at least {min_ndim} dimension(s)" if min_ndim else "")
+
+
 def floats(ndim: int | None = None, min_ndim: int = 0,
            neg_inf: bool = False) -> Constraint:
-    """A real array, returned as floats (float32 stays, the rest -> float64).
-
-    ``ndim`` fixes the number of axes, ``min_ndim`` bounds it from below;
-    values must be finite (``neg_inf=True`` also admits ``-inf``, a masked
-    score).
-    """
-    expected = "an array of real numbers" + (
-        f" with {ndim} dimension(s)" if ndim is not None else
-        f" with at least {min_ndim} dimension(s)" if min_ndim else "")
+    """A finite real array as floats (float32 stays, the rest -> float64);
+    ``neg_inf`` also admits ``-inf``, a masked score."""
+    expected = "an array of real numbers" + _axes(ndim, min_ndim)
 
     def convert(value, name):
-        if value is None or isinstance(value, (str, bytes)):
-            raise TypeError(f"{name} must be {expected}, got {_got(value)}")
-        try:
-            arr = np.asarray(value)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"{name} must be {expected}: {err}") from None
-        if arr.dtype != bool and not (np.issubdtype(arr.dtype, np.integer)
-                                      or np.issubdtype(arr.dtype, np.floating)):
-            raise TypeError(f"{name} must be {expected}, got dtype "
-                            f"{arr.dtype}")
+        arr = _array(value, name, expected, "biuf", ndim, min_ndim)
         if arr.dtype not in (np.float32, np.float64):
             arr = arr.astype(np.float64)          # bools, integers, float16
-        if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
-            raise ValueError(f"{name} must be {expected}, got shape "
-                             f"{arr.shape}")
         bad = np.isnan(arr) | np.isposinf(arr) if neg_inf else ~np.isfinite(arr)
         if bad.any():
-            allowed = "" if not neg_inf else " (-inf is allowed)"
-            raise ValueError(f"{name} must be finite{allowed}, got "
+            raise ValueError(f"{name} must be finite"
+                             f"{' (-inf is allowed)' if neg_inf else ''}, got "
                              f"{int(bad.sum())} NaN or infinite value(s)")
         return arr
 
@@ -197,59 +162,35 @@ def floats(ndim: int | None = None, min_ndim: int = 0,
 
 def bools(ndim: int | None = None) -> Constraint:
     """A boolean array; integer 0/1 arrays are refused (``TypeError``)."""
-    expected = ("a boolean array (True = this query may use this key)"
-                if ndim is None else f"a {ndim}-D boolean array")
-
-    def convert(value, name):
-        arr = np.asarray(value)
-        if arr.dtype != bool:
-            raise TypeError(f"{name} must be {expected}, got dtype "
-                            f"{arr.dtype}")
-        if ndim is not None and arr.ndim != ndim:
-            raise ValueError(f"{name} must be {expected}, got shape "
-                             f"{arr.shape}")
-        return arr
-
-    return Constraint(convert, expected)
+    expected = "a boolean array (True = may attend)" + _axes(ndim)
+    return Constraint(lambda v, name: _array(v, name, expected, "b", ndim),
+                      expected)
 
 
 def ints(ndim: int | None = None) -> Constraint:
     """An array of integers (``bool`` refused), returned as ``int64``."""
-    expected = "an array of integers" + (
-        f" with {ndim} dimension(s)" if ndim is not None else "")
-
-    def convert(value, name):
-        arr = np.asarray(value)
-        if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"{name} must be {expected}, got "
-                            f"{_got(value)}")
-        if ndim is not None and arr.ndim != ndim:
-            raise ValueError(f"{name} must be {expected}, got shape "
-                             f"{arr.shape}")
-        return arr.astype(np.int64, copy=False)
-
-    return Constraint(convert, expected)
+    expected = "an array of integers" + _axes(ndim)
+    return Constraint(lambda v, name: _array(v, name, expected, "iu", ndim)
+                      .astype(np.int64, copy=False), expected)
 
 
 # ------------------------------------------------------------------ scalars
 def integer(low: int | None = None, high: int | None = None,
             what: str = "an integer") -> Constraint:
     """An integer (``bool`` refused) in ``low … high``, returned as ``int``."""
-    bounds = ("" if low is None and high is None else
-              f" >= {low}" if high is None else
-              f" <= {high}" if low is None else f" in {low}..{high}")
+    what += ("" if low is None and high is None else f" >= {low}"
+             if high is None else f" <= {high}" if low is None else
+             f" in {low}..{high}")
 
     def convert(value, name):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name} must be {what}{bounds}, got "
-                            f"{_got(value)}")
-        value = int(value)
+            raise _wrong(TypeError, name, what, _got(value))
         if (low is not None and value < low) or (high is not None
                                                  and value > high):
-            raise ValueError(f"{name} must be {what}{bounds}, got {value}")
-        return value
+            raise _wrong(ValueError, name, what, value)
+        return int(value)
 
-    return Constraint(convert, what + bounds)
+    return Constraint(convert, what)
 
 
 def positive_int() -> Constraint:
@@ -259,22 +200,17 @@ def positive_int() -> Constraint:
 
 def number(low: float | None = None, strict: bool = False,
            what: str | None = None) -> Constraint:
-    """A real, finite scalar (``bool`` refused), above ``low`` if given.
-
-    ``strict`` makes the bound exclusive. The value is returned unchanged,
-    so a float32 scale keeps float32 arithmetic float32.
-    """
-    sign = ">" if strict else ">="
+    """A finite real scalar (``bool`` refused) above ``low`` (exclusive if
+    ``strict``), returned unchanged: a float32 scale keeps float32 maths."""
     what = what or "a finite real number" + (
-        "" if low is None else f" {sign} {low:g}")
+        "" if low is None else f" {'>' if strict else '>='} {low:g}")
 
     def convert(value, name):
-        if isinstance(value, bool) or not isinstance(
-                value, (numbers.Real, np.floating, np.integer)):
-            raise TypeError(f"{name} must be {what}, got {_got(value)}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise _wrong(TypeError, name, what, _got(value))
         if not np.isfinite(value) or (low is not None and (
                 value <= low if strict else value < low)):
-            raise ValueError(f"{name} must be {what}, got {value!r}")
+            raise _wrong(ValueError, name, what, repr(value))
         return value
 
     return Constraint(convert, what)
@@ -291,34 +227,22 @@ def one_of(*choices) -> Constraint:
 
     def convert(value, name):
         if not any(value == c for c in choices):
-            raise ValueError(f"{name} must be {what}, got {value!r}")
+            raise _wrong(ValueError, name, what, repr(value))
         return value
 
     return Constraint(convert, what)
 
 
+# ------------------------------------------------------------------ groups
 def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
-    """A pair such as a grid ``(H, W)``; each item checked by ``item``."""
+    """A pair such as a grid ``(H, W)``, returned as a tuple of items."""
     what = f"a pair ({names[0]}, {names[1]})"
 
     def convert(value, name):
         if isinstance(value, (str, bytes, np.ndarray)) or not hasattr(
                 value, "__len__") or len(value) != 2:
-            raise TypeError(f"{name} must be {what}, got {_got(value)}")
+            raise _wrong(TypeError, name, what, _got(value))
         return tuple(item(v, f"{name}[{k}]") for k, v in enumerate(value))
-
-    return Constraint(convert, what)
-
-
-def sequence(item: Constraint) -> Constraint:
-    """A sequence (not a string) whose items ``item`` accepts, as a list."""
-    what = f"a sequence of items, each {item.expected}"
-
-    def convert(value, name):
-        if isinstance(value, (str, bytes, dict)) or not hasattr(value,
-                                                                "__iter__"):
-            raise TypeError(f"{name} must be {what}, got {_got(value)}")
-        return [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
 
     return Constraint(convert, what)
 
@@ -328,23 +252,38 @@ def grid() -> Constraint:
     return pair(positive_int(), ("H", "W"))
 
 
+def sequence(item: Constraint) -> Constraint:
+    """A sequence (not a string) whose items ``item`` accepts, as a list."""
+    what = f"a sequence of items, each {item.expected}"
+
+    def convert(value, name):
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value,
+                                                                "__iter__"):
+            raise _wrong(TypeError, name, what, _got(value))
+        return [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
+
+    return Constraint(convert, what)
+
+
 def optional(inner: Constraint) -> Constraint:
     """``None``, or what ``inner`` accepts."""
     return Constraint(lambda v, name: None if v is None else inner(v, name),
                       f"None or {inner.expected}")
 
 
-def instance(cls, what: str | None = None) -> Constraint:
-    """An instance of ``cls`` (``TypeError`` otherwise)."""
-    what = what or f"a {cls.__name__}"
-
+# ------------------------------------------------------------------ objects
+def _is(test, what: str) -> Constraint:
     def convert(value, name):
-        if not isinstance(value, cls):
-            raise TypeError(f"{name} must be {what}, got "
-                            f"{type(value).__name__}")
+        if not test(value):
+            raise _wrong(TypeError, name, what, type(value).__name__)
         return value
 
     return Constraint(convert, what)
+
+
+def instance(cls, what: str | None = None) -> Constraint:
+    """An instance of ``cls``."""
+    return _is(lambda v: isinstance(v, cls), what or f"a {cls.__name__}")
 
 
 def generator() -> Constraint:
@@ -355,25 +294,10 @@ def generator() -> Constraint:
 
 def function() -> Constraint:
     """Anything callable."""
-
-    def convert(value, name):
-        if not callable(value):
-            raise TypeError(f"{name} must be callable, got "
-                            f"{type(value).__name__}")
-        return value
-
-    return Constraint(convert, "callable")
+    return _is(callable, "callable")
 
 
 # ------------------------------------------------------------------ relations
-def broadcasts_to(shape: tuple, target: tuple) -> bool:
-    """True if an array of ``shape`` broadcasts to exactly ``target``."""
-    try:
-        return np.broadcast_shapes(shape, target) == target
-    except ValueError:
-        return False
-
-
 def tiles(grid: str = "grid", M: str = "M"):
     """A check: windows of ``M × M`` patches tile the grid exactly."""
 

@@ -1,22 +1,10 @@
 """The book's running example and its random stream (chapters 1–4).
 
-Chapters 1 to 4 share one example: the two-squares image of
-:func:`selfattention.data.two_squares`, cut into 64 centred tokens of
-4 × 4 pixels, then a chain of random projections. All of them come from one
-generator, ``np.random.default_rng(0)``, drawn in a fixed order, so that each
-chapter can pick the example up where the previous one left it and print the
-same numbers:
-
-1. the image noise (32 × 32 normals);
-2. an orthogonal matrix ``R`` (QR of 16 × 16 normals); ``W_Q = W_K = 2R``;
-3. the value projection ``W_V`` (16 × 16);
-4. the four projections of a four-head layer, ``ex.mha = (W_q, W_k, W_v,
-   W_o)`` (16 × 16 each; ``ex.h = 4``), so that chapter 3 calls
-   ``multi_head_attention(ex.X, *ex.mha, h=ex.h)``;
-5. a permutation of the 64 patches.
-
-:func:`running_example` replays this chain and returns the generator in the
-state it is left in, ready for the next draw (chapter 2's digit experiment).
+One generator, ``np.random.default_rng(0)``, draws in this order: the image
+noise of :func:`selfattention.data.two_squares` (32 × 32); an orthogonal
+``R`` (16 × 16), with ``W_q = W_k = 2R``; ``W_v``; the four-head projections
+``ex.mha`` (``ex.h = 4``); a permutation of the 64 patches. The image is cut
+into 64 centred tokens of 4 × 4 pixels.
 """
 
 from __future__ import annotations
@@ -74,7 +62,8 @@ class RunningExample:
 
 @boundary(seed=integer(0))
 def running_example(seed=0):
-    """Replay the running example's random chain from ``seed``."""
+    """Replay the running example's random chain from ``seed``; its ``rng``
+    is left ready for the next draw (chapter 2's digit experiment)."""
     rng = np.random.default_rng(seed)
     img = two_squares(rng)                              # (32, 32)
     X = center(patchify(img, PATCH))                    # (64, 16)

@@ -1,32 +1,44 @@
 """Figures shared by every chapter, so the book looks like one book.
 
-All helpers draw on a Matplotlib ``Axes`` that you pass in and return it;
-the chapter decides the layout and calls ``plt.show()``. Colour maps are
+Each helper draws on the Matplotlib ``Axes`` it is given and returns it; the
+chapter lays out the figure and calls ``plt.show()``. Colour maps are
 perceptually uniform and readable in grey: ``viridis`` for weights and
-scores, ``gray`` for images, two greys for masks.
+scores, ``gray`` for images, two greys for masks. Query outlines and window
+borders are white on a black stroke (:func:`accent`), as in the explorers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._validate import boundary, floats
+from ._validate import (boundary, floats, integer, optional,
+                        positive_int)
 
-__all__ = ["CMAP", "ACCENT", "show_image", "show_attention_on_image",
-           "show_matrix", "show_mask", "mark_patch", "figure", "show_grid",
-           "mark_cell", "show_loglog", "loglog_slope"]
+__all__ = ["CMAP", "ACCENT", "accent", "show_image",
+           "show_attention_on_image", "show_matrix", "show_mask",
+           "mark_patch", "figure", "show_grid", "mark_cell", "show_loglog",
+           "loglog_slope"]
 
 CMAP = "viridis"
-ACCENT = "#ff7f0e"          # orange: the chosen query, window borders
+ACCENT = "white"            # the chosen query, window borders
+
+
+def accent(lw: float = 2.0, color: str = ACCENT) -> dict:
+    """Line style of query outlines and window borders: ``color`` (white) on
+    a black stroke, which stands out on every colour of viridis and in grey.
+    """
+    from matplotlib.patheffects import withStroke
+
+    return dict(color=color, lw=lw,
+                path_effects=[withStroke(linewidth=lw + 2, foreground="k")])
 
 
 def figure(ncols: int = 1, nrows: int = 1, size: float = 3.2, **kwargs):
     """A figure of ``nrows × ncols`` square panels, ``size`` inches each."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows),
-                             layout="constrained", **kwargs)
-    return fig, axes
+    return plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows),
+                        layout="constrained", **kwargs)
 
 
 def show_image(ax, img, patch: int | None = None, title: str | None = None):
@@ -39,49 +51,36 @@ def show_image(ax, img, patch: int | None = None, title: str | None = None):
             ax.axhline(y, color="white", lw=0.6, alpha=0.6)
         for x in np.arange(patch, W, patch) - 0.5:
             ax.axvline(x, color="white", lw=0.6, alpha=0.6)
-    _tidy(ax, title)
-    return ax
+    return _tidy(ax, title)
 
 
-def mark_patch(ax, row: int, col: int, patch: int, color: str = "#ff7f0e",
+def mark_patch(ax, row: int, col: int, patch: int, color: str = ACCENT,
                lw: float = 2.0):
     """Outline patch (row, col) of an image drawn with :func:`show_image`."""
     from matplotlib.patches import Rectangle
 
-    ax.add_patch(Rectangle((col * patch - 0.5, row * patch - 0.5), patch, patch,
-                           fill=False, edgecolor=color, lw=lw))
+    ax.add_patch(Rectangle((col * patch - 0.5, row * patch - 0.5), patch,
+                           patch, fill=False, **accent(lw, color)))
     return ax
 
 
 def show_attention_on_image(ax, img, weights, grid: tuple[int, int],
                             patch: int, query: int | None = None,
                             title: str | None = None, colorbar: bool = True):
-    """Lay one query's attention weights over the image, patch by patch.
-
-    Parameters
-    ----------
-    img : array_like, shape (H, W)
-    weights : array_like, shape (rows·cols,)
-        One row of the attention matrix.
-    grid : (rows, cols)
-        Patch grid; ``rows·patch = H``.
-    query : int, optional
-        Token index of the query, outlined in orange.
-    """
-    rows, cols = grid
-    w = np.asarray(weights).reshape(rows, cols)
+    """Lay one query's attention weights (H·W,) over the image, patch by
+    patch; the query's patch, if given as a token index, is outlined."""
+    H, W = grid
     ax.imshow(np.asarray(img), cmap="gray", vmin=0, vmax=1,
               interpolation="nearest")
-    H, W = rows * patch, cols * patch
-    im = ax.imshow(w, cmap=CMAP, alpha=0.75, vmin=0, interpolation="nearest",
-                   extent=(-0.5, W - 0.5, H - 0.5, -0.5))
+    im = ax.imshow(np.asarray(weights).reshape(H, W), cmap=CMAP, alpha=0.75,
+                   vmin=0, interpolation="nearest",
+                   extent=(-0.5, W * patch - 0.5, H * patch - 0.5, -0.5))
     if query is not None:
-        mark_patch(ax, *divmod(int(query), cols), patch)
+        mark_patch(ax, *divmod(int(query), W), patch)
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04,
                            label="attention weight")
-    _tidy(ax, title)
-    return ax
+    return _tidy(ax, title)
 
 
 def show_matrix(ax, M, title: str | None = None, cmap: str = CMAP,
@@ -92,8 +91,7 @@ def show_matrix(ax, M, title: str | None = None, cmap: str = CMAP,
                    interpolation="nearest")
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
     if title:
         ax.set_title(title)
     return ax
@@ -104,38 +102,31 @@ def show_mask(ax, mask, title: str | None = None,
     """Draw a boolean mask: dark = may attend, light = blocked."""
     ax.imshow(np.asarray(mask, dtype=float), cmap="Greys", vmin=-0.15,
               vmax=1.0, interpolation="nearest")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
     if title:
         ax.set_title(title)
     return ax
 
 
+def _numbers_fit(args) -> None:
+    numbers, shape = args["numbers"], args["values"].shape
+    if numbers is not None and np.shape(numbers) != shape:
+        raise ValueError(f"numbers must have the shape of values {shape}, "
+                         f"got {np.shape(numbers)}")
+
+
+@boundary(values=floats(ndim=2), M=optional(positive_int()), start=integer(),
+          checks=(_numbers_fit,))
 def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
               title: str | None = None, cmap: str = CMAP):
     """Colour an (H, W) grid cell by cell, write a number in each cell and
     draw window borders (chapter 8).
 
-    Parameters
-    ----------
-    values : array_like, shape (H, W)
-        Colour of each cell: window index, region label, 0/1 for a mask...
-        Constant grids are drawn in the lowest colour.
-    numbers : array_like, shape (H, W), optional
-        Text written in each cell, white on dark cells and black on light.
-    M : int, optional
-        Window side. A border (orange) is drawn before every row ``r`` and
-        column ``c`` with ``(r - start) % M == 0``, except at the grid's edge.
-    start : int
-        Offset of the windows: ``M - s`` for windows shifted by ``s``.
+    ``numbers`` (H, W) are written white on dark cells, black on light ones.
+    With a window side ``M``, a border precedes every row and column ``k``
+    with ``(k - start) % M == 0`` inside the grid; ``start = M - s`` draws
+    windows displaced by ``s``. A constant grid takes the lowest colour.
     """
-    values = np.asarray(values, dtype=float)
-    if values.ndim != 2:
-        raise ValueError(f"values must be a 2-D (H, W) grid, got shape "
-                         f"{values.shape}")
-    if numbers is not None and np.shape(numbers) != values.shape:
-        raise ValueError(f"numbers must have the shape of values "
-                         f"{values.shape}, got {np.shape(numbers)}")
     lo = values.min()
     hi = max(values.max(), lo + 1)
     ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
@@ -148,19 +139,20 @@ def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
         H, W = values.shape
         for k in range(1, H):
             if (k - start) % M == 0:
-                ax.axhline(k - 0.5, color=ACCENT, lw=2)
+                ax.axhline(k - 0.5, **accent())
         for k in range(1, W):
             if (k - start) % M == 0:
-                ax.axvline(k - 0.5, color=ACCENT, lw=2)
-    _tidy(ax, title)
-    return ax
+                ax.axvline(k - 0.5, **accent())
+    return _tidy(ax, title)
 
 
 def mark_cell(ax, row: int, col: int, color: str = ACCENT,
               size: float = 11):
     """Outline cell (row, col) of a grid, or pixel (row, col) of an image,
     with an open square ``size`` points wide (chapters 8 and 10)."""
-    ax.plot(col, row, "s", mfc="none", mec=color, ms=size, mew=2.5)
+    style = accent(2.5, color)
+    ax.plot(col, row, "s", mfc="none", mec=style["color"], ms=size,
+            mew=style["lw"], path_effects=style["path_effects"])
     return ax
 
 
@@ -170,26 +162,11 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
     """Plot costs against sizes on log–log axes, with their fitted slopes
     (chapters 7 and 8).
 
-    Parameters
-    ----------
-    x : array_like, shape (k,)
-        Positive sizes, shared by every series.
-    ys : array_like of shape (k,), or dict
-        One series, or ``{label: y}`` for several; a value may also be a
-        pair ``(x_i, y_i)`` for a series measured at other sizes.
-    fit : bool
-        Write each series' least-squares slope
-        (:func:`loglog_slope`) in its legend label, or,
-        for a single unlabelled series, in the top corner.
-    ref_slope : float, optional
-        Add a dashed grey reference line of this slope through the last
-        point of the last series, over the whole range of sizes.
-    ticks : bool
-        Label the x axis at the sizes of ``x`` instead of powers of ten.
-
-    Returns
-    -------
-    ax
+    ``ys`` is one series of the sizes ``x``, or ``{label: y}``, where ``y``
+    may be a pair ``(x_i, y_i)`` measured at other sizes. ``fit`` writes
+    each slope (:func:`loglog_slope`) in its label, or in the corner for one
+    unlabelled series; ``ref_slope`` adds a dashed line of that slope
+    through the last point; ``ticks`` labels the sizes of ``x``.
     """
     x = np.asarray(x, dtype=float)
     labelled = isinstance(ys, dict)
@@ -245,18 +222,8 @@ def _fits_loglog(args) -> None:
 
 @boundary(x=floats(ndim=1), y=floats(ndim=1), checks=(_fits_loglog,))
 def loglog_slope(x, y):
-    """Slope of the least-squares line through ``(log x, log y)``.
-
-    Parameters
-    ----------
-    x, y : array_like, shape (k,)
-        Positive sizes and costs, ``k ≥ 2`` (chapter 7).
-
-    Returns
-    -------
-    slope : float
-        ``p`` when ``y`` grows like ``x**p``.
-    """
+    """Slope ``p`` of the least-squares line through ``(log x, log y)``:
+    ``y`` grows like ``x**p`` (chapter 7)."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
@@ -265,3 +232,4 @@ def _tidy(ax, title):
     ax.set_yticks([])
     if title:
         ax.set_title(title)
+    return ax

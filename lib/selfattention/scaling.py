@@ -1,11 +1,8 @@
 """Why scores are divided by √d_k: growth, saturation, gradients (chapter 2).
 
-A dot product of two vectors with ``d_k`` independent components of mean 0
-and variance 1 has variance ``d_k``, so raw scores spread out as ``√d_k``.
-Wide scores push each softmax row toward a one-hot vector, where its
-Jacobian ``diag(p) - p pᵀ`` vanishes and little gradient flows back. This
-module measures both effects; chapter 2 runs it on digit patches and
-chapter 11 uses it again against the "tuned temperature" misconception.
+Raw scores of unit-variance components spread as ``√d_k``; wide scores push
+softmax rows toward one-hot vectors, where the Jacobian ``diag(p) - p pᵀ``
+vanishes. This module measures both (chapters 2 and 11).
 """
 
 from __future__ import annotations
@@ -38,27 +35,9 @@ def _weights(args) -> None:
 def softmax_jacobian(p):
     """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ`` (chapter 2).
 
-    Entry ``(i, j)`` is ``∂p_i / ∂s_j`` for ``p = softmax(s)``. Every entry
-    is a multiple of some ``p_i``, and of ``1 - p_i`` on the diagonal, so all
-    of them vanish as ``p`` approaches a one-hot vector.
-
-    Parameters
-    ----------
-    p : array_like, shape (..., n)
-        Softmax weights, one distribution per row.
-
-    Returns
-    -------
-    J : ndarray, shape (..., n, n)
-        One symmetric Jacobian per row; each of its rows sums to zero.
-
-    Raises
-    ------
-    TypeError
-        If ``p`` is not an array of real numbers.
-    ValueError
-        If ``p`` is not finite, or its rows are not non-negative and summing
-        to one.
+    ``p`` of shape (..., n) holds one distribution per row; entry ``(i, j)``
+    of its (..., n, n) result is ``∂p_i / ∂s_j``, symmetric, rows summing to
+    zero, all vanishing as ``p`` nears a one-hot vector.
     """
     eye = np.eye(p.shape[-1], dtype=p.dtype)
     return p[..., :, None] * (eye - p[..., None, :])       # (..., n, n)
@@ -68,24 +47,8 @@ def softmax_jacobian(p):
 def jacobian_norm(p):
     """Frobenius norm of each row's softmax Jacobian (chapter 2).
 
-    A single number for "how much gradient this row can pass back":
-    ``‖diag(p) - p pᵀ‖_F``. It is 0 for a one-hot row, ``√(n-1)/n`` for a
-    uniform row of ``n`` weights, and largest (1/2) for two equal weights.
-
-    Parameters
-    ----------
-    p : array_like, shape (..., n)
-        Softmax weights.
-
-    Returns
-    -------
-    norms : ndarray, shape (...)
-        One norm per row; average them for a whole score matrix.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`softmax_jacobian`.
+    How much gradient a row ``p`` of shape (..., n) passes back: 0 for a
+    one-hot row, ``√(n-1)/n`` for a uniform one, at most 1/2. Shape (...).
     """
     J = softmax_jacobian(p)                                # (..., n, n)
     return np.sqrt((J ** 2).sum(axis=(-2, -1)))            # (...)
@@ -93,50 +56,20 @@ def jacobian_norm(p):
 
 @dataclass(frozen=True)
 class LogitStats:
-    """Saturation of one set of raw scores, unscaled and scaled by 1/√d_k.
-
-    Attributes
-    ----------
-    d_k : int
-        Key width.
-    logit_std : float
-        Standard deviation of the raw scores ``Q Kᵀ``.
-    max_weight_raw, max_weight_scaled : float
-        Mean over rows of the largest weight of ``softmax(S)`` and of
-        ``softmax(S / √d_k)``.
-    jacobian_raw, jacobian_scaled : float
-        Mean over rows of :func:`jacobian_norm` for the same two softmaxes.
-    """
+    """Saturation of raw scores, unscaled (``_raw``) and divided by √d_k."""
 
     d_k: int
-    logit_std: float
-    max_weight_raw: float
+    logit_std: float            # standard deviation of the raw scores
+    max_weight_raw: float       # mean over rows of the largest weight
     max_weight_scaled: float
-    jacobian_raw: float
+    jacobian_raw: float         # mean over rows of jacobian_norm
     jacobian_scaled: float
 
 
 @boundary(S=floats(min_ndim=2), d_k=positive_int())
 def logit_stats(S, d_k):
-    """Summarise how saturated raw scores are, with and without √d_k.
-
-    Parameters
-    ----------
-    S : array_like, shape (..., n_q, n_k)
-        Raw scores ``Q Kᵀ`` (not yet divided by anything).
-    d_k : int
-        Key width used to form ``S``.
-
-    Returns
-    -------
-    LogitStats
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``S`` is not a finite array with at least 2 dimensions, or
-        ``d_k`` is not a positive integer.
-    """
+    """Summarise how saturated raw scores ``S = Q Kᵀ`` (..., n_q, n_k) of
+    key width ``d_k`` are, with and without √d_k: a :class:`LogitStats`."""
     p_raw = softmax(S)                                      # (..., n_q, n_k)
     p_scaled = softmax(S / math.sqrt(d_k))
     return LogitStats(
@@ -154,36 +87,12 @@ def logit_stats(S, d_k):
 def scaling_experiment(T, d_ks, rng, weight_scale=0.5):
     """Random query and key projections of tokens for several ``d_k``.
 
-    For each ``d_k`` in order, draws query weights and then key weights,
-    each ``rng.standard_normal((N, p, d_k)) * weight_scale`` (fresh weights
-    for every one of the ``N`` token sets), forms ``Q = T Gq``, ``K = T Gk``
-    and summarises ``S = Q Kᵀ`` with :func:`logit_stats`. With standardized
-    tokens of ``p = 4`` components and ``weight_scale = 1/2``, the entries of
-    ``Q`` and ``K`` have variance about 1, as the √d_k argument assumes.
-    Chapter 2 runs it on :func:`selfattention.patches.digit_patch_tokens`.
-
-    Parameters
-    ----------
-    T : array_like, shape (N, n, p)
-        ``N`` sets of ``n`` tokens of width ``p``.
-    d_ks : sequence of int
-        Key widths, in the order their weights are drawn.
-    rng : numpy.random.Generator
-        Source of the weights; the draws depend on its state.
-    weight_scale : float
-        Standard deviation of the weight entries.
-
-    Returns
-    -------
-    list of LogitStats
-        One per ``d_k``, in order.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``T`` is not a finite 3-D array, ``rng`` is not a Generator, a
-        ``d_k`` is not a positive integer or ``weight_scale`` is not a
-        positive finite number.
+    For each ``d_k`` in order, draws query then key weights
+    ``rng.standard_normal((N, p, d_k)) * weight_scale`` for the ``N`` token
+    sets of ``T`` (N, n, p) and summarises ``S = (T Gq)(T Gk)ᵀ`` with
+    :func:`logit_stats`; returns one :class:`LogitStats` per ``d_k``. With
+    standardized tokens of ``p = 4`` components and ``weight_scale = 1/2``
+    the entries of ``Q`` and ``K`` have variance about 1 (chapter 2).
     """
     N, _, p = T.shape
     stats = []

@@ -1,16 +1,9 @@
 """Crossing into PyTorch: weights and masks (chapters 3 and 4).
 
-The library stores a projection as ``W`` of shape (d_in, d_out) and computes
-``X @ W``; ``torch.nn.Linear`` and ``torch.nn.MultiheadAttention`` store
-``W.T`` and compute ``x @ weight.T``, so weights cross transposed.
-
-PyTorch has two opposite boolean mask conventions:
-
-* ``torch.nn.MultiheadAttention(attn_mask=...)``: True **blocks** a key;
-* ``torch.nn.functional.scaled_dot_product_attention(attn_mask=...)``:
-  True **allows** a key, as in this library.
-
-Convert at the boundary with :func:`mask_for_mha` and :func:`mask_for_sdpa`.
+The library computes ``X @ W`` with ``W`` of shape (d_in, d_out); PyTorch
+stores ``W.T``. ``nn.MultiheadAttention``'s boolean ``attn_mask`` is True
+where a key is **blocked**, ``scaled_dot_product_attention``'s True where it
+is **allowed**, as in this library.
 """
 
 from __future__ import annotations
@@ -24,10 +17,8 @@ __all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights"]
 
 @boundary(mask=bools())
 def mask_for_mha(mask):
-    """Our mask (True = may attend) as ``nn.MultiheadAttention`` wants it.
-
-    Returns a ``torch.bool`` tensor of the same shape with True = blocked.
-    """
+    """Our mask (True = may attend) as ``nn.MultiheadAttention`` wants it:
+    a ``torch.bool`` tensor with True = blocked."""
     import torch
 
     return torch.from_numpy(~mask)
@@ -41,12 +32,9 @@ def mask_for_sdpa(mask):
     return torch.from_numpy(mask.copy())
 
 
-_NAMES = ("W_q", "W_k", "W_v", "W_o")
-
-
 def _square_and_split(args) -> None:
     d, h = args["W_q"].shape[0], args["h"]
-    for name in _NAMES:
+    for name in ("W_q", "W_k", "W_v", "W_o"):
         if args[name].shape != (d, d):
             raise ValueError(f"{name} must be square ({d}, {d}) for "
                              f"nn.MultiheadAttention, got shape "
@@ -61,23 +49,9 @@ def _square_and_split(args) -> None:
 def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
     """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights.
 
-    Parameters
-    ----------
-    W_q, W_k, W_v : array_like, shape (d, d)
-        Query, key and value projections, heads side by side as in
-        :func:`selfattention.attention.multi_head_attention`.
-    W_o : array_like, shape (d, d)
-        Output projection.
-    h : int
-        Number of heads.
-    bias : bool
-        Whether the module has biases; they are set to zero so the module
-        computes the same function as the bias-free NumPy code.
-
-    Returns
-    -------
-    torch.nn.MultiheadAttention
-        In ``float64`` with ``batch_first=True``.
+    The (d, d) projections are those of
+    :func:`selfattention.attention.multi_head_attention`; with ``bias`` the
+    module's biases are set to zero, so it computes the same function.
     """
     import torch
 
