@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import numbers
 import os
 import threading
 
 import numpy as np
-
-__all__ = ["boundary", "Constraint", "floats", "bools", "ints", "integer",
-           "positive_int", "number", "positive", "one_of", "pair", "grid",
-           "sequence", "optional", "generator", "instance", "function",
-           "tiles"]
 
 _state = threading.local()             # depth: public calls under way
 
@@ -30,10 +26,8 @@ _state = threading.local()             # depth: public calls under way
 def boundary(checks=(), runs_user_code: bool = False, **constraints):
     """Declare a public function's arguments; convert and check them on entry.
 
-    ``constraints`` map parameter names to :class:`Constraint`; ``checks``
-    are called with the dict of converted arguments (defaults filled in).
-    ``runs_user_code`` marks a function that calls code it was given, whose
-    calls to public functions are then checked as usual.
+    ``checks`` receive the dict of converted arguments; ``runs_user_code``
+    marks a function that calls code it was given, which is checked as usual.
     """
 
     def wrap(fn):
@@ -106,9 +100,6 @@ class Constraint:
     def __call__(self, value, name: str):
         return self.convert(value, name)
 
-    def __repr__(self) -> str:
-        return f"Constraint({self.expected!r})"
-
 
 def _got(value) -> str:
     if isinstance(value, np.ndarray):
@@ -121,9 +112,20 @@ def _wrong(error, name: str, expected: str, got) -> Exception:
     return error(f"{name} must be {expected}, got {got}")
 
 
+def _is(test, what: str, error=TypeError) -> Constraint:
+    """The value itself, if ``test(value)`` holds."""
+
+    def convert(value, name):
+        if not test(value):
+            raise _wrong(error, name, what, _got(value))
+        return value
+
+    return Constraint(convert, what)
+
+
 # ------------------------------------------------------------------ arrays
 def _array(value, name, expected, kinds, ndim=None, min_ndim=0):
-    """``value`` as an array of dtype kind in ``kinds`` with fitting axes."""
+    """``value`` as an array of a dtype kind in ``kinds``, with fitting axes."""
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):               # a ragged nested list
@@ -175,62 +177,45 @@ def ints(ndim: int | None = None) -> Constraint:
 
 
 # ------------------------------------------------------------------ scalars
-def integer(low: int | None = None, high: int | None = None,
-            what: str = "an integer") -> Constraint:
-    """An integer (``bool`` refused) in ``low … high``, returned as ``int``."""
-    what += ("" if low is None and high is None else f" >= {low}"
-             if high is None else f" <= {high}" if low is None else
-             f" in {low}..{high}")
+def _scalar(types, cast, what, low=None, high=None, strict=False):
+    """A finite scalar of ``types`` (``bool`` refused) within the bounds."""
+    what += ("" if low is None and high is None else f" <= {high}" if low is
+             None else f" in {low}..{high}" if high is not None else
+             f" {'>' if strict else '>='} {low}")
 
     def convert(value, name):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, bool) or not isinstance(value, types):
             raise _wrong(TypeError, name, what, _got(value))
-        if (low is not None and value < low) or (high is not None
-                                                 and value > high):
-            raise _wrong(ValueError, name, what, value)
-        return int(value)
+        if not -math.inf < value < math.inf or (low is not None and (
+                value <= low if strict else value < low)) or (
+                high is not None and value > high):
+            raise _wrong(ValueError, name, what, repr(value))
+        return cast(value)
 
     return Constraint(convert, what)
 
 
-def positive_int() -> Constraint:
-    """An integer ``>= 1``."""
-    return integer(1, what="a positive integer")
+def integer(low: int | None = None, high: int | None = None,
+            what: str = "an integer") -> Constraint:
+    """An integer in ``low … high``, returned as ``int``."""
+    return _scalar(numbers.Integral, int, what, low, high)
 
 
 def number(low: float | None = None, strict: bool = False,
-           what: str | None = None) -> Constraint:
-    """A finite real scalar (``bool`` refused) above ``low`` (exclusive if
-    ``strict``), returned unchanged: a float32 scale keeps float32 maths."""
-    what = what or "a finite real number" + (
-        "" if low is None else f" {'>' if strict else '>='} {low:g}")
-
-    def convert(value, name):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise _wrong(TypeError, name, what, _got(value))
-        if not np.isfinite(value) or (low is not None and (
-                value <= low if strict else value < low)):
-            raise _wrong(ValueError, name, what, repr(value))
-        return value
-
-    return Constraint(convert, what)
+           what: str = "a finite real number") -> Constraint:
+    """A real number above ``low`` (exclusive if ``strict``), returned
+    unchanged: a float32 scale keeps float32 maths float32."""
+    return _scalar(numbers.Real, lambda v: v, what, low, strict=strict)
 
 
-def positive() -> Constraint:
-    """A finite real number ``> 0``."""
-    return number(0, strict=True, what="a positive finite number")
+positive_int = functools.partial(integer, 1)
+positive = functools.partial(number, 0, strict=True)
 
 
 def one_of(*choices) -> Constraint:
     """One of ``choices`` (compared with ``==``)."""
-    what = "one of " + ", ".join(repr(c) for c in choices)
-
-    def convert(value, name):
-        if not any(value == c for c in choices):
-            raise _wrong(ValueError, name, what, repr(value))
-        return value
-
-    return Constraint(convert, what)
+    return _is(lambda v: any(v == c for c in choices),
+               "one of " + ", ".join(map(repr, choices)), ValueError)
 
 
 # ------------------------------------------------------------------ groups
@@ -247,9 +232,7 @@ def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
     return Constraint(convert, what)
 
 
-def grid() -> Constraint:
-    """A patch grid ``(H, W)``: a pair of positive integers."""
-    return pair(positive_int(), ("H", "W"))
+grid = functools.partial(pair, positive_int(), ("H", "W"))   # a patch grid
 
 
 def sequence(item: Constraint) -> Constraint:
@@ -271,42 +254,30 @@ def optional(inner: Constraint) -> Constraint:
                       f"None or {inner.expected}")
 
 
-# ------------------------------------------------------------------ objects
-def _is(test, what: str) -> Constraint:
-    def convert(value, name):
-        if not test(value):
-            raise _wrong(TypeError, name, what, type(value).__name__)
-        return value
-
-    return Constraint(convert, what)
-
-
 def instance(cls, what: str | None = None) -> Constraint:
     """An instance of ``cls``."""
     return _is(lambda v: isinstance(v, cls), what or f"a {cls.__name__}")
 
 
-def generator() -> Constraint:
-    """A ``numpy.random.Generator``; seeds and ``RandomState`` are refused."""
-    return instance(np.random.Generator,
-                    "a numpy.random.Generator (np.random.default_rng(seed))")
-
-
-def function() -> Constraint:
-    """Anything callable."""
-    return _is(callable, "callable")
+generator = functools.partial(
+    instance, np.random.Generator,
+    "a numpy.random.Generator (np.random.default_rng(seed))")
+function = functools.partial(_is, callable, "callable")
 
 
 # ------------------------------------------------------------------ relations
-def tiles(grid: str = "grid", M: str = "M"):
-    """A check: windows of ``M × M`` patches tile the grid exactly."""
+def divides(name: str, sizes, what: str):
+    """A check: argument ``name`` divides each of ``sizes(args)``, the sizes
+    of ``what``."""
 
     def check(args) -> None:
-        (H, W), side = args[grid], args[M]
-        if H % side or W % side:
-            raise ValueError(
-                f"{M}={side} must divide both sides of the {H}x{W} {grid} "
-                f"so that {side}x{side} windows tile it (pad the grid or "
-                f"choose another {M})")
+        k, n = args[name], tuple(sizes(args))
+        if any(s % k for s in n):
+            raise ValueError(f"{name}={k} must divide {what}, got {n}")
 
     return check
+
+
+def tiles(grid: str = "grid", M: str = "M"):
+    """A check: windows of ``M × M`` patches tile the grid exactly."""
+    return divides(M, lambda args: args[grid], f"both sides of the {grid}")

@@ -1,8 +1,6 @@
 """Softmax, scaled dot-product and multi-head attention in NumPy (chapters 1
-and 3, which show this code).
-
-Arrays are float64 unless given as float32; leading batch axes ``...``
-broadcast. Masks are boolean, True = this query may use this key.
+and 3 show this code). Float64 unless given float32; leading batch axes
+``...`` broadcast; masks are boolean, True = this query may use this key.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ import math
 
 import numpy as np
 
-from ._validate import (boundary, bools, floats, optional, positive,
+from ._validate import (boundary, bools, divides, floats, optional, positive,
                         positive_int)
 
 __all__ = ["softmax", "attention", "split_heads", "merge_heads",
@@ -35,14 +33,6 @@ def _batch(names: str, *shapes) -> tuple:
                          f"broadcast, got {[s[:-2] for s in shapes]}") from None
 
 
-def _qkv_fit(args) -> None:
-    """Q and K share d_k, K and V share n_k, their batch axes broadcast."""
-    _agree(args, "Q", -1, "K", -1, "have the same last dimension d_k")
-    _agree(args, "K", -2, "V", -2, "hold one row per key (n_k)")
-    _scores(args)                                 # Q and K broadcast
-    _batch("Q, K and V", args["Q"].shape, args["K"].shape, args["V"].shape)
-
-
 def _scores(args) -> tuple:
     """Shape (..., n_q, n_k) of the score matrices of Q and K."""
     Q, K = args["Q"], args["K"]
@@ -57,18 +47,32 @@ def _head_scores(args) -> tuple:
         args["h"], X.shape[-2], C.shape[-2])
 
 
+def _qkv_fit(args) -> None:
+    """Q and K share d_k, K and V share n_k, their batch axes broadcast."""
+    _agree(args, "Q", -1, "K", -1, "have the same last dimension d_k")
+    _agree(args, "K", -2, "V", -2, "hold one row per key (n_k)")
+    _scores(args)
+    _batch("Q, K and V", args["Q"].shape, args["K"].shape, args["V"].shape)
+
+
+def _heads_fit(args) -> None:
+    """The projections fit X (or the context) and split into h heads."""
+    kv = "X" if args["context"] is None else "context"
+    for W, tokens in (("W_q", "X"), ("W_k", kv), ("W_v", kv)):
+        _agree(args, W, 0, tokens, -1, "agree on the token width")
+    _agree(args, "W_q", 1, "W_k", 1, "have the same number of columns h·d_k")
+    _agree(args, "W_o", 0, "W_v", 1, "agree on h·d_v (rows of W_o)")
+    divides("h", lambda a: (a["W_q"].shape[1], a["W_v"].shape[1]),
+            "the widths of W_q and W_v")(args)
+
+
 def fits_scores(name: str, scores=_scores):
     """A check: argument ``name``, if given, broadcasts to the scores."""
 
     def check(args) -> None:
-        x, want = args[name], scores(args)
-        if x is None:
-            return
-        try:
-            fits = np.broadcast_shapes(x.shape, want) == want
-        except ValueError:
-            fits = False
-        if not fits:
+        x, want = args[name], scores(args)      # each axis 1 or the scores'
+        if x is not None and (x.ndim > len(want) or any(
+                a not in (1, b) for a, b in zip(x.shape[::-1], want[::-1]))):
             raise ValueError(f"{name} must broadcast to the score matrices "
                              f"of shape {want} (last two axes: queries, "
                              f"keys), got shape {x.shape}")
@@ -86,9 +90,10 @@ def every_query_has_a_key(scores=_scores):
         if empty.any():
             where = tuple(int(i) for i in np.argwhere(empty)[0])
             raise ValueError(
-                f"mask leaves query {where[-1]} (index {where}) with no key: "
-                f"its softmax is undefined (PyTorch returns NaN or zeros "
-                f"there, depending on the function; chapter 4)")
+                f"mask leaves query {where[-1]} (index {where}) with no key "
+                f"to attend to: every entry of its row is False, so its "
+                f"softmax is undefined (PyTorch returns NaN or zeros there, "
+                f"depending on the function; chapter 4)")
 
     return check
 
@@ -100,42 +105,14 @@ def _no_empty_row(args) -> None:
                          "masked?)")
 
 
-def _heads_split(name: str):
-    def check(args) -> None:
-        if args[name].shape[-1] % args["h"]:
-            raise ValueError(f"h={args['h']} heads must divide the width of "
-                             f"{name}, got shape {args[name].shape}")
-
-    return check
-
-
-def _heads_fit(args) -> None:
-    """The projections fit X (or the context) and split into h heads."""
-    kv = "X" if args["context"] is None else "context"
-    for W, tokens in (("W_q", "X"), ("W_k", kv), ("W_v", kv)):
-        _agree(args, W, 0, tokens, -1, "agree on the token width")
-    _agree(args, "W_q", 1, "W_k", 1, "have the same number of columns h·d_k")
-    _agree(args, "W_o", 0, "W_v", 1, "agree on h·d_v (rows of W_o)")
-    for W in ("W_q", "W_v"):
-        _heads_split(W)(args)
-
-
 # ------------------------------------------------------------------ maths
 @boundary(S=floats(min_ndim=1, neg_inf=True), checks=(_no_empty_row,))
 def softmax(S):
     """Softmax over the last axis: each row becomes weights summing to one.
 
-    Subtracting the row's maximum keeps ``exp`` from overflowing; ``-inf``
-    (a masked score) gets weight exactly zero (chapter 1).
-
-    Parameters
-    ----------
-    S : array_like, shape (..., n)
-        Scores; ``-inf`` is allowed, NaN and ``+inf`` are not.
-
-    Returns
-    -------
-    P : ndarray, same shape as ``S``
+    ``S`` (..., n) may hold ``-inf`` (a masked score), which gets weight
+    exactly zero; subtracting the row's maximum keeps ``exp`` from
+    overflowing (chapter 1).
     """
     E = np.exp(S - S.max(axis=-1, keepdims=True))  # the row's largest -> 1
     return E / E.sum(axis=-1, keepdims=True)
@@ -149,26 +126,21 @@ def softmax(S):
 def attention(Q, K, V, mask=None, bias=None, scale=None):
     """Scaled dot-product attention: ``softmax(Q Kᵀ / √d_k + B) V``.
 
-    Chapter 1; masks in chapter 4, the scale in chapter 2, a bias (Swin's
-    relative position bias) in chapter 8.
-
     Parameters
     ----------
-    Q : array_like, shape (..., n_q, d_k)
-    K : array_like, shape (..., n_k, d_k)
-    V : array_like, shape (..., n_k, d_v)
+    Q, K, V : array_like
+        Shapes (..., n_q, d_k), (..., n_k, d_k) and (..., n_k, d_v).
     mask : array_like of bool, broadcastable to (..., n_q, n_k), optional
-        True where query ``i`` may use key ``j``; every query needs a key.
+        True where query ``i`` may use key ``j`` (chapter 4).
     bias : array_like, broadcastable to (..., n_q, n_k), optional
-        Added to the scaled scores.
+        Added to the scaled scores (Swin's relative position bias, chapter 8).
     scale : float, optional
-        Multiplies ``Q Kᵀ``; by default ``1 / √d_k``.
+        Multiplies ``Q Kᵀ`` instead of ``1 / √d_k`` (chapter 2).
 
     Returns
     -------
-    Y : ndarray, shape (..., n_q, d_v)
-    A : ndarray, shape (..., n_q, n_k)
-        The attention weights; rows sum to one.
+    Y, A : ndarray, shapes (..., n_q, d_v) and (..., n_q, n_k)
+        Outputs and attention weights (rows summing to one; chapter 1).
     """
     if scale is None:
         scale = 1 / math.sqrt(Q.shape[-1])  # a float keeps float32 float32
@@ -181,7 +153,8 @@ def attention(Q, K, V, mask=None, bias=None, scale=None):
     return A @ V, A                                       # (..., n_q, d_v)
 
 
-@boundary(Z=floats(min_ndim=2), h=positive_int(), checks=(_heads_split("Z"),))
+@boundary(Z=floats(min_ndim=2), h=positive_int(),
+          checks=(divides("h", lambda a: a["Z"].shape[-1:], "the width of Z"),))
 def split_heads(Z, h):
     """Cut the last axis into ``h`` heads: (..., n, h·w) -> (..., h, n, w)."""
     *batch, n, width = Z.shape
@@ -214,20 +187,17 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, h, mask=None, bias=None,
     Parameters
     ----------
     X : array_like, shape (..., n, d)
-    W_q, W_k : array_like, shape (d, h·d_k) and (d_c, h·d_k)
-    W_v, W_o : array_like, shape (d_c, h·d_v) and (h·d_v, d_out)
+    W_q, W_k, W_v, W_o : array_like
+        Shapes (d, h·d_k), (d_c, h·d_k), (d_c, h·d_v) and (h·d_v, d_out).
     h : int
-        Number of heads; divides the widths of ``W_q`` and ``W_v``.
     mask, bias : array_like, broadcastable to (..., h, n, m), optional
-        As in :func:`attention`; a batch of masks (B, n, m) needs a head
-        axis, ``mask[:, None]``.
+        As in :func:`attention`; give a batch of masks a head axis.
     context : array_like, shape (..., m, d_c), optional
         Tokens giving keys and values (cross-attention); by default ``X``.
 
     Returns
     -------
-    Y : ndarray, shape (..., n, d_out)
-    A : ndarray, shape (..., h, n, m)
+    Y, A : ndarray, shapes (..., n, d_out) and (..., h, n, m)
     """
     C = X if context is None else context                 # keys' tokens
     Q = split_heads(X @ W_q, h)                           # (..., h, n, d_k)

@@ -1,10 +1,6 @@
-"""Exact attention in blocks of keys, with an online softmax (chapter 7).
-
-For every query the loop keeps the largest score seen ``m``, the sum
-``l = Σ exp(s - m)`` and ``acc = Σ exp(s - m) · v``, rescaling the old sums
-when ``m`` grows (Milakov and Gimelshein, 2018; Rabe and Staats, 2021; Dao et
-al., 2022): memory ``O(n_q · block)`` instead of ``O(n_q · n_k)``, the same
-quadratic work. :func:`fast_blockwise_attention` is the same result, tuned.
+"""Exact attention in blocks of keys with an online softmax (chapter 7;
+Milakov and Gimelshein, 2018; Rabe and Staats, 2021; Dao et al., 2022):
+memory ``O(n_q · block)`` instead of ``O(n_q · n_k)``, the same work.
 """
 
 from __future__ import annotations
@@ -43,21 +39,18 @@ def online_softmax_update(m, l, acc, S, V):
 
     Parameters
     ----------
-    m : ndarray, shape (..., n_q)
-        Running maximum score of each query (``-inf`` before any key).
-    l : ndarray, shape (..., n_q)
-        Running sum of ``exp(s - m)``.
+    m, l : ndarray, shape (..., n_q)
+        Each query's largest score so far (``-inf`` at first) and
+        ``Σ exp(s - m)``.
     acc : ndarray, shape (..., n_q, d_v)
-        Running sum of ``exp(s - m) · v``.
-    S : ndarray, shape (..., n_q, b)
-        Scaled scores against a block of ``b`` keys (``-inf``: masked).
-    V : ndarray, shape (..., b, d_v)
+        ``Σ exp(s - m) · v``.
+    S, V : ndarray, shapes (..., n_q, b) and (..., b, d_v)
+        Scaled scores (``-inf`` where masked) and values of ``b`` keys.
 
     Returns
     -------
     m, l, acc : ndarray
-        Updated (new arrays); after the last block ``acc / l[..., None]`` is
-        the output (chapter 7).
+        Updated; after the last block ``acc / l[..., None]`` is the output.
     """
     m_new = np.maximum(m, S.max(axis=-1))                 # (..., n_q)
     # A query that has seen only masked keys keeps m = -inf; shift it by 0
@@ -77,20 +70,9 @@ _QKV = dict(Q=floats(min_ndim=2), K=floats(min_ndim=2), V=floats(min_ndim=2),
 def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
     """Exact attention, one block of keys at a time: no n_q × n_k matrix.
 
-    ``attention(Q, K, V, mask, scale=scale)[0]`` up to rounding, holding
-    ``n_q × block`` scores at a time (chapter 7).
-
-    Parameters
-    ----------
-    Q, K, V, mask, scale
-        As :func:`selfattention.attention.attention`.
-    block : int
-        Keys per block.
-
-    Returns
-    -------
-    Y : ndarray, shape (..., n_q, d_v)
-        float32 if every input is float32, else float64.
+    ``attention(Q, K, V, mask, scale=scale)[0]`` up to rounding
+    (:func:`selfattention.attention.attention`), holding ``n_q × block``
+    scores at a time; float32 if every input is.
     """
     if scale is None:
         scale = 1 / math.sqrt(Q.shape[-1])   # a float keeps float32 float32
@@ -114,13 +96,11 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
 # ---------------------------------------------------------- the tuned variant
 def _lazy_rows(q, K1, V1, block_k):
     """``[Σ p·v, Σ p]`` of scaled queries ``q`` against ``K1 = [K, 1]`` and
-    ``V1 = [V, 1]``, or None if a sum overflowed.
+    ``V1 = [V, 1]`` with a lazy shift, or None if a sum overflowed.
 
-    Any shift ``c`` per query gives the same ratio while nothing overflows:
-    ``c`` comes from the first block and rides in the product,
-    ``[q, -c] · [k, 1] = q·k - c``, sparing later blocks the maximum and the
-    subtraction; a block whose sums pass 2**32 is redone with the exact
-    rescaling, which raises ``c`` to that block's maximum.
+    Any shift ``c`` gives the same ratio while nothing overflows: ``c`` is
+    the first block's maximum, folded into the product ``[q, -c] · [k, 1]``;
+    a block whose sums pass 2**32 is redone with the exact rescaling.
     """
     d_k = q.shape[1]
     qa = np.zeros((len(q), d_k + 1), q.dtype)             # [q, -c]
@@ -181,23 +161,10 @@ def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
                              block_k=256, workers=1):
     """:func:`blockwise_attention`'s result, tuned: threads, a lazy shift.
 
-    Blocks of ``block_q`` queries are tasks for ``workers`` threads (BLAS
-    held to one thread meanwhile); without a mask each query keeps its first
-    block's maximum as its shift until a later block would overflow
-    (chapter 7, ``scripts/bench_attention.py``).
-
-    Parameters
-    ----------
-    Q, K, V, mask, scale
-        As :func:`blockwise_attention`.
-    block_q, block_k : int
-        Queries per task, keys per block (the defaults: 1 MB of float32).
-    workers : int
-        Threads.
-
-    Returns
-    -------
-    Y : ndarray, shape (..., n_q, d_v)
+    Blocks of ``block_q`` queries and ``block_k`` keys (1 MB of float32) are
+    tasks for ``workers`` threads, BLAS held to one thread meanwhile;
+    without a mask each query keeps its first block's maximum as its shift
+    until a later block would overflow (chapter 7).
     """
     n_q, n_k = Q.shape[-2], K.shape[-2]
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])

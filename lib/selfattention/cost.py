@@ -1,10 +1,6 @@
 """What attention costs: tokens, score entries, bytes and multiply-adds
-(chapters 7 and 8).
-
-Exact integer arithmetic on sizes, the same digits on every machine. An image
-cut into ``P × P`` patches gives a grid ``(H, W)`` of ``n = H·W`` tokens of
-width ``C``; windows hold ``M × M`` patches; ``h`` heads. Costs are in
-multiply-adds; PyTorch's FLOP counter counts two FLOPs per multiply-add.
+(chapters 7 and 8), in exact integers: a grid ``(H, W)`` of ``n = H·W``
+tokens of width ``C``, windows of ``M × M`` patches, ``h`` heads.
 """
 
 from __future__ import annotations
@@ -57,8 +53,7 @@ def _patches_tile(args) -> None:
 def tokens(image_size, patch_size):
     """Number of tokens when an image is cut into non-overlapping patches.
 
-    ``n = (H / P_h) · (W / P_w)``: 196 for 224 × 224 pixels and 16 × 16
-    patches. Each size is an int (a square) or a pair (chapter 7).
+    Each size is an int (a square) or a pair; 196 for 224 and 16 (chapter 7).
     """
     (H, W), (P_h, P_w) = image_size, patch_size
     return (H // P_h) * (W // P_w)
@@ -66,11 +61,8 @@ def tokens(image_size, patch_size):
 
 @boundary(n=count(), h=count(), n_k=optional(count()))
 def score_entries(n, h=1, n_k=None):
-    """Entries of the score matrices ``Q Kᵀ`` of one attention layer.
-
-    ``h · n · n_k`` for ``n`` queries, ``n_k`` keys (by default ``n``) and
-    ``h`` heads; 38,416 for the 196 tokens of a ViT-B/16 input.
-    """
+    """Entries of the score matrices ``Q Kᵀ`` of one attention layer:
+    ``h · n · n_k`` (``n_k`` keys, by default ``n``)."""
     return h * n * (n if n_k is None else n_k)
 
 
@@ -78,11 +70,7 @@ def score_entries(n, h=1, n_k=None):
           dtype=Constraint(_numeric_dtype, "a numeric NumPy dtype"),
           n_k=optional(count()))
 def attention_bytes(n, h=1, dtype="float32", n_k=None):
-    """Bytes needed to hold the score (or weight) matrices of one layer.
-
-    :func:`score_entries` times the size of ``dtype``: about 10 GB for one
-    float32 matrix over the 50,176 pixels of a 224 × 224 image.
-    """
+    """Bytes needed to hold the score (or weight) matrices of one layer."""
     return score_entries(n, h, n_k) * dtype.itemsize
 
 
@@ -90,9 +78,8 @@ def attention_bytes(n, h=1, dtype="float32", n_k=None):
 def msa_macs(grid, C):
     """Swin's cost of global multi-head self-attention, ``4nC² + 2n²C``.
 
-    For ``n = H·W`` tokens of width ``C``: four ``C × C`` projections and
-    ``Q Kᵀ``, ``A V`` over all ``n²`` pairs (Liu et al., 2021, Eq. 1,
-    ``4hwC² + 2(hw)²C``; chapter 8).
+    Four ``C × C`` projections, then ``Q Kᵀ`` and ``A V`` over all ``n²``
+    pairs (Liu et al., 2021, Eq. 1; chapter 8).
     """
     n = grid[0] * grid[1]
     return 4 * n * C * C + 2 * n * n * C
@@ -100,33 +87,21 @@ def msa_macs(grid, C):
 
 @boundary(grid=grid(), C=count(), M=count(), checks=(tiles(),))
 def window_msa_macs(grid, C, M):
-    """Swin's cost of window self-attention, ``4nC² + 2M²nC``.
-
-    Each token attends within its ``M × M`` window, so the pair term is
-    linear in ``n`` for a fixed ``M`` (Liu et al., 2021, Eq. 2; chapter 8).
-    """
+    """Swin's cost of window self-attention, ``4nC² + 2M²nC`` (Liu et al.,
+    2021, Eq. 2; chapter 8)."""
     n = grid[0] * grid[1]
     return 4 * n * C * C + 2 * M * M * n * C
 
 
 @boundary(grid=grid(), M=count(), h=count(), checks=(tiles(),))
 def window_score_entries(grid, M, h=1):
-    """Score entries of window attention: ``H·W`` queries times ``M²`` keys.
-
-    ``HW / M²`` (the number of windows) times fewer than
-    :func:`score_entries` of the whole grid; 64 for Swin's 56 × 56 grid and
-    M = 7 (chapter 8).
-    """
+    """Score entries of window attention: ``H·W`` queries times ``M²`` keys."""
     return h * grid[0] * grid[1] * M * M
 
 
 @boundary(nbytes=integer(0))
 def human_bytes(nbytes):
-    """Bytes in decimal units with two decimals: ``10.07 GB``, ``153.66 kB``.
-
-    :func:`selfattention.interactive.cost_calculator` writes them the same
-    way in JavaScript.
-    """
+    """Bytes in decimal units with two decimals: ``10.07 GB``, ``153.66 kB``."""
     for unit, size in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6),
                        ("kB", 10**3)):
         if nbytes >= size:

@@ -1,8 +1,5 @@
-"""Synthetic images and videos with known answers (chapters 1-4, 9 and 10).
-
-Every generator draws from the ``numpy.random.Generator`` it is given, so
-the book's examples replay exactly.
-"""
+"""Synthetic images and videos with known answers (chapters 1-4, 9 and 10),
+drawn from the ``numpy.random.Generator`` given, so that examples replay."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ __all__ = ["two_squares", "moving_square_video", "textured_scene",
 def two_squares(rng, size=32, noise=0.05):
     """A dark ``size × size`` image with two bright squares and light noise.
 
-    The running example (chapters 1-4): at 32 × 32 the squares cover rows
-    and columns 2–13 and 18–29. Draws ``size²`` normals from ``rng``.
+    At 32 × 32 the squares cover rows and columns 2–13 and 18–29.
     """
     img = np.zeros((size, size))
     a, b = size // 16, 7 * size // 16                  # 2 and 14 for size 32
@@ -55,10 +51,9 @@ def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
                         step=(0, 4), noise=0.05, distractor=True):
     """A video (T, size, size): a bright square moving across dark frames.
 
-    In frame ``t`` the square's top-left corner is at ``start + t·step``
-    (row, col in pixels); ``distractor`` adds a static square of brightness
-    0.5 in the bottom-right corner. Each frame gets its own noise of
-    standard deviation ``noise`` (chapter 9).
+    The square's top-left corner is at ``start + t·step`` in frame ``t``;
+    ``distractor`` adds a static square of brightness 0.5 at the bottom
+    right (chapter 9).
     """
     video = np.zeros((T, size, size))                   # (T, size, size)
     if distractor:
@@ -74,9 +69,7 @@ def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
 def textured_scene(rng, size=32, n_shapes=5, texture=0.3):
     """Overlapping rectangles on a faintly textured background (chapter 10).
 
-    Rectangles of sides 6 to ``size // 2`` and brightness 0.4 to 0.9, plus a
-    uniform texture of amplitude ``texture`` that makes every neighbourhood
-    slightly different. Returns a (size, size) image.
+    The texture makes every neighbourhood slightly different.
     """
     img = np.zeros((size, size))
     for _ in range(n_shapes):
@@ -89,11 +82,8 @@ def textured_scene(rng, size=32, n_shapes=5, texture=0.3):
 @boundary(img=floats(ndim=2), shift=pair(integer(), ("dy", "dx")),
           rng=generator(), noise=number(0))
 def shifted_pair(img, shift, rng, noise=0.02):
-    """Two noisy frames of ``img``, the second rolled by ``shift`` pixels.
-
-    ``img2[y + dy, x + dx] ≈ img1[y, x]``, indices modulo the image's sides;
-    each frame gets its own noise (chapter 10).
-    """
+    """Two noisy frames of ``img``, the second rolled by ``shift`` pixels:
+    ``img2[y + dy, x + dx] ≈ img1[y, x]`` (chapter 10)."""
     img1 = img + noise * rng.standard_normal(img.shape)
     img2 = np.roll(img, shift, axis=(0, 1)) \
         + noise * rng.standard_normal(img.shape)
@@ -120,9 +110,8 @@ class RepeatedPattern:
 def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
     """Frames whose motifs cross-attention alone cannot tell apart.
 
-    On a 6 × 10 grid of 4 × 4 patches, four identical rings sit at patches
-    (2, 1), (2, 3), (2, 5), (2, 7) and an X-shaped landmark at (4, 8); frame
-    2 moves the scene by ``shift`` patches, without wrapping (chapter 10).
+    Four identical rings and an X-shaped landmark on a 6 × 10 grid of 4 × 4
+    patches; frame 2 moves them by ``shift`` patches (chapter 10).
     """
     grid, p = (6, 10), 4
     copies = ((2, 1), (2, 3), (2, 5), (2, 7))

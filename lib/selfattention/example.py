@@ -1,10 +1,7 @@
-"""The book's running example and its random stream (chapters 1–4).
-
-One generator, ``np.random.default_rng(0)``, draws in this order: the image
-noise of :func:`selfattention.data.two_squares` (32 × 32); an orthogonal
-``R`` (16 × 16), with ``W_q = W_k = 2R``; ``W_v``; the four-head projections
-``ex.mha`` (``ex.h = 4``); a permutation of the 64 patches. The image is cut
-into 64 centred tokens of 4 × 4 pixels.
+"""The book's running example (chapters 1–4): from ``default_rng(0)``, the
+noise of :func:`selfattention.data.two_squares`, an orthogonal ``R`` with
+``W_q = W_k = 2R``, ``W_v``, the four-head ``mha`` and a permutation of the
+64 patches, drawn in this order.
 """
 
 from __future__ import annotations
@@ -62,8 +59,7 @@ class RunningExample:
 
 @boundary(seed=integer(0))
 def running_example(seed=0):
-    """Replay the running example's random chain from ``seed``; its ``rng``
-    is left ready for the next draw (chapter 2's digit experiment)."""
+    """Replay the running example's random chain from ``seed``."""
     rng = np.random.default_rng(seed)
     img = two_squares(rng)                              # (32, 32)
     X = center(patchify(img, PATCH))                    # (64, 16)

@@ -1,10 +1,4 @@
-"""FLOPs counted on real PyTorch modules (chapter 8).
-
-``torch.utils.flop_counter.FlopCounterMode`` counts two FLOPs per
-multiply-add of the operators it has a formula for (chiefly matrix
-products); elementwise work, the softmax and fused attention kernels count
-nothing. On the ``meta`` device nothing is computed.
-"""
+"""FLOPs counted on real PyTorch modules (chapter 8)."""
 
 from __future__ import annotations
 
@@ -17,9 +11,10 @@ __all__ = ["count_flops"]
 def count_flops(fn, *args, **kwargs):
     """FLOPs per operator recorded while ``fn(*args, **kwargs)`` runs.
 
-    ``fn`` is a ``torch.nn.Module`` or any function of tensors. Returns
-    ``{"aten.mm": ..., "aten.bmm": ...}``, two FLOPs per multiply-add;
-    operators without a formula are absent.
+    PyTorch's ``FlopCounterMode`` counts two per multiply-add of the
+    operators it has a formula for (``{"aten.mm": ...}``); elementwise work,
+    the softmax and fused kernels count nothing. Tensors on the ``meta``
+    device make it free.
     """
     from torch.utils.flop_counter import FlopCounterMode
 

@@ -1,8 +1,5 @@
-"""Boolean attention masks, True = this query may use this key (chapter 4).
-
-Entry ``[i, j]`` says whether query ``i`` may attend to key ``j``; the tokens
-of a grid ``(H, W)`` are numbered row-major. For PyTorch's two conventions
-see :mod:`selfattention.torch_bridge`.
+"""Boolean attention masks: ``mask[i, j]`` is True when query ``i`` may use
+key ``j`` (chapter 4). Grid tokens are numbered row-major.
 """
 
 from __future__ import annotations
@@ -34,8 +31,7 @@ def _lengths_fit(args) -> None:
 def padding_mask(lengths, n):
     """Hide padding tokens: a (B, n, n) mask from each item's real length.
 
-    Item ``b`` holds ``lengths[b]`` real tokens (each in ``1 … n``), then
-    padding; every query may use the real keys of its own item.
+    Item ``b`` holds ``lengths[b]`` real tokens (1 to ``n``), then padding.
     """
     keep = np.arange(n)[None, :] < lengths[:, None]          # (B, n)
     return np.repeat(keep[:, None, :], n, axis=1)            # (B, n, n)
@@ -59,9 +55,8 @@ def grid_positions(grid):
 def neighborhood_mask(grid, radius):
     """Each token may use the patches up to ``radius`` rows and columns away.
 
-    A ``(2·radius + 1)²`` square centred on the query, cut at the grid's
-    borders: an (H·W, H·W) mask. Unlike :func:`window_mask` it moves with
-    the query; :func:`local_mask` is its 1-D form.
+    An (H·W, H·W) mask; unlike :func:`window_mask` the square moves with
+    the query.
     """
     rc = grid_positions(grid)                                # (n, 2)
     offset = np.abs(rc[:, None, :] - rc[None, :, :])         # (n, n, 2)
@@ -70,20 +65,14 @@ def neighborhood_mask(grid, radius):
 
 @boundary(grid=grid(), M=positive_int(), checks=(tiles(),))
 def window_ids(grid, M):
-    """Window of each token of a row-major grid, windows numbered row-major.
-
-    ``M`` must divide both sides of the grid.
-    """
+    """Window of each token of a row-major grid, windows numbered row-major."""
     r, c = grid_positions(grid).T                            # (n,) each
     return (r // M) * (grid[1] // M) + c // M                # (n,)
 
 
 @boundary(grid=grid(), M=positive_int(), checks=(tiles(),))
 def window_mask(grid, M):
-    """Each token may use only the tokens of its own ``M × M`` window.
-
-    An (H·W, H·W) mask; ``M`` must divide ``H`` and ``W`` (Swin: M = 7).
-    """
+    """Each token may use only the tokens of its own ``M × M`` window."""
     ids = window_ids(grid, M)                                # (n,)
     return ids[:, None] == ids[None, :]                      # (n, n)
 
@@ -102,10 +91,8 @@ def _window_of_size_tiles(args) -> None:
 def mask_of_kind(kind, grid, size):
     """One of chapter 4's masks on a patch grid, chosen by name.
 
-    ``"none"`` allows every key, ``"causal"`` is :func:`causal_mask` in
-    row-major order, ``"neighborhood"`` :func:`neighborhood_mask` of radius
-    ``size // 2`` and ``"window"`` :func:`window_mask` with ``M = size``.
-    Returns an (H·W, H·W) mask.
+    ``"none"`` allows every key; ``size`` is the window side ``M``, or twice
+    the radius of the neighbourhood.
     """
     n = grid[0] * grid[1]
     if kind == "causal":

@@ -8,24 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import boundary, floats, grid, integer, positive_int
+from ._validate import boundary, divides, floats, grid, integer, positive_int
 
 __all__ = ["patchify", "unpatchify", "center", "digit_patch_tokens"]
 
 
-def _p_divides(sides=None):
-    """A check: ``p`` divides both sides (``sides``, or the image's)."""
-
-    def check(args) -> None:
-        p, (H, W) = args["p"], sides or args["img"].shape[-2:]
-        if H % p or W % p:
-            raise ValueError(f"p={p} must divide the image's height and "
-                             f"width ({H}, {W}) so that the patches tile it")
-
-    return check
-
-
-@boundary(img=floats(min_ndim=2), p=positive_int(), checks=(_p_divides(),))
+@boundary(img=floats(min_ndim=2), p=positive_int(),
+          checks=(divides("p", lambda a: a["img"].shape[-2:],
+                          "the image's height and width"),))
 def patchify(img, p):
     """Cut images (..., H·p, W·p) into ``p × p`` patches: (..., H·W, p²).
 
@@ -64,13 +54,12 @@ def center(X):
 
 
 @boundary(n_images=integer(1, 1797, "a number of images"), p=positive_int(),
-          checks=(_p_divides((8, 8)),))
+          checks=(divides("p", lambda a: (8,), "the digits' 8 pixels"),))
 def digit_patch_tokens(n_images=300, p=2):
     """Patches of scikit-learn's 8 × 8 digits, standardized per pixel.
 
-    Every pixel of a patch gets mean 0 and standard deviation 1 over all
-    images and tokens, the unit variance chapter 2 assumes. Returns an
-    array of shape (n_images, (8/p)², p²).
+    Each pixel of a patch has mean 0 and standard deviation 1 over all
+    images and tokens (chapter 2); shape (n_images, (8/p)², p²).
     """
     from sklearn.datasets import load_digits
 

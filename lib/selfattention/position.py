@@ -1,9 +1,6 @@
-"""Position for a permutation-equivariant layer (chapters 5 and 8).
-
-Absolute sinusoidal encodings added to the tokens, and Swin's relative
-position bias added to the scores, whose table has one layout in the whole
-library: ``(h, 2H - 1, 2W - 1)``, heads first. Grids ``(H, W)`` are numbered
-row-major.
+"""Position: sinusoidal encodings added to the tokens, and Swin's relative
+position bias added to the scores, its table laid out ``(h, 2H - 1, 2W - 1)``
+(chapters 5 and 8).
 """
 
 from __future__ import annotations
@@ -31,9 +28,8 @@ def _d_divisible_by(k: int, why: str):
 def sinusoidal_1d(n, d, base=10000.0):
     """The transformer's sinusoidal encoding of positions ``0 … n-1``.
 
-    Columns ``2i`` and ``2i+1`` hold ``sin`` and ``cos`` of
-    ``pos / base**(2i/d)``; ``d`` is even. Returns an (n, d) array with
-    entries in [-1, 1] (chapter 5).
+    Columns ``2i`` and ``2i+1`` of the (n, d) result hold ``sin`` and ``cos``
+    of ``pos / base**(2i/d)`` (chapter 5).
     """
     pos = np.arange(n)[:, None]                          # (n, 1)
     freq = float(base) ** (-np.arange(0, d, 2) / d)      # (d/2,)
@@ -49,9 +45,8 @@ def sinusoidal_1d(n, d, base=10000.0):
 def sinusoidal_2d(grid, d, base=10000.0):
     """Two-dimensional sinusoidal encoding of a row-major patch grid.
 
-    The first ``d/2`` columns encode the patch's row with
-    :func:`sinusoidal_1d`, the last ``d/2`` its column; ``d`` is divisible
-    by 4. Returns an (H·W, d) array (chapter 5).
+    The first ``d/2`` columns encode the row, the last ``d/2`` the column
+    (chapter 5).
     """
     H, W = grid
     r, c = grid_positions(grid).T                        # (n,) each
@@ -62,10 +57,7 @@ def sinusoidal_2d(grid, d, base=10000.0):
 
 @boundary(grid=grid())
 def relative_offsets(grid):
-    """Offset from key to query for every pair of patches of a grid.
-
-    ``offsets[i, j] = (r_i - r_j, c_i - c_j)``, shape (H·W, H·W, 2).
-    """
+    """Offset from key to query for every pair of patches of a grid."""
     rc = grid_positions(grid)                            # (n, 2)
     return rc[:, None, :] - rc[None, :, :]               # (n, n, 2)
 
@@ -74,9 +66,8 @@ def relative_offsets(grid):
 def relative_position_index(grid):
     """Index of each query-key offset in a table of ``(2H-1)(2W-1)`` entries.
 
-    ``(Δr + H - 1)·(2W - 1) + (Δc + W - 1)`` for the offset ``(Δr, Δc)`` of
-    :func:`relative_offsets`, an (H·W, H·W) array; for ``grid = (M, M)``
-    Swin's released index (chapters 5 and 8).
+    ``(Δr + H - 1)·(2W - 1) + (Δc + W - 1)``; for ``grid = (M, M)`` Swin's
+    released index (chapter 8).
     """
     H, W = grid
     off = relative_offsets(grid)                         # (n, n, 2)
@@ -95,10 +86,8 @@ def _table_fits(args) -> None:
 def relative_position_bias(table, grid):
     """Expand a table of per-offset biases into a score bias ``B``.
 
-    ``table`` (h, 2H-1, 2W-1) holds one bias per head and offset at
-    ``[..., Δr + H - 1, Δc + W - 1]`` (any leading axes are kept). Returns
-    ``B`` (h, H·W, H·W), to add to the scaled scores (the ``bias`` of
-    :func:`selfattention.attention.attention`; chapters 5 and 8).
+    ``table`` (h, 2H-1, 2W-1) holds offset ``(Δr, Δc)`` at
+    ``[..., Δr + H - 1, Δc + W - 1]``; ``B`` is (h, H·W, H·W) (chapter 8).
     """
     flat = table.reshape(*table.shape[:-2], -1)          # (h, (2H-1)(2W-1))
     return flat[..., relative_position_index(grid)]      # (h, n, n)

@@ -1,9 +1,5 @@
-"""Why scores are divided by √d_k: growth, saturation, gradients (chapter 2).
-
-Raw scores of unit-variance components spread as ``√d_k``; wide scores push
-softmax rows toward one-hot vectors, where the Jacobian ``diag(p) - p pᵀ``
-vanishes. This module measures both (chapters 2 and 11).
-"""
+"""Why scores are divided by √d_k: growth, saturation, gradients (chapters 2
+and 11)."""
 
 from __future__ import annotations
 
@@ -35,9 +31,7 @@ def _weights(args) -> None:
 def softmax_jacobian(p):
     """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ`` (chapter 2).
 
-    ``p`` of shape (..., n) holds one distribution per row; entry ``(i, j)``
-    of its (..., n, n) result is ``∂p_i / ∂s_j``, symmetric, rows summing to
-    zero, all vanishing as ``p`` nears a one-hot vector.
+    One (n, n) matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n).
     """
     eye = np.eye(p.shape[-1], dtype=p.dtype)
     return p[..., :, None] * (eye - p[..., None, :])       # (..., n, n)
@@ -47,8 +41,7 @@ def softmax_jacobian(p):
 def jacobian_norm(p):
     """Frobenius norm of each row's softmax Jacobian (chapter 2).
 
-    How much gradient a row ``p`` of shape (..., n) passes back: 0 for a
-    one-hot row, ``√(n-1)/n`` for a uniform one, at most 1/2. Shape (...).
+    0 for a one-hot row, ``√(n-1)/n`` for a uniform one, at most 1/2.
     """
     J = softmax_jacobian(p)                                # (..., n, n)
     return np.sqrt((J ** 2).sum(axis=(-2, -1)))            # (...)
@@ -68,8 +61,8 @@ class LogitStats:
 
 @boundary(S=floats(min_ndim=2), d_k=positive_int())
 def logit_stats(S, d_k):
-    """Summarise how saturated raw scores ``S = Q Kᵀ`` (..., n_q, n_k) of
-    key width ``d_k`` are, with and without √d_k: a :class:`LogitStats`."""
+    """How saturated raw scores ``S = Q Kᵀ`` of key width ``d_k`` are, with
+    and without √d_k."""
     p_raw = softmax(S)                                      # (..., n_q, n_k)
     p_scaled = softmax(S / math.sqrt(d_k))
     return LogitStats(
@@ -87,12 +80,10 @@ def logit_stats(S, d_k):
 def scaling_experiment(T, d_ks, rng, weight_scale=0.5):
     """Random query and key projections of tokens for several ``d_k``.
 
-    For each ``d_k`` in order, draws query then key weights
-    ``rng.standard_normal((N, p, d_k)) * weight_scale`` for the ``N`` token
-    sets of ``T`` (N, n, p) and summarises ``S = (T Gq)(T Gk)ᵀ`` with
-    :func:`logit_stats`; returns one :class:`LogitStats` per ``d_k``. With
-    standardized tokens of ``p = 4`` components and ``weight_scale = 1/2``
-    the entries of ``Q`` and ``K`` have variance about 1 (chapter 2).
+    For each ``d_k`` in turn, draws query then key weights
+    ``rng.standard_normal((N, p, d_k)) * weight_scale`` for the token sets
+    ``T`` (N, n, p) and returns :func:`logit_stats` of their scores
+    (chapter 2).
     """
     N, _, p = T.shape
     stats = []

@@ -1,10 +1,6 @@
-"""Time and peak memory of a computation, measured one way everywhere
-(chapter 7).
-
-Time is processor time (``time.process_time``: user and system, all threads
-of this process), which other programs disturb less than the wall clock.
-Peak memory is what ``tracemalloc`` sees: every NumPy buffer, byte for byte,
-but not BLAS workspaces or PyTorch's tensors. Thread counts are left alone.
+"""Time and peak memory of a computation (chapter 7): processor time of all
+threads of this process, and the bytes ``tracemalloc`` sees (every NumPy
+buffer; not BLAS workspaces or PyTorch's tensors).
 """
 
 from __future__ import annotations
@@ -45,12 +41,8 @@ def _not_tracing(args) -> None:
 
 @boundary(fn=function(), checks=(_not_tracing,), runs_user_code=True)
 def run_traced(fn, *args, **kwargs):
-    """Run ``fn(*args, **kwargs)`` once under ``tracemalloc``.
-
-    Returns what ``fn`` returned and the most bytes traced at once during
-    the call (the result included, earlier objects not). Raises
-    ``RuntimeError`` if ``tracemalloc`` is already tracing.
-    """
+    """Run ``fn(*args, **kwargs)`` once under ``tracemalloc``: its result
+    and the most bytes traced at once during the call."""
     tracemalloc.start()
     try:
         result = fn(*args, **kwargs)

@@ -1,9 +1,6 @@
-"""Crossing into PyTorch: weights and masks (chapters 3 and 4).
-
-The library computes ``X @ W`` with ``W`` of shape (d_in, d_out); PyTorch
-stores ``W.T``. ``nn.MultiheadAttention``'s boolean ``attn_mask`` is True
-where a key is **blocked**, ``scaled_dot_product_attention``'s True where it
-is **allowed**, as in this library.
+"""Crossing into PyTorch: weights (PyTorch stores ``W.T``) and masks, whose
+True means blocked in ``nn.MultiheadAttention`` and allowed in
+``scaled_dot_product_attention`` (chapters 3 and 4).
 """
 
 from __future__ import annotations
@@ -49,9 +46,8 @@ def _square_and_split(args) -> None:
 def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
     """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights.
 
-    The (d, d) projections are those of
-    :func:`selfattention.attention.multi_head_attention`; with ``bias`` the
-    module's biases are set to zero, so it computes the same function.
+    Its biases, if any (``bias``), are zero: the same function as
+    :func:`selfattention.attention.multi_head_attention`.
     """
     import torch
 
