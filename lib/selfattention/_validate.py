@@ -219,33 +219,31 @@ def one_of(*choices) -> Constraint:
 
 
 # ------------------------------------------------------------------ groups
-def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
-    """A pair such as a grid ``(H, W)``, returned as a tuple of items."""
-    what = f"a pair ({names[0]}, {names[1]})"
+def _items(item: Constraint, what: str, size: int | None = None):
+    """A sequence (not a string or an array) whose items ``item`` accepts,
+    as a list, or as a tuple of exactly ``size`` items."""
 
     def convert(value, name):
-        if isinstance(value, (str, bytes, np.ndarray)) or not hasattr(
-                value, "__len__") or len(value) != 2:
+        if isinstance(value, (str, bytes, dict, np.ndarray)) or not hasattr(
+                value, "__len__") or size not in (None, len(value)):
             raise _wrong(TypeError, name, what, _got(value))
-        return tuple(item(v, f"{name}[{k}]") for k, v in enumerate(value))
+        items = [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
+        return items if size is None else tuple(items)
 
     return Constraint(convert, what)
 
 
-grid = functools.partial(pair, positive_int(), ("H", "W"))   # a patch grid
+def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
+    """A pair such as a grid ``(H, W)``, returned as a tuple."""
+    return _items(item, f"a pair ({names[0]}, {names[1]})", 2)
 
 
 def sequence(item: Constraint) -> Constraint:
-    """A sequence (not a string) whose items ``item`` accepts, as a list."""
-    what = f"a sequence of items, each {item.expected}"
+    """A sequence of items that ``item`` accepts, returned as a list."""
+    return _items(item, f"a sequence of items, each {item.expected}")
 
-    def convert(value, name):
-        if isinstance(value, (str, bytes, dict)) or not hasattr(value,
-                                                                "__iter__"):
-            raise _wrong(TypeError, name, what, _got(value))
-        return [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
 
-    return Constraint(convert, what)
+grid = functools.partial(pair, positive_int(), ("H", "W"))   # a patch grid
 
 
 def optional(inner: Constraint) -> Constraint:

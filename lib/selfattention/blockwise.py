@@ -94,57 +94,34 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
 
 
 # ---------------------------------------------------------- the tuned variant
-def _lazy_rows(q, K1, V1, block_k):
-    """``[Σ p·v, Σ p]`` of scaled queries ``q`` against ``K1 = [K, 1]`` and
-    ``V1 = [V, 1]`` with a lazy shift, or None if a sum overflowed.
+def _lazy_rows(q, K, V, block_k):
+    """Outputs of scaled queries ``q`` with a lazy shift, or None on overflow.
 
-    Any shift ``c`` gives the same ratio while nothing overflows: ``c`` is
-    the first block's maximum, folded into the product ``[q, -c] · [k, 1]``;
-    a block whose sums pass 2**32 is redone with the exact rescaling.
+    Any shift ``c`` per query gives the same ratio while nothing overflows:
+    ``c`` is the first block's maximum, folded into the product
+    ``[q, -c] · [k, 1]``, and ``p @ [V, 1]`` yields the sums with the
+    outputs; a block whose sums pass 2**32 is redone with the exact update.
     """
-    d_k = q.shape[1]
-    qa = np.zeros((len(q), d_k + 1), q.dtype)             # [q, -c]
-    qa[:, :d_k] = q
-    buffer = np.empty((len(q), min(block_k, len(K1))), q.dtype)
-    acc = None
+    qa = np.concatenate([q, np.zeros((len(q), 1), q.dtype)], 1)   # [q, -c]
+    K1, V1 = (np.concatenate([x, np.ones((len(x), 1), x.dtype)], 1)
+              for x in (K, V))                            # [K, 1], [V, 1]
+    acc = None                                            # [Σ p·v, Σ p]
     for k0 in range(0, len(K1), block_k):
         keys = slice(k0, k0 + block_k)
-        s = buffer[:, :len(K1[keys])]
-        np.matmul(qa, K1[keys].T, out=s)                  # q·k - c, (bq, bk)
+        s = qa @ K1[keys].T                               # q·k - c, (bq, bk)
         if acc is not None:
-            np.exp(s, out=s)
-            part = s @ V1[keys]
+            part = np.exp(s, out=s) @ V1[keys]
             if np.isfinite(part).all() and part[:, -1].max() <= 2.0**32:
                 acc += part
                 continue
-            np.matmul(qa, K1[keys].T, out=s)              # redo this block
+            s = qa @ K1[keys].T                           # redo this block
         up = s.max(axis=-1)                               # raise c by up
         if acc is not None:
             up = np.maximum(up, 0)
-        np.subtract(s, up[:, None], out=s)
-        np.exp(s, out=s)
-        if acc is None:                                   # the first block
-            acc = s @ V1[keys]
-        else:
-            acc *= np.exp(-up)[:, None]
-            acc += s @ V1[keys]
-        qa[:, d_k] -= up                                  # c <- c + up
-    return acc if np.isfinite(acc).all() else None
-
-
-def _tuned_block(Qs, K, V, K1, V1, mask, Y, block_q, block_k, task):
-    """Fill the output rows of one (batch index, query block) task."""
-    b, start = task
-    rows = b + (slice(start, start + block_q),)
-    acc = None
-    if mask is None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            acc = _lazy_rows(Qs[rows], K1[b], V1[b], block_k)
-    if acc is None:                    # a mask, or an overflow: the loop
-        Y[rows] = blockwise_attention(Qs[rows], K[b], V[b], None if mask is
-                                      None else mask[rows], 1.0, block_k)
-    else:
-        Y[rows] = acc[:, :-1] / acc[:, -1:]
+        part = np.exp(np.subtract(s, up[:, None], out=s), out=s) @ V1[keys]
+        acc = part if acc is None else acc * np.exp(-up)[:, None] + part
+        qa[:, -1] -= up                                   # c <- c + up
+    return acc[:, :-1] / acc[:, -1:] if np.isfinite(acc).all() else None
 
 
 @functools.cache
@@ -166,29 +143,34 @@ def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
     without a mask each query keeps its first block's maximum as its shift
     until a later block would overflow (chapter 7).
     """
-    n_q, n_k = Q.shape[-2], K.shape[-2]
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     dtype = np.result_type(Q, K, V)
     scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
-    Qs = np.broadcast_to((Q * scale).astype(dtype, copy=False),
-                         batch + Q.shape[-2:])            # scaled once
-    K, V = (x.astype(dtype, copy=False) for x in (K, V))
-    K1, V1 = (np.concatenate([x, np.ones(x.shape[:-1] + (1,), dtype)], -1)
-              for x in (K, V))                            # [K, 1], [V, 1]
-    K, V, K1, V1 = (np.broadcast_to(x, batch + x.shape[-2:])
-                    for x in (K, V, K1, V1))
+    Qs, K, V = (np.broadcast_to(x.astype(dtype, copy=False),
+                                batch + x.shape[-2:])
+                for x in (Q * scale, K, V))               # Q scaled once
     if mask is not None:
-        mask = np.broadcast_to(mask, batch + (n_q, n_k))
-    Y = np.empty(batch + (n_q, V.shape[-1]), dtype)
-    run = functools.partial(_tuned_block, Qs, K, V, K1, V1, mask, Y, block_q,
-                            block_k)
+        mask = np.broadcast_to(mask, Qs.shape[:-1] + K.shape[-2:-1])
+    Y = np.empty(Qs.shape[:-1] + V.shape[-1:], dtype)
+
+    def task(b, start):                 # one batch index, one query block
+        rows = b + (slice(start, start + block_q),)
+        y = None
+        if mask is None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                y = _lazy_rows(Qs[rows], K[b], V[b], block_k)
+        if y is None:                   # a mask, or an overflow: the loop
+            y = blockwise_attention(Qs[rows], K[b], V[b], None if mask is
+                                    None else mask[rows], 1.0, block_k)
+        Y[rows] = y
+
     tasks = [(b, start) for b in np.ndindex(*batch)
-             for start in range(0, n_q, block_q)]
+             for start in range(0, Qs.shape[-2], block_q)]
     if workers == 1 or len(tasks) == 1:
-        for task in tasks:
-            run(task)
+        for b, start in tasks:
+            task(b, start)
     else:
         with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(
                 min(workers, len(tasks))) as pool:
-            list(pool.map(run, tasks))      # re-raises a worker's error
+            list(pool.map(task, *zip(*tasks)))  # re-raises a worker's error
     return Y
