@@ -9,8 +9,6 @@ so the library's own calls must pass what the maths receives; with
 ``SELFATTENTION_STRICT_CALLS=1`` (set by the tests) they are verified too.
 """
 
-from __future__ import annotations
-
 import functools
 import inspect
 import math
@@ -72,9 +70,7 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
                 return fn(*bound.args, **bound.kwargs)
             finally:
                 _state.depth -= enters
-
         return public
-
     return wrap
 
 
@@ -119,37 +115,36 @@ def _is(test, what: str, error=TypeError) -> Constraint:
         if not test(value):
             raise _wrong(error, name, what, _got(value))
         return value
-
     return Constraint(convert, what)
 
 
 # ------------------------------------------------------------------ arrays
-def _array(value, name, expected, kinds, ndim=None, min_ndim=0):
-    """``value`` as an array of a dtype kind in ``kinds``, with fitting axes."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):               # a ragged nested list
-        raise _wrong(TypeError, name, expected, _got(value)) from None
-    if arr.dtype.kind not in kinds:
-        raise _wrong(TypeError, name, expected, _got(value))
-    if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
-        raise _wrong(ValueError, name, expected, f"shape {arr.shape}")
-    return arr
+def _array(kinds: str, what: str, ndim=None, min_ndim=0,
+           then=lambda arr, name: arr) -> Constraint:
+    """An array of a dtype kind in ``kinds`` with fitting axes, then passed
+    through ``then``."""
+    what += (f" with {ndim} dimension(s)" if ndim is not None else
+             f" with at least {min_ndim} dimension(s)" if min_ndim else "")
 
-
-def _axes(ndim, min_ndim=0) -> str:
-    return (f" with {ndim} dimension(s)" if ndim is not None else
-            f" with at least {min_ndim} dimension(s)" if min_ndim else "")
+    def convert(value, name):
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError):           # a ragged nested list
+            arr = np.asarray(None)
+        if arr.dtype.kind not in kinds:
+            raise _wrong(TypeError, name, what, _got(value))
+        if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
+            raise _wrong(ValueError, name, what, f"shape {arr.shape}")
+        return then(arr, name)
+    return Constraint(convert, what)
 
 
 def floats(ndim: int | None = None, min_ndim: int = 0,
            neg_inf: bool = False) -> Constraint:
     """A finite real array as floats (float32 stays, the rest -> float64);
     ``neg_inf`` also admits ``-inf``, a masked score."""
-    expected = "an array of real numbers" + _axes(ndim, min_ndim)
 
-    def convert(value, name):
-        arr = _array(value, name, expected, "biuf", ndim, min_ndim)
+    def finite(arr, name):
         if arr.dtype not in (np.float32, np.float64):
             arr = arr.astype(np.float64)          # bools, integers, float16
         bad = np.isnan(arr) | np.isposinf(arr) if neg_inf else ~np.isfinite(arr)
@@ -158,22 +153,18 @@ def floats(ndim: int | None = None, min_ndim: int = 0,
                              f"{' (-inf is allowed)' if neg_inf else ''}, got "
                              f"{int(bad.sum())} NaN or infinite value(s)")
         return arr
-
-    return Constraint(convert, expected)
+    return _array("biuf", "an array of real numbers", ndim, min_ndim, finite)
 
 
 def bools(ndim: int | None = None) -> Constraint:
     """A boolean array; integer 0/1 arrays are refused (``TypeError``)."""
-    expected = "a boolean array (True = may attend)" + _axes(ndim)
-    return Constraint(lambda v, name: _array(v, name, expected, "b", ndim),
-                      expected)
+    return _array("b", "a boolean array (True = may attend)", ndim)
 
 
 def ints(ndim: int | None = None) -> Constraint:
     """An array of integers (``bool`` refused), returned as ``int64``."""
-    expected = "an array of integers" + _axes(ndim)
-    return Constraint(lambda v, name: _array(v, name, expected, "iu", ndim)
-                      .astype(np.int64, copy=False), expected)
+    return _array("iu", "an array of integers", ndim,
+                  then=lambda arr, name: arr.astype(np.int64, copy=False))
 
 
 # ------------------------------------------------------------------ scalars
@@ -191,7 +182,6 @@ def _scalar(types, cast, what, low=None, high=None, strict=False):
                 high is not None and value > high):
             raise _wrong(ValueError, name, what, repr(value))
         return cast(value)
-
     return Constraint(convert, what)
 
 
@@ -229,7 +219,6 @@ def _items(item: Constraint, what: str, size: int | None = None):
             raise _wrong(TypeError, name, what, _got(value))
         items = [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
         return items if size is None else tuple(items)
-
     return Constraint(convert, what)
 
 
@@ -272,7 +261,6 @@ def divides(name: str, sizes, what: str):
         k, n = args[name], tuple(sizes(args))
         if any(s % k for s in n):
             raise ValueError(f"{name}={k} must divide {what}, got {n}")
-
     return check
 
 

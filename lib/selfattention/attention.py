@@ -3,8 +3,6 @@ and 3 show this code). Float64 unless given float32; leading batch axes
 ``...`` broadcast; masks are boolean, True = this query may use this key.
 """
 
-from __future__ import annotations
-
 import math
 
 import numpy as np
@@ -76,7 +74,6 @@ def fits_scores(name: str, scores=_scores):
             raise ValueError(f"{name} must broadcast to the score matrices "
                              f"of shape {want} (last two axes: queries, "
                              f"keys), got shape {x.shape}")
-
     return check
 
 
@@ -94,7 +91,6 @@ def every_query_has_a_key(scores=_scores):
                 f"to attend to: every entry of its row is False, so its "
                 f"softmax is undefined (PyTorch returns NaN or zeros there, "
                 f"depending on the function; chapter 4)")
-
     return check
 
 
@@ -110,10 +106,7 @@ def _no_empty_row(args) -> None:
 def softmax(S):
     """Softmax over the last axis: each row becomes weights summing to one.
 
-    ``S`` (..., n) may hold ``-inf`` (a masked score), which gets weight
-    exactly zero; subtracting the row's maximum keeps ``exp`` from
-    overflowing (chapter 1).
-    """
+    ``-inf`` (a masked score) gets weight zero (chapter 1)."""
     E = np.exp(S - S.max(axis=-1, keepdims=True))  # the row's largest -> 1
     return E / E.sum(axis=-1, keepdims=True)
 

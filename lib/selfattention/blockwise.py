@@ -3,8 +3,6 @@ Milakov and Gimelshein, 2018; Rabe and Staats, 2021; Dao et al., 2022):
 memory ``O(n_q · block)`` instead of ``O(n_q · n_k)``, the same work.
 """
 
-from __future__ import annotations
-
 import functools
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -40,8 +38,7 @@ def online_softmax_update(m, l, acc, S, V):
     Parameters
     ----------
     m, l : ndarray, shape (..., n_q)
-        Each query's largest score so far (``-inf`` at first) and
-        ``Σ exp(s - m)``.
+        Largest score so far (``-inf`` at first) and ``Σ exp(s - m)``.
     acc : ndarray, shape (..., n_q, d_v)
         ``Σ exp(s - m) · v``.
     S, V : ndarray, shapes (..., n_q, b) and (..., b, d_v)
@@ -50,8 +47,7 @@ def online_softmax_update(m, l, acc, S, V):
     Returns
     -------
     m, l, acc : ndarray
-        Updated; after the last block ``acc / l[..., None]`` is the output.
-    """
+        Updated; after the last block ``acc / l[..., None]`` is the output."""
     m_new = np.maximum(m, S.max(axis=-1))                 # (..., n_q)
     # A query that has seen only masked keys keeps m = -inf; shift it by 0
     # instead, so that exp(-inf - (-inf)) never produces NaN.
@@ -98,10 +94,8 @@ def _lazy_rows(q, K, V, block_k):
     """Outputs of scaled queries ``q`` with a lazy shift, or None on overflow.
 
     Any shift ``c`` per query gives the same ratio while nothing overflows:
-    ``c`` is the first block's maximum, folded into the product
-    ``[q, -c] · [k, 1]``, and ``p @ [V, 1]`` yields the sums with the
-    outputs; a block whose sums pass 2**32 is redone with the exact update.
-    """
+    ``c`` is the first block's maximum, folded into ``[q, -c] · [k, 1]``; a
+    block whose sums ``p @ [V, 1]`` pass 2**32 is redone exactly."""
     qa = np.concatenate([q, np.zeros((len(q), 1), q.dtype)], 1)   # [q, -c]
     K1, V1 = (np.concatenate([x, np.ones((len(x), 1), x.dtype)], 1)
               for x in (K, V))                            # [K, 1], [V, 1]
@@ -138,11 +132,9 @@ def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
                              block_k=256, workers=1):
     """:func:`blockwise_attention`'s result, tuned: threads, a lazy shift.
 
-    Blocks of ``block_q`` queries and ``block_k`` keys (1 MB of float32) are
-    tasks for ``workers`` threads, BLAS held to one thread meanwhile;
-    without a mask each query keeps its first block's maximum as its shift
-    until a later block would overflow (chapter 7).
-    """
+    Blocks of queries are tasks for ``workers`` threads; without a mask, each
+    query keeps its first block's maximum as its shift until a later block
+    would overflow (chapter 7)."""
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     dtype = np.result_type(Q, K, V)
     scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale

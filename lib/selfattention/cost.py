@@ -3,8 +3,6 @@
 tokens of width ``C``, windows of ``M × M`` patches, ``h`` heads.
 """
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np
@@ -26,7 +24,6 @@ def _sides(names: tuple[str, str]) -> Constraint:
                                                                    bool):
             value = (value, value)
         return as_pair(value, name)
-
     return Constraint(convert, "an int or " + as_pair.expected)
 
 
@@ -53,8 +50,7 @@ def _patches_tile(args) -> None:
 def tokens(image_size, patch_size):
     """Number of tokens when an image is cut into non-overlapping patches.
 
-    Each size is an int (a square) or a pair; 196 for 224 and 16 (chapter 7).
-    """
+    Sizes are ints (squares) or pairs (chapter 7)."""
     (H, W), (P_h, P_w) = image_size, patch_size
     return (H // P_h) * (W // P_w)
 
@@ -76,11 +72,8 @@ def attention_bytes(n, h=1, dtype="float32", n_k=None):
 
 @boundary(grid=grid(), C=count())
 def msa_macs(grid, C):
-    """Swin's cost of global multi-head self-attention, ``4nC² + 2n²C``.
-
-    Four ``C × C`` projections, then ``Q Kᵀ`` and ``A V`` over all ``n²``
-    pairs (Liu et al., 2021, Eq. 1; chapter 8).
-    """
+    """Swin's cost of global multi-head self-attention, ``4nC² + 2n²C``
+    (Liu et al., 2021, Eq. 1; chapter 8)."""
     n = grid[0] * grid[1]
     return 4 * n * C * C + 2 * n * n * C
 

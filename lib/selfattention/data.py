@@ -1,8 +1,6 @@
 """Synthetic images and videos with known answers (chapters 1-4, 9 and 10),
 drawn from the ``numpy.random.Generator`` given, so that examples replay."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,10 +14,8 @@ __all__ = ["two_squares", "moving_square_video", "textured_scene",
 
 @boundary(rng=generator(), size=positive_int(), noise=number(0))
 def two_squares(rng, size=32, noise=0.05):
-    """A dark ``size × size`` image with two bright squares and light noise.
-
-    At 32 × 32 the squares cover rows and columns 2–13 and 18–29.
-    """
+    """A dark ``size × size`` image with two bright squares and light noise
+    (chapters 1-4)."""
     img = np.zeros((size, size))
     a, b = size // 16, 7 * size // 16                  # 2 and 14 for size 32
     img[a:b, a:b] = 1.0
@@ -49,12 +45,9 @@ def _square_stays_apart(args) -> None:
           checks=(_square_stays_apart,))
 def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
                         step=(0, 4), noise=0.05, distractor=True):
-    """A video (T, size, size): a bright square moving across dark frames.
-
-    The square's top-left corner is at ``start + t·step`` in frame ``t``;
-    ``distractor`` adds a static square of brightness 0.5 at the bottom
-    right (chapter 9).
-    """
+    """A video (T, size, size): a bright square moving by ``step`` per frame
+    and, if ``distractor``, a static dimmer one at the bottom right
+    (chapter 9)."""
     video = np.zeros((T, size, size))                   # (T, size, size)
     if distractor:
         video[:, size - side:, size - side:] = 0.5
@@ -67,10 +60,8 @@ def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
 @boundary(rng=generator(), size=integer(12, what="a number of pixels"),
           n_shapes=positive_int(), texture=number(0))
 def textured_scene(rng, size=32, n_shapes=5, texture=0.3):
-    """Overlapping rectangles on a faintly textured background (chapter 10).
-
-    The texture makes every neighbourhood slightly different.
-    """
+    """Overlapping rectangles on a faintly textured background, so that every
+    neighbourhood differs a little (chapter 10)."""
     img = np.zeros((size, size))
     for _ in range(n_shapes):
         h, w = rng.integers(6, size // 2 + 1, size=2)
@@ -108,11 +99,9 @@ class RepeatedPattern:
 @boundary(rng=generator(), shift=pair(integer(0, 1, "0 or 1 patch"),
                                      ("d_row", "d_col")), noise=number(0))
 def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
-    """Frames whose motifs cross-attention alone cannot tell apart.
-
-    Four identical rings and an X-shaped landmark on a 6 × 10 grid of 4 × 4
-    patches; frame 2 moves them by ``shift`` patches (chapter 10).
-    """
+    """Frames whose motifs cross-attention alone cannot tell apart: four rings
+    and a landmark on a 6 × 10 grid of 4 × 4 patches, moved by ``shift``
+    patches in frame 2 (chapter 10)."""
     grid, p = (6, 10), 4
     copies = ((2, 1), (2, 3), (2, 5), (2, 7))
     landmark = (4, 8)

@@ -4,8 +4,6 @@ noise of :func:`selfattention.data.two_squares`, an orthogonal ``R`` with
 64 patches, drawn in this order.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import NamedTuple
 

@@ -1,7 +1,5 @@
 """FLOPs counted on real PyTorch modules (chapter 8)."""
 
-from __future__ import annotations
-
 from ._validate import boundary, function
 
 __all__ = ["count_flops"]
@@ -11,11 +9,9 @@ __all__ = ["count_flops"]
 def count_flops(fn, *args, **kwargs):
     """FLOPs per operator recorded while ``fn(*args, **kwargs)`` runs.
 
-    PyTorch's ``FlopCounterMode`` counts two per multiply-add of the
-    operators it has a formula for (``{"aten.mm": ...}``); elementwise work,
-    the softmax and fused kernels count nothing. Tensors on the ``meta``
-    device make it free.
-    """
+    PyTorch's ``FlopCounterMode`` counts two per multiply-add of the operators
+    it has a formula for; elementwise work, the softmax and fused kernels count
+    nothing (chapter 8)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:

@@ -2,8 +2,6 @@
 key ``j`` (chapter 4). Grid tokens are numbered row-major.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from ._validate import (boundary, grid, integer, ints, one_of, positive_int,
@@ -31,8 +29,7 @@ def _lengths_fit(args) -> None:
 def padding_mask(lengths, n):
     """Hide padding tokens: a (B, n, n) mask from each item's real length.
 
-    Item ``b`` holds ``lengths[b]`` real tokens (1 to ``n``), then padding.
-    """
+    Item ``b`` holds ``lengths[b]`` real tokens, then padding."""
     keep = np.arange(n)[None, :] < lengths[:, None]          # (B, n)
     return np.repeat(keep[:, None, :], n, axis=1)            # (B, n, n)
 
@@ -55,9 +52,7 @@ def grid_positions(grid):
 def neighborhood_mask(grid, radius):
     """Each token may use the patches up to ``radius`` rows and columns away.
 
-    An (H·W, H·W) mask; unlike :func:`window_mask` the square moves with
-    the query.
-    """
+    Unlike :func:`window_mask`, the square moves with the query."""
     rc = grid_positions(grid)                                # (n, 2)
     offset = np.abs(rc[:, None, :] - rc[None, :, :])         # (n, n, 2)
     return (offset <= radius).all(axis=-1)                   # (n, n)
@@ -91,9 +86,7 @@ def _window_of_size_tiles(args) -> None:
 def mask_of_kind(kind, grid, size):
     """One of chapter 4's masks on a patch grid, chosen by name.
 
-    ``"none"`` allows every key; ``size`` is the window side ``M``, or twice
-    the radius of the neighbourhood.
-    """
+    ``size`` is the window side, or twice the neighbourhood's radius."""
     n = grid[0] * grid[1]
     if kind == "causal":
         return causal_mask(n)

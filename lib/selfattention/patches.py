@@ -4,8 +4,6 @@ A ``p × p`` patch of a grayscale image becomes one token of ``p²`` pixels;
 tokens are numbered row-major over the patch grid ``(H, W)``, as in ViT.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from ._validate import boundary, divides, floats, grid, integer, positive_int
@@ -17,10 +15,8 @@ __all__ = ["patchify", "unpatchify", "center", "digit_patch_tokens"]
           checks=(divides("p", lambda a: a["img"].shape[-2:],
                           "the image's height and width"),))
 def patchify(img, p):
-    """Cut images (..., H·p, W·p) into ``p × p`` patches: (..., H·W, p²).
-
-    Token ``r·W + c`` is patch (r, c).
-    """
+    """Cut images (..., H·p, W·p) into ``p × p`` patches (..., H·W, p²),
+    numbered row-major."""
     *batch, H_img, W_img = img.shape
     H, W = H_img // p, W_img // p
     g = img.reshape(*batch, H, p, W, p)                 # (..., H, p, W, p)
@@ -56,11 +52,8 @@ def center(X):
 @boundary(n_images=integer(1, 1797, "a number of images"), p=positive_int(),
           checks=(divides("p", lambda a: (8,), "the digits' 8 pixels"),))
 def digit_patch_tokens(n_images=300, p=2):
-    """Patches of scikit-learn's 8 × 8 digits, standardized per pixel.
-
-    Each pixel of a patch has mean 0 and standard deviation 1 over all
-    images and tokens (chapter 2); shape (n_images, (8/p)², p²).
-    """
+    """Patches of scikit-learn's 8 × 8 digits, each pixel standardized over
+    all images and tokens (chapter 2): shape (n_images, (8/p)², p²)."""
     from sklearn.datasets import load_digits
 
     T = patchify(load_digits().images[:n_images], p)     # (N, n, p²)

@@ -1,13 +1,7 @@
-"""Figures shared by every chapter, so the book looks like one book.
-
-Each helper draws on the Matplotlib ``Axes`` it is given and returns it; the
-chapter lays out the figure and calls ``plt.show()``. Colour maps are
-perceptually uniform and readable in grey: ``viridis`` for weights and
-scores, ``gray`` for images, two greys for masks. Query outlines and window
-borders are white on a black stroke (:func:`accent`), as in the explorers.
+"""Figures shared by every chapter, drawn on the ``Axes`` given: ``viridis``
+for weights and scores, ``gray`` for images, two greys for masks, and white on
+a black stroke for query outlines and window borders (:func:`accent`).
 """
-
-from __future__ import annotations
 
 import numpy as np
 
@@ -24,9 +18,8 @@ ACCENT = "white"            # the chosen query, window borders
 
 
 def accent(lw: float = 2.0, color: str = ACCENT) -> dict:
-    """Line style of query outlines and window borders: ``color`` (white) on
-    a black stroke, which stands out on every colour of viridis and in grey.
-    """
+    """Line style of query outlines and window borders: white on a black
+    stroke, visible on every colour of viridis and in grey."""
     from matplotlib.patheffects import withStroke
 
     return dict(color=color, lw=lw,
@@ -91,10 +84,7 @@ def show_matrix(ax, M, title: str | None = None, cmap: str = CMAP,
                    interpolation="nearest")
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    ax.set(xlabel=xlabel, ylabel=ylabel)
-    if title:
-        ax.set_title(title)
-    return ax
+    return _titled(ax, title, xlabel=xlabel, ylabel=ylabel)
 
 
 def show_mask(ax, mask, title: str | None = None,
@@ -102,10 +92,7 @@ def show_mask(ax, mask, title: str | None = None,
     """Draw a boolean mask: dark = may attend, light = blocked."""
     ax.imshow(np.asarray(mask, dtype=float), cmap="Greys", vmin=-0.15,
               vmax=1.0, interpolation="nearest")
-    ax.set(xlabel=xlabel, ylabel=ylabel)
-    if title:
-        ax.set_title(title)
-    return ax
+    return _titled(ax, title, xlabel=xlabel, ylabel=ylabel)
 
 
 def _numbers_fit(args) -> None:
@@ -122,11 +109,7 @@ def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
     """Colour an (H, W) grid cell by cell, write a number in each cell and
     draw window borders (chapter 8).
 
-    ``numbers`` (H, W) are written white on dark cells, black on light ones.
-    With a window side ``M``, a border precedes every row and column ``k``
-    with ``(k - start) % M == 0`` inside the grid; ``start = M - s`` draws
-    windows displaced by ``s``. A constant grid takes the lowest colour.
-    """
+    Borders precede each row and column ``k`` with ``(k - start) % M == 0``."""
     lo = values.min()
     hi = max(values.max(), lo + 1)
     ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
@@ -162,26 +145,20 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
     """Plot costs against sizes on log–log axes, with their fitted slopes
     (chapters 7 and 8).
 
-    ``ys`` is one series of the sizes ``x``, or ``{label: y}``, where ``y``
-    may be a pair ``(x_i, y_i)`` measured at other sizes. ``fit`` writes
-    each slope (:func:`loglog_slope`) in its label, or in the corner for one
-    unlabelled series; ``ref_slope`` adds a dashed line of that slope
-    through the last point; ``ticks`` labels the sizes of ``x``.
-    """
+    ``ys`` is one series or ``{label: y}``, ``y`` possibly a pair ``(x_i,
+    y_i)``; ``ref_slope`` adds a dashed line through the last point."""
     x = np.asarray(x, dtype=float)
     labelled = isinstance(ys, dict)
     series = _series(x, ys if labelled else {None: ys})
     for k, (label, xi, y) in enumerate(series):
         # a typographic minus, as on the axes' tick labels
-        slope = (f"{loglog_slope(xi, y):.2f}".replace("-", "\u2212")
-                 if fit else None)
-        if label is not None and fit:
-            label = f"{label} (slope {slope})"
+        slope = (f"slope {loglog_slope(xi, y):.2f}".replace("-", "\u2212")
+                 if fit else "")
         ax.loglog(xi, y, "os^vD"[k % 5] + "-", ms=4, color=f"C{k}",
-                  label=label)
-        if not labelled and fit:
-            ax.text(0.97, 0.95, f"slope {slope}", transform=ax.transAxes,
-                    ha="right", va="top", fontsize=8, color="C0")
+                  label=f"{label} ({slope})" if labelled and fit else label)
+        if fit and not labelled:
+            ax.text(0.97, 0.95, slope, transform=ax.transAxes, ha="right",
+                    va="top", fontsize=8, color="C0")
     if ref_slope is not None:       # through the last point of the last one
         span = np.array([min(xi.min() for _, xi, _ in series),
                          max(xi.max() for _, xi, _ in series)])
@@ -227,9 +204,12 @@ def loglog_slope(x, y):
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
-def _tidy(ax, title):
-    ax.set_xticks([])
-    ax.set_yticks([])
+def _titled(ax, title, **settings):
+    ax.set(**settings)
     if title:
         ax.set_title(title)
     return ax
+
+
+def _tidy(ax, title):                   # an image: no ticks
+    return _titled(ax, title, xticks=[], yticks=[])

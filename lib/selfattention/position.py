@@ -3,8 +3,6 @@ position bias added to the scores, its table laid out ``(h, 2H - 1, 2W - 1)``
 (chapters 5 and 8).
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from ._validate import boundary, floats, grid, number, positive_int
@@ -19,18 +17,15 @@ def _d_divisible_by(k: int, why: str):
         if args["d"] % k:
             raise ValueError(f"d must be divisible by {k} ({why}), got "
                              f"{args['d']}")
-
     return check
 
 
 @boundary(n=positive_int(), d=positive_int(), base=number(1, strict=True),
           checks=(_d_divisible_by(2, "sin and cos come in pairs"),))
 def sinusoidal_1d(n, d, base=10000.0):
-    """The transformer's sinusoidal encoding of positions ``0 … n-1``.
-
-    Columns ``2i`` and ``2i+1`` of the (n, d) result hold ``sin`` and ``cos``
-    of ``pos / base**(2i/d)`` (chapter 5).
-    """
+    """The transformer's sinusoidal encoding of positions ``0 … n-1``: columns
+    ``2i`` and ``2i+1`` hold sin and cos of ``pos / base**(2i/d)``
+    (chapter 5)."""
     pos = np.arange(n)[:, None]                          # (n, 1)
     freq = float(base) ** (-np.arange(0, d, 2) / d)      # (d/2,)
     E = np.empty((n, d))
@@ -43,11 +38,8 @@ def sinusoidal_1d(n, d, base=10000.0):
           checks=(_d_divisible_by(4, "half for rows, half for columns, each "
                                      "in sin/cos pairs"),))
 def sinusoidal_2d(grid, d, base=10000.0):
-    """Two-dimensional sinusoidal encoding of a row-major patch grid.
-
-    The first ``d/2`` columns encode the row, the last ``d/2`` the column
-    (chapter 5).
-    """
+    """Two-dimensional sinusoidal encoding of a row-major patch grid: the row
+    in the first ``d/2`` columns, the column in the last (chapter 5)."""
     H, W = grid
     r, c = grid_positions(grid).T                        # (n,) each
     E_row = sinusoidal_1d(H, d // 2, base)[r]            # (n, d/2)
@@ -66,9 +58,7 @@ def relative_offsets(grid):
 def relative_position_index(grid):
     """Index of each query-key offset in a table of ``(2H-1)(2W-1)`` entries.
 
-    ``(Δr + H - 1)·(2W - 1) + (Δc + W - 1)``; for ``grid = (M, M)`` Swin's
-    released index (chapter 8).
-    """
+    Swin's index for ``grid = (M, M)`` (chapter 8)."""
     H, W = grid
     off = relative_offsets(grid)                         # (n, n, 2)
     return (off[..., 0] + H - 1) * (2 * W - 1) + off[..., 1] + W - 1
@@ -87,7 +77,6 @@ def relative_position_bias(table, grid):
     """Expand a table of per-offset biases into a score bias ``B``.
 
     ``table`` (h, 2H-1, 2W-1) holds offset ``(Δr, Δc)`` at
-    ``[..., Δr + H - 1, Δc + W - 1]``; ``B`` is (h, H·W, H·W) (chapter 8).
-    """
+    ``[..., Δr + H - 1, Δc + W - 1]``; ``B`` is (h, H·W, H·W) (chapter 8)."""
     flat = table.reshape(*table.shape[:-2], -1)          # (h, (2H-1)(2W-1))
     return flat[..., relative_position_index(grid)]      # (h, n, n)

@@ -1,8 +1,6 @@
 """Why scores are divided by √d_k: growth, saturation, gradients (chapters 2
 and 11)."""
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 
@@ -31,18 +29,15 @@ def _weights(args) -> None:
 def softmax_jacobian(p):
     """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ`` (chapter 2).
 
-    One (n, n) matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n).
-    """
+    One (n, n) matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n)."""
     eye = np.eye(p.shape[-1], dtype=p.dtype)
     return p[..., :, None] * (eye - p[..., None, :])       # (..., n, n)
 
 
 @boundary(p=floats(min_ndim=1), checks=(_weights,))
 def jacobian_norm(p):
-    """Frobenius norm of each row's softmax Jacobian (chapter 2).
-
-    0 for a one-hot row, ``√(n-1)/n`` for a uniform one, at most 1/2.
-    """
+    """Frobenius norm of each row's softmax Jacobian: 0 for a one-hot row,
+    ``√(n-1)/n`` for a uniform one (chapter 2)."""
     J = softmax_jacobian(p)                                # (..., n, n)
     return np.sqrt((J ** 2).sum(axis=(-2, -1)))            # (...)
 
@@ -80,11 +75,9 @@ def logit_stats(S, d_k):
 def scaling_experiment(T, d_ks, rng, weight_scale=0.5):
     """Random query and key projections of tokens for several ``d_k``.
 
-    For each ``d_k`` in turn, draws query then key weights
-    ``rng.standard_normal((N, p, d_k)) * weight_scale`` for the token sets
-    ``T`` (N, n, p) and returns :func:`logit_stats` of their scores
-    (chapter 2).
-    """
+    For each ``d_k`` in turn, draws query then key weights of shape
+    (N, p, d_k) for the token sets ``T`` (N, n, p) and returns the
+    :func:`logit_stats` of their scores (chapter 2)."""
     N, _, p = T.shape
     stats = []
     for d_k in d_ks:

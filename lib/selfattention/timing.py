@@ -3,8 +3,6 @@ threads of this process, and the bytes ``tracemalloc`` sees (every NumPy
 buffer; not BLAS workspaces or PyTorch's tensors).
 """
 
-from __future__ import annotations
-
 import time
 import tracemalloc
 

@@ -3,8 +3,6 @@ True means blocked in ``nn.MultiheadAttention`` and allowed in
 ``scaled_dot_product_attention`` (chapters 3 and 4).
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from ._validate import boundary, bools, floats, instance, positive_int
@@ -46,9 +44,7 @@ def _square_and_split(args) -> None:
 def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
     """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights.
 
-    Its biases, if any (``bias``), are zero: the same function as
-    :func:`selfattention.attention.multi_head_attention`.
-    """
+    Its biases, if any, are zero (chapters 3 and 4)."""
     import torch
 
     mha = torch.nn.MultiheadAttention(len(W_q), h, bias=bias,
