@@ -1,12 +1,10 @@
 """Argument checks at the library's public boundary (not part of the API).
 
-``@boundary(Q=floats(min_ndim=2), ..., checks=(...))`` binds a call to the
-signature, converts each declared argument (wrong type: ``TypeError``, wrong
-value: ``ValueError``; the message names the argument, what was expected and
-what came), runs the relational ``checks`` and calls the bare maths,
-``fn.__wrapped__``. Calls made while a public function runs skip all of this,
-so the library's own calls must pass what the maths receives; with
-``SELFATTENTION_STRICT_CALLS=1`` (set by the tests) they are verified too.
+``@boundary`` converts each declared argument (wrong type: ``TypeError``,
+wrong value: ``ValueError``, naming the argument, what was expected and what
+came), runs the relational ``checks``, then calls the bare maths. Calls made
+by the library itself are not checked unless ``SELFATTENTION_STRICT_CALLS=1``
+(the tests): they must pass what the maths receives.
 """
 
 import functools

@@ -65,29 +65,23 @@ def _heads_fit(args) -> None:
 
 
 def fits_scores(name: str, scores=_scores):
-    """A check: argument ``name``, if given, broadcasts to the scores."""
+    """A check: argument ``name``, if given, broadcasts to the scores; a
+    boolean one (a mask) must leave every query a key."""
 
     def check(args) -> None:
-        x, want = args[name], scores(args)      # each axis 1 or the scores'
-        if x is not None and (x.ndim > len(want) or any(
-                a not in (1, b) for a, b in zip(x.shape[::-1], want[::-1]))):
+        x, want = args[name], scores(args)
+        if x is None:
+            return
+        if x.ndim > len(want) or any(          # each axis 1 or the scores'
+                a not in (1, b) for a, b in zip(x.shape[::-1], want[::-1])):
             raise ValueError(f"{name} must broadcast to the score matrices "
                              f"of shape {want} (last two axes: queries, "
                              f"keys), got shape {x.shape}")
-    return check
-
-
-def every_query_has_a_key(scores=_scores):
-    """A check: the mask, if given, leaves no query without a key."""
-
-    def check(args) -> None:
-        if args["mask"] is None:
-            return
-        empty = ~np.broadcast_to(args["mask"], scores(args)).any(axis=-1)
-        if empty.any():
+        empty = x.dtype == bool and ~np.broadcast_to(x, want).any(axis=-1)
+        if np.any(empty):
             where = tuple(int(i) for i in np.argwhere(empty)[0])
             raise ValueError(
-                f"mask leaves query {where[-1]} (index {where}) with no key "
+                f"{name} leaves query {where[-1]} (index {where}) with no key "
                 f"to attend to: every entry of its row is False, so its "
                 f"softmax is undefined (PyTorch returns NaN or zeros there, "
                 f"depending on the function; chapter 4)")
@@ -114,8 +108,7 @@ def softmax(S):
 @boundary(Q=floats(min_ndim=2), K=floats(min_ndim=2), V=floats(min_ndim=2),
           mask=optional(bools()), bias=optional(floats()),
           scale=optional(positive()),
-          checks=(_qkv_fit, fits_scores("mask"), fits_scores("bias"),
-                  every_query_has_a_key()))
+          checks=(_qkv_fit, fits_scores("mask"), fits_scores("bias")))
 def attention(Q, K, V, mask=None, bias=None, scale=None):
     """Scaled dot-product attention: ``softmax(Q Kᵀ / √d_k + B) V``.
 
@@ -168,20 +161,17 @@ def merge_heads(Z):
           mask=optional(bools()), bias=optional(floats()),
           context=optional(floats(min_ndim=2)),
           checks=(_heads_fit, fits_scores("mask", _head_scores),
-                  fits_scores("bias", _head_scores),
-                  every_query_has_a_key(_head_scores)))
+                  fits_scores("bias", _head_scores)))
 def multi_head_attention(X, W_q, W_k, W_v, W_o, h, mask=None, bias=None,
                          context=None):
     """Multi-head attention: ``Concat(head_1, …, head_h) W_O``.
-
-    Head ``i`` uses columns ``i·d_k … (i+1)·d_k - 1`` of each projection
-    (chapter 3).
 
     Parameters
     ----------
     X : array_like, shape (..., n, d)
     W_q, W_k, W_v, W_o : array_like
-        Shapes (d, h·d_k), (d_c, h·d_k), (d_c, h·d_v) and (h·d_v, d_out).
+        Shapes (d, h·d_k), (d_c, h·d_k), (d_c, h·d_v) and (h·d_v, d_out);
+        head ``i`` uses columns ``i·d_k … (i+1)·d_k - 1`` (chapter 3).
     h : int
     mask, bias : array_like, broadcastable to (..., h, n, m), optional
         As in :func:`attention`; give a batch of masks a head axis.

@@ -3,15 +3,15 @@ Milakov and Gimelshein, 2018; Rabe and Staats, 2021; Dao et al., 2022):
 memory ``O(n_q · block)`` instead of ``O(n_q · n_k)``, the same work.
 """
 
-import functools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ._validate import (boundary, bools, floats, optional, positive,
                         positive_int)
-from .attention import _qkv_fit, every_query_has_a_key, fits_scores
+from .attention import _agree, _qkv_fit, fits_scores
 
 __all__ = ["online_softmax_update", "blockwise_attention",
            "fast_blockwise_attention"]
@@ -23,10 +23,8 @@ def _running_fit(args) -> None:
         raise ValueError(f"m, l, acc and S must share the queries' shape "
                          f"(..., n_q), got m {m.shape}, l {l.shape}, acc "
                          f"{acc.shape} and S {S.shape}")
-    if V.shape[-2:] != (S.shape[-1], acc.shape[-1]):
-        raise ValueError(f"V must have shape (..., b, d_v) = (..., "
-                         f"{S.shape[-1]}, {acc.shape[-1]}), one value per "
-                         f"key of the block, got shape {V.shape}")
+    _agree(args, "V", -2, "S", -1, "agree on the keys of the block")
+    _agree(args, "V", -1, "acc", -1, "agree on the value width d_v")
 
 
 @boundary(m=floats(min_ndim=1, neg_inf=True), l=floats(min_ndim=1),
@@ -59,7 +57,7 @@ def online_softmax_update(m, l, acc, S, V):
 
 _QKV = dict(Q=floats(min_ndim=2), K=floats(min_ndim=2), V=floats(min_ndim=2),
             mask=optional(bools()), scale=optional(positive()),
-            checks=(_qkv_fit, fits_scores("mask"), every_query_has_a_key()))
+            checks=(_qkv_fit, fits_scores("mask")))
 
 
 @boundary(**_QKV, block=positive_int())
@@ -118,14 +116,6 @@ def _lazy_rows(q, K, V, block_k):
     return acc[:, :-1] / acc[:, -1:] if np.isfinite(acc).all() else None
 
 
-@functools.cache
-def _blas():
-    """Inspecting the loaded libraries is slow: do it once."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
 @boundary(**_QKV, block_q=positive_int(), block_k=positive_int(),
           workers=positive_int())
 def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
@@ -162,7 +152,7 @@ def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
         for b, start in tasks:
             task(b, start)
     else:
-        with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(
+        with threadpool_limits(1, "blas"), ThreadPoolExecutor(
                 min(workers, len(tasks))) as pool:
             list(pool.map(task, *zip(*tasks)))  # re-raises a worker's error
     return Y

@@ -20,22 +20,19 @@ def _sides(names: tuple[str, str]) -> Constraint:
     as_pair = pair(count(), names)
 
     def convert(value, name):
-        if isinstance(value, numbers.Integral) and not isinstance(value,
-                                                                   bool):
-            value = (value, value)
-        return as_pair(value, name)
+        square = isinstance(value, numbers.Integral)  # True fails below
+        return as_pair((value, value) if square else value, name)
     return Constraint(convert, "an int or " + as_pair.expected)
 
 
 def _numeric_dtype(value, name):
     try:
-        dt = np.dtype(value)
+        if np.dtype(value).kind in "iufc":
+            return np.dtype(value)
     except TypeError:
-        dt = None
-    if dt is None or not np.issubdtype(dt, np.number):
-        raise TypeError(f"{name} must be a numeric NumPy dtype such as "
-                        f"'float32', got {value!r}")
-    return dt
+        pass
+    raise TypeError(f"{name} must be a numeric NumPy dtype such as 'float32', "
+                    f"got {value!r}")
 
 
 def _patches_tile(args) -> None:

@@ -24,19 +24,15 @@ def two_squares(rng, size=32, noise=0.05):
 
 
 def _square_stays_apart(args) -> None:
-    T, size, side = args["T"], args["size"], args["side"]
-    (r0, c0), (dr, dc) = args["start"], args["step"]
-    for t in range(T):
-        r, c = r0 + t * dr, c0 + t * dc
-        if not (0 <= r <= size - side and 0 <= c <= size - side):
-            raise ValueError(
-                f"step moves the square out of the {size}x{size} frame at "
-                f"frame {t} (top-left corner ({r}, {c})); shorten T or the "
-                f"step")
-        if args["distractor"] and min(r, c) + side > size - side:
-            raise ValueError(
-                f"step brings the moving square onto the static square at "
-                f"frame {t}; choose another start or step")
+    size, side = args["size"], args["side"]
+    for t in range(args["T"]):
+        r, c = (a + t * d for a, d in zip(args["start"], args["step"]))
+        out = not (0 <= r <= size - side and 0 <= c <= size - side)
+        if out or (args["distractor"] and min(r, c) + side > size - side):
+            where = "out of the frame" if out else "onto the static square"
+            raise ValueError(f"step moves the square {where} at frame {t} "
+                             f"(top-left corner ({r}, {c})); choose another "
+                             f"start, step or T")
 
 
 @boundary(rng=generator(), T=positive_int(), size=positive_int(),

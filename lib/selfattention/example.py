@@ -16,11 +16,6 @@ from .patches import center, patchify
 __all__ = ["RunningExample", "MhaWeights", "running_example",
            "random_orthogonal"]
 
-GRID = (8, 8)
-PATCH = 4
-QUERY = 1      # patch (0, 1): the top edge of the first square
-
-
 @boundary(d=positive_int(), rng=generator())
 def random_orthogonal(d, rng):
     """A random (d, d) orthogonal matrix: the Q factor of a Gaussian matrix."""
@@ -49,10 +44,10 @@ class RunningExample:
     mha: MhaWeights       # four-head projections, (16, 16) each
     perm: np.ndarray      # (64,) a permutation of the patches
     rng: np.random.Generator   # the stream, after all of the above
-    grid: tuple = GRID
-    patch: int = PATCH
-    query: int = QUERY
-    h: int = 4
+    grid: tuple = (8, 8)  # patches
+    patch: int = 4        # pixels
+    query: int = 1        # patch (0, 1): the top edge of the first square
+    h: int = 4            # heads of mha
 
 
 @boundary(seed=integer(0))
@@ -60,7 +55,7 @@ def running_example(seed=0):
     """Replay the running example's random chain from ``seed``."""
     rng = np.random.default_rng(seed)
     img = two_squares(rng)                              # (32, 32)
-    X = center(patchify(img, PATCH))                    # (64, 16)
+    X = center(patchify(img, 4))                        # (64, 16)
     d = X.shape[1]
     W_q = W_k = 2.0 * random_orthogonal(d, rng)   # scores = patch dot products
     W_v = rng.standard_normal((d, d)) / np.sqrt(d)

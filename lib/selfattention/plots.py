@@ -40,10 +40,8 @@ def show_image(ax, img, patch: int | None = None, title: str | None = None):
     ax.imshow(img, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
     if patch:
         H, W = img.shape
-        for y in np.arange(patch, H, patch) - 0.5:
-            ax.axhline(y, color="white", lw=0.6, alpha=0.6)
-        for x in np.arange(patch, W, patch) - 0.5:
-            ax.axvline(x, color="white", lw=0.6, alpha=0.6)
+        _rules(ax, range(patch, H, patch), range(patch, W, patch),
+               color="white", lw=0.6, alpha=0.6)
     return _tidy(ax, title)
 
 
@@ -119,13 +117,8 @@ def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
             ax.text(c, r, str(v), ha="center", va="center", fontsize=6,
                     color="white" if dark else "black")
     if M:
-        H, W = values.shape
-        for k in range(1, H):
-            if (k - start) % M == 0:
-                ax.axhline(k - 0.5, **accent())
-        for k in range(1, W):
-            if (k - start) % M == 0:
-                ax.axvline(k - 0.5, **accent())
+        (H, W), first = values.shape, start % M or M
+        _rules(ax, range(first, H, M), range(first, W, M), **accent())
     return _tidy(ax, title)
 
 
@@ -133,9 +126,7 @@ def mark_cell(ax, row: int, col: int, color: str = ACCENT,
               size: float = 11):
     """Outline cell (row, col) of a grid, or pixel (row, col) of an image,
     with an open square ``size`` points wide (chapters 8 and 10)."""
-    style = accent(2.5, color)
-    ax.plot(col, row, "s", mfc="none", mec=style["color"], ms=size,
-            mew=style["lw"], path_effects=style["path_effects"])
+    ax.plot(col, row, "s", mfc="none", ms=size, mew=2.5, **accent(2.5, color))
     return ax
 
 
@@ -202,6 +193,14 @@ def loglog_slope(x, y):
     """Slope ``p`` of the least-squares line through ``(log x, log y)``:
     ``y`` grows like ``x**p`` (chapter 7)."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def _rules(ax, rows, cols, **style):
+    """Lines above the given rows and left of the given columns."""
+    for r in rows:
+        ax.axhline(r - 0.5, **style)
+    for c in cols:
+        ax.axvline(c - 0.5, **style)
 
 
 def _titled(ax, title, **settings):

@@ -15,14 +15,11 @@ __all__ = ["softmax_jacobian", "jacobian_norm", "LogitStats", "logit_stats",
 
 
 def _weights(args) -> None:
-    p = args["p"]
-    if (p < 0).any() or not np.allclose(p.sum(axis=-1), 1.0, rtol=0,
-                                        atol=1e-6):
-        raise ValueError(
-            f"p must hold softmax weights along its last axis (non-negative, "
-            f"each row summing to one), got row sums between "
-            f"{p.sum(axis=-1).min():.3g} and {p.sum(axis=-1).max():.3g} and "
-            f"smallest entry {p.min():.3g}")
+    p, sums = args["p"], args["p"].sum(axis=-1)
+    if (p < 0).any() or not np.allclose(sums, 1.0, rtol=0, atol=1e-6):
+        raise ValueError(f"p must hold non-negative rows summing to one, got "
+                         f"row sums {sums.min():.3g} to {sums.max():.3g} and "
+                         f"smallest entry {p.min():.3g}")
 
 
 @boundary(p=floats(min_ndim=1), checks=(_weights,))

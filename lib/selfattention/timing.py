@@ -1,7 +1,5 @@
-"""Time and peak memory of a computation (chapter 7): processor time of all
-threads of this process, and the bytes ``tracemalloc`` sees (every NumPy
-buffer; not BLAS workspaces or PyTorch's tensors).
-"""
+"""Time and peak memory (chapter 7): processor time of all threads, and the
+bytes ``tracemalloc`` sees (NumPy's buffers, not BLAS's or PyTorch's)."""
 
 import time
 import tracemalloc

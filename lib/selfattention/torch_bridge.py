@@ -5,7 +5,7 @@ True means blocked in ``nn.MultiheadAttention`` and allowed in
 
 import numpy as np
 
-from ._validate import boundary, bools, floats, instance, positive_int
+from ._validate import boundary, bools, divides, floats, instance, positive_int
 
 __all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights"]
 
@@ -28,14 +28,13 @@ def mask_for_sdpa(mask):
 
 
 def _square_and_split(args) -> None:
-    d, h = args["W_q"].shape[0], args["h"]
+    d = args["W_q"].shape[0]
     for name in ("W_q", "W_k", "W_v", "W_o"):
         if args[name].shape != (d, d):
             raise ValueError(f"{name} must be square ({d}, {d}) for "
                              f"nn.MultiheadAttention, got shape "
                              f"{args[name].shape}")
-    if d % h:
-        raise ValueError(f"h={h} heads must divide the width d={d}")
+    divides("h", lambda a: (d,), "the width d")(args)
 
 
 @boundary(W_q=floats(ndim=2), W_k=floats(ndim=2), W_v=floats(ndim=2),
