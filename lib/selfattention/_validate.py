@@ -22,8 +22,8 @@ _state = threading.local()             # depth: public calls under way
 def boundary(checks=(), runs_user_code: bool = False, **constraints):
     """Declare a public function's arguments; convert and check them on entry.
 
-    ``checks`` receive the dict of converted arguments; ``runs_user_code``
-    marks a function that calls code it was given, which is checked as usual.
+    ``checks`` get the dict of converted arguments; ``runs_user_code`` marks
+    a function running code it was given, whose calls are checked as usual.
     """
 
     def wrap(fn):
@@ -43,10 +43,9 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
                 given = values[name]
                 values[name] = constraint(given, name)
                 if strict and not _same(values[name], given):
-                    raise AssertionError(
-                        f"the library called {where} with {name} not in the "
-                        f"form its maths receives ({type(given).__name__}); "
-                        f"convert it at the caller's boundary")
+                    raise AssertionError(f"the library called {where} with "
+                                         f"{name} not in the form its maths "
+                                         f"receives: convert it before")
             for check in checks:
                 check(values)
             return bound

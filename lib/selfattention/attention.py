@@ -100,7 +100,8 @@ def _no_empty_row(args) -> None:
 def softmax(S):
     """Softmax over the last axis: each row becomes weights summing to one.
 
-    ``-inf`` (a masked score) gets weight zero (chapter 1)."""
+    ``-inf`` (a masked score) gets weight zero (chapter 1).
+    """
     E = np.exp(S - S.max(axis=-1, keepdims=True))  # the row's largest -> 1
     return E / E.sum(axis=-1, keepdims=True)
 

@@ -45,7 +45,8 @@ def online_softmax_update(m, l, acc, S, V):
     Returns
     -------
     m, l, acc : ndarray
-        Updated; after the last block ``acc / l[..., None]`` is the output."""
+        Updated; after the last block ``acc / l[..., None]`` is the output.
+    """
     m_new = np.maximum(m, S.max(axis=-1))                 # (..., n_q)
     # A query that has seen only masked keys keeps m = -inf; shift it by 0
     # instead, so that exp(-inf - (-inf)) never produces NaN.
@@ -64,9 +65,8 @@ _QKV = dict(Q=floats(min_ndim=2), K=floats(min_ndim=2), V=floats(min_ndim=2),
 def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
     """Exact attention, one block of keys at a time: no n_q × n_k matrix.
 
-    ``attention(Q, K, V, mask, scale=scale)[0]`` up to rounding
-    (:func:`selfattention.attention.attention`), holding ``n_q × block``
-    scores at a time; float32 if every input is.
+    :func:`selfattention.attention.attention`'s ``Y`` up to rounding, holding
+    ``n_q × block`` scores at a time.
     """
     if scale is None:
         scale = 1 / math.sqrt(Q.shape[-1])   # a float keeps float32 float32
@@ -89,9 +89,8 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
 
 # ---------------------------------------------------------- the tuned variant
 def _lazy_rows(q, K, V, block_k):
-    """Outputs of scaled queries ``q`` with a lazy shift, or None on overflow.
-
-    Any shift ``c`` per query gives the same ratio while nothing overflows:
+    """Outputs of scaled queries ``q`` with a lazy shift, or None on overflow:
+    any shift ``c`` per query gives the same ratio while nothing overflows, so
     ``c`` is the first block's maximum, folded into ``[q, -c] · [k, 1]``; a
     block whose sums ``p @ [V, 1]`` pass 2**32 is redone exactly."""
     qa = np.concatenate([q, np.zeros((len(q), 1), q.dtype)], 1)   # [q, -c]
@@ -107,9 +106,8 @@ def _lazy_rows(q, K, V, block_k):
                 acc += part
                 continue
             s = qa @ K1[keys].T                           # redo this block
-        up = s.max(axis=-1)                               # raise c by up
-        if acc is not None:
-            up = np.maximum(up, 0)
+        up = s.max(axis=-1)                   # raise c by up, never lower
+        up = up if acc is None else np.maximum(up, 0)
         part = np.exp(np.subtract(s, up[:, None], out=s), out=s) @ V1[keys]
         acc = part if acc is None else acc * np.exp(-up)[:, None] + part
         qa[:, -1] -= up                                   # c <- c + up
@@ -120,11 +118,10 @@ def _lazy_rows(q, K, V, block_k):
           workers=positive_int())
 def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
                              block_k=256, workers=1):
-    """:func:`blockwise_attention`'s result, tuned: threads, a lazy shift.
-
-    Blocks of queries are tasks for ``workers`` threads; without a mask, each
-    query keeps its first block's maximum as its shift until a later block
-    would overflow (chapter 7)."""
+    """:func:`blockwise_attention`'s result, tuned: blocks of queries are tasks
+    for ``workers`` threads and, without a mask, each query keeps its first
+    block's maximum as its shift until a later block would overflow
+    (chapter 7)."""
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     dtype = np.result_type(Q, K, V)
     scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale

@@ -45,9 +45,8 @@ def _patches_tile(args) -> None:
 @boundary(image_size=_sides(("H", "W")), patch_size=_sides(("P_h", "P_w")),
           checks=(_patches_tile,))
 def tokens(image_size, patch_size):
-    """Number of tokens when an image is cut into non-overlapping patches.
-
-    Sizes are ints (squares) or pairs (chapter 7)."""
+    """Number of tokens when an image is cut into non-overlapping patches;
+    sizes are ints (squares) or pairs (chapter 7)."""
     (H, W), (P_h, P_w) = image_size, patch_size
     return (H // P_h) * (W // P_w)
 
@@ -69,16 +68,14 @@ def attention_bytes(n, h=1, dtype="float32", n_k=None):
 
 @boundary(grid=grid(), C=count())
 def msa_macs(grid, C):
-    """Swin's cost of global multi-head self-attention, ``4nC² + 2n²C``
-    (Liu et al., 2021, Eq. 1; chapter 8)."""
+    """Swin's cost of global self-attention, ``4nC² + 2n²C`` (chapter 8)."""
     n = grid[0] * grid[1]
     return 4 * n * C * C + 2 * n * n * C
 
 
 @boundary(grid=grid(), C=count(), M=count(), checks=(tiles(),))
 def window_msa_macs(grid, C, M):
-    """Swin's cost of window self-attention, ``4nC² + 2M²nC`` (Liu et al.,
-    2021, Eq. 2; chapter 8)."""
+    """Swin's cost of window self-attention, ``4nC² + 2M²nC`` (chapter 8)."""
     n = grid[0] * grid[1]
     return 4 * n * C * C + 2 * M * M * n * C
 

@@ -14,8 +14,7 @@ __all__ = ["two_squares", "moving_square_video", "textured_scene",
 
 @boundary(rng=generator(), size=positive_int(), noise=number(0))
 def two_squares(rng, size=32, noise=0.05):
-    """A dark ``size × size`` image with two bright squares and light noise
-    (chapters 1-4)."""
+    """A dark image with two bright squares and light noise (chapters 1-4)."""
     img = np.zeros((size, size))
     a, b = size // 16, 7 * size // 16                  # 2 and 14 for size 32
     img[a:b, a:b] = 1.0
@@ -99,8 +98,7 @@ def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
     and a landmark on a 6 × 10 grid of 4 × 4 patches, moved by ``shift``
     patches in frame 2 (chapter 10)."""
     grid, p = (6, 10), 4
-    copies = ((2, 1), (2, 3), (2, 5), (2, 7))
-    landmark = (4, 8)
+    copies, landmark = ((2, 1), (2, 3), (2, 5), (2, 7)), (4, 8)
     ring = np.ones((p, p))
     ring[1:-1, 1:-1] = 0.0
     cross = np.maximum(np.eye(p), np.eye(p)[::-1])
@@ -111,7 +109,6 @@ def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
             r, c = r + offset[0], c + offset[1]
             img[r * p:(r + 1) * p, c * p:(c + 1) * p] = m
         return img + noise * rng.standard_normal(img.shape)
-
     return RepeatedPattern(img1=paint((0, 0)), img2=paint(shift),
                            copies=copies, landmark=landmark, shift=shift,
                            motif=ring, marker=cross, grid=grid, patch=p)

@@ -16,6 +16,7 @@ from .patches import center, patchify
 __all__ = ["RunningExample", "MhaWeights", "running_example",
            "random_orthogonal"]
 
+
 @boundary(d=positive_int(), rng=generator())
 def random_orthogonal(d, rng):
     """A random (d, d) orthogonal matrix: the Q factor of a Gaussian matrix."""

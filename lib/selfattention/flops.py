@@ -7,11 +7,10 @@ __all__ = ["count_flops"]
 
 @boundary(fn=function(), runs_user_code=True)
 def count_flops(fn, *args, **kwargs):
-    """FLOPs per operator recorded while ``fn(*args, **kwargs)`` runs.
-
-    PyTorch's ``FlopCounterMode`` counts two per multiply-add of the operators
-    it has a formula for; elementwise work, the softmax and fused kernels count
-    nothing (chapter 8)."""
+    """FLOPs per operator recorded while ``fn(*args, **kwargs)`` runs: PyTorch's
+    ``FlopCounterMode`` counts two per multiply-add of the operators it has a
+    formula for; elementwise work, the softmax and fused kernels count nothing
+    (chapter 8)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:

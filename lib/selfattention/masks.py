@@ -29,7 +29,8 @@ def _lengths_fit(args) -> None:
 def padding_mask(lengths, n):
     """Hide padding tokens: a (B, n, n) mask from each item's real length.
 
-    Item ``b`` holds ``lengths[b]`` real tokens, then padding."""
+    Item ``b`` holds ``lengths[b]`` real tokens, then padding.
+    """
     keep = np.arange(n)[None, :] < lengths[:, None]          # (B, n)
     return np.repeat(keep[:, None, :], n, axis=1)            # (B, n, n)
 
@@ -52,7 +53,8 @@ def grid_positions(grid):
 def neighborhood_mask(grid, radius):
     """Each token may use the patches up to ``radius`` rows and columns away.
 
-    Unlike :func:`window_mask`, the square moves with the query."""
+    Unlike :func:`window_mask`, the square moves with the query.
+    """
     rc = grid_positions(grid)                                # (n, 2)
     offset = np.abs(rc[:, None, :] - rc[None, :, :])         # (n, n, 2)
     return (offset <= radius).all(axis=-1)                   # (n, n)
@@ -84,9 +86,8 @@ def _window_of_size_tiles(args) -> None:
 @boundary(kind=one_of(*MASK_KINDS), grid=grid(), size=positive_int(),
           checks=(_window_of_size_tiles,))
 def mask_of_kind(kind, grid, size):
-    """One of chapter 4's masks on a patch grid, chosen by name.
-
-    ``size`` is the window side, or twice the neighbourhood's radius."""
+    """One of chapter 4's masks on a patch grid, chosen by name; ``size`` is
+    the window side, or twice the neighbourhood's radius."""
     n = grid[0] * grid[1]
     if kind == "causal":
         return causal_mask(n)

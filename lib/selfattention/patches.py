@@ -1,7 +1,5 @@
-"""Patch grids: how an image becomes tokens (chapters 1 and 2).
-
-A ``p × p`` patch of a grayscale image becomes one token of ``p²`` pixels;
-tokens are numbered row-major over the patch grid ``(H, W)``, as in ViT.
+"""Patch grids: each ``p × p`` patch of a grayscale image becomes a token of
+``p²`` pixels, numbered row-major over the grid ``(H, W)`` (chapters 1, 2).
 """
 
 import numpy as np

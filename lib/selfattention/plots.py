@@ -8,18 +8,16 @@ import numpy as np
 from ._validate import (boundary, floats, integer, optional,
                         positive_int)
 
-__all__ = ["CMAP", "ACCENT", "accent", "show_image",
-           "show_attention_on_image", "show_matrix", "show_mask",
-           "mark_patch", "figure", "show_grid", "mark_cell", "show_loglog",
-           "loglog_slope"]
+__all__ = ["CMAP", "ACCENT", "accent", "figure", "show_image", "mark_patch",
+           "show_attention_on_image", "show_matrix", "show_mask", "show_grid",
+           "mark_cell", "show_loglog", "loglog_slope"]
 
 CMAP = "viridis"
 ACCENT = "white"            # the chosen query, window borders
 
 
 def accent(lw: float = 2.0, color: str = ACCENT) -> dict:
-    """Line style of query outlines and window borders: white on a black
-    stroke, visible on every colour of viridis and in grey."""
+    """Style of query outlines and window borders: white on a black stroke."""
     from matplotlib.patheffects import withStroke
 
     return dict(color=color, lw=lw,
@@ -58,8 +56,7 @@ def mark_patch(ax, row: int, col: int, patch: int, color: str = ACCENT,
 def show_attention_on_image(ax, img, weights, grid: tuple[int, int],
                             patch: int, query: int | None = None,
                             title: str | None = None, colorbar: bool = True):
-    """Lay one query's attention weights (H·W,) over the image, patch by
-    patch; the query's patch, if given as a token index, is outlined."""
+    """Lay one query's attention weights (H·W,) over the image's patches."""
     H, W = grid
     ax.imshow(np.asarray(img), cmap="gray", vmin=0, vmax=1,
               interpolation="nearest")
@@ -105,11 +102,9 @@ def _numbers_fit(args) -> None:
 def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
               title: str | None = None, cmap: str = CMAP):
     """Colour an (H, W) grid cell by cell, write a number in each cell and
-    draw window borders (chapter 8).
-
-    Borders precede each row and column ``k`` with ``(k - start) % M == 0``."""
-    lo = values.min()
-    hi = max(values.max(), lo + 1)
+    draw window borders before each row and column ``k`` with
+    ``(k - start) % M == 0`` (chapter 8)."""
+    lo, hi = values.min(), max(values.max(), values.min() + 1)
     ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
     if numbers is not None:
         for (r, c), v in np.ndenumerate(np.asarray(numbers)):
@@ -124,8 +119,7 @@ def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
 
 def mark_cell(ax, row: int, col: int, color: str = ACCENT,
               size: float = 11):
-    """Outline cell (row, col) of a grid, or pixel (row, col) of an image,
-    with an open square ``size`` points wide (chapters 8 and 10)."""
+    """Outline cell (row, col) of a grid or image with an open square."""
     ax.plot(col, row, "s", mfc="none", ms=size, mew=2.5, **accent(2.5, color))
     return ax
 
@@ -134,10 +128,9 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
                 xlabel: str | None = None, ylabel: str | None = None,
                 title: str | None = None, ticks: bool = False):
     """Plot costs against sizes on log–log axes, with their fitted slopes
-    (chapters 7 and 8).
-
-    ``ys`` is one series or ``{label: y}``, ``y`` possibly a pair ``(x_i,
-    y_i)``; ``ref_slope`` adds a dashed line through the last point."""
+    (chapters 7 and 8): ``ys`` is one series or ``{label: y}``, ``y`` possibly
+    a pair ``(x_i, y_i)``; ``ref_slope`` adds a dashed line through the last
+    point."""
     x = np.asarray(x, dtype=float)
     labelled = isinstance(ys, dict)
     series = _series(x, ys if labelled else {None: ys})

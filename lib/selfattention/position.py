@@ -1,7 +1,5 @@
-"""Position: sinusoidal encodings added to the tokens, and Swin's relative
-position bias added to the scores, its table laid out ``(h, 2H - 1, 2W - 1)``
-(chapters 5 and 8).
-"""
+"""Position: sinusoidal encodings for the tokens, and the relative position
+bias for the scores, its table ``(h, 2H - 1, 2W - 1)`` (chapters 5 and 8)."""
 
 import numpy as np
 
@@ -58,7 +56,8 @@ def relative_offsets(grid):
 def relative_position_index(grid):
     """Index of each query-key offset in a table of ``(2H-1)(2W-1)`` entries.
 
-    Swin's index for ``grid = (M, M)`` (chapter 8)."""
+    Swin's index for ``grid = (M, M)`` (chapter 8).
+    """
     H, W = grid
     off = relative_offsets(grid)                         # (n, n, 2)
     return (off[..., 0] + H - 1) * (2 * W - 1) + off[..., 1] + W - 1
@@ -74,9 +73,8 @@ def _table_fits(args) -> None:
 
 @boundary(table=floats(min_ndim=2), grid=grid(), checks=(_table_fits,))
 def relative_position_bias(table, grid):
-    """Expand a table of per-offset biases into a score bias ``B``.
-
-    ``table`` (h, 2H-1, 2W-1) holds offset ``(Δr, Δc)`` at
-    ``[..., Δr + H - 1, Δc + W - 1]``; ``B`` is (h, H·W, H·W) (chapter 8)."""
+    """Expand a table of per-offset biases (h, 2H-1, 2W-1), offset ``(Δr, Δc)``
+    at ``[..., Δr + H - 1, Δc + W - 1]``, into a score bias ``B`` of shape
+    (h, H·W, H·W) (chapter 8)."""
     flat = table.reshape(*table.shape[:-2], -1)          # (h, (2H-1)(2W-1))
     return flat[..., relative_position_index(grid)]      # (h, n, n)

@@ -24,9 +24,8 @@ def _weights(args) -> None:
 
 @boundary(p=floats(min_ndim=1), checks=(_weights,))
 def softmax_jacobian(p):
-    """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ`` (chapter 2).
-
-    One (n, n) matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n)."""
+    """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ``, one (n, n)
+    matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n) (chapter 2)."""
     eye = np.eye(p.shape[-1], dtype=p.dtype)
     return p[..., :, None] * (eye - p[..., None, :])       # (..., n, n)
 
@@ -53,8 +52,7 @@ class LogitStats:
 
 @boundary(S=floats(min_ndim=2), d_k=positive_int())
 def logit_stats(S, d_k):
-    """How saturated raw scores ``S = Q Kᵀ`` of key width ``d_k`` are, with
-    and without √d_k."""
+    """How saturated raw scores ``S = Q Kᵀ`` are, with and without √d_k."""
     p_raw = softmax(S)                                      # (..., n_q, n_k)
     p_scaled = softmax(S / math.sqrt(d_k))
     return LogitStats(
@@ -70,11 +68,9 @@ def logit_stats(S, d_k):
 @boundary(T=floats(ndim=3), d_ks=sequence(positive_int()), rng=generator(),
           weight_scale=positive())
 def scaling_experiment(T, d_ks, rng, weight_scale=0.5):
-    """Random query and key projections of tokens for several ``d_k``.
-
-    For each ``d_k`` in turn, draws query then key weights of shape
-    (N, p, d_k) for the token sets ``T`` (N, n, p) and returns the
-    :func:`logit_stats` of their scores (chapter 2)."""
+    """Random query and key projections of tokens for several ``d_k``: for each
+    in turn, query then key weights (N, p, d_k) for the token sets ``T``
+    (N, n, p), and the :func:`logit_stats` of their scores (chapter 2)."""
     N, _, p = T.shape
     stats = []
     for d_k in d_ks:

@@ -13,8 +13,7 @@ __all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes"]
 
 @boundary(n=positive_int(), d=positive_int(), rng=generator())
 def random_qkv(n, d, rng, dtype=np.float32):
-    """``[Q, K, V]``, each (n, d): standard normals drawn in that order from
-    ``rng``, cast to ``dtype``."""
+    """``[Q, K, V]``, each (n, d), drawn in that order from ``rng``."""
     return [rng.standard_normal((n, d)).astype(dtype) for _ in range(3)]
 
 
@@ -49,6 +48,5 @@ def run_traced(fn, *args, **kwargs):
 
 
 def peak_bytes(fn, *args, **kwargs):
-    """Most bytes traced at once while ``fn(*args, **kwargs)`` runs
-    (:func:`run_traced`)."""
+    """Most bytes traced at once while ``fn(*args, **kwargs)`` runs."""
     return run_traced(fn, *args, **kwargs)[1]

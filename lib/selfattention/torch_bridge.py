@@ -12,8 +12,7 @@ __all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights"]
 
 @boundary(mask=bools())
 def mask_for_mha(mask):
-    """Our mask (True = may attend) as ``nn.MultiheadAttention`` wants it:
-    a ``torch.bool`` tensor with True = blocked."""
+    """Our mask as ``nn.MultiheadAttention`` wants it: True = blocked."""
     import torch
 
     return torch.from_numpy(~mask)
@@ -41,9 +40,8 @@ def _square_and_split(args) -> None:
           W_o=floats(ndim=2), h=positive_int(), bias=instance(bool),
           checks=(_square_and_split,))
 def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
-    """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights.
-
-    Its biases, if any, are zero (chapters 3 and 4)."""
+    """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights,
+    its biases (if any) zero (chapters 3 and 4)."""
     import torch
 
     mha = torch.nn.MultiheadAttention(len(W_q), h, bias=bias,
