@@ -5,8 +5,7 @@ a black stroke for query outlines and window borders (:func:`accent`).
 
 import numpy as np
 
-from ._validate import (boundary, floats, integer, optional,
-                        positive_int)
+from ._validate import boundary, floats, integer, optional, positive_int
 
 __all__ = ["CMAP", "ACCENT", "accent", "figure", "show_image", "mark_patch",
            "show_attention_on_image", "show_matrix", "show_mask", "show_grid",
