@@ -88,26 +88,26 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
 
 
 # ---------------------------------------------------------- the tuned variant
-def _lazy_rows(q, K, V, block_k):
+def _lazy_rows(q, K1, V1, block_k):
     """Outputs of scaled queries ``q`` with a lazy shift, or None on overflow:
     any shift ``c`` per query gives the same ratio while nothing overflows, so
-    ``c`` is the first block's maximum, folded into ``[q, -c] · [k, 1]``; a
-    block whose sums ``p @ [V, 1]`` pass 2**32 is redone exactly."""
+    ``c`` is the first block's maximum, folded into ``[q, -c] · [k, 1]`` with
+    ``K1 = [K, 1]``; a block whose sums ``p @ [V, 1]`` pass 2**32 is redone."""
     qa = np.concatenate([q, np.zeros((len(q), 1), q.dtype)], 1)   # [q, -c]
-    K1, V1 = (np.concatenate([x, np.ones((len(x), 1), x.dtype)], 1)
-              for x in (K, V))                            # [K, 1], [V, 1]
+    buffer = np.empty((len(q), min(block_k, len(K1))), q.dtype)
     acc = None                                            # [Σ p·v, Σ p]
     for k0 in range(0, len(K1), block_k):
         keys = slice(k0, k0 + block_k)
-        s = qa @ K1[keys].T                               # q·k - c, (bq, bk)
+        s = buffer[:, :len(K1[keys])]                     # (bq, bk)
+        np.matmul(qa, K1[keys].T, out=s)                  # q·k - c
         if acc is not None:
             part = np.exp(s, out=s) @ V1[keys]
             if np.isfinite(part).all() and part[:, -1].max() <= 2.0**32:
                 acc += part
                 continue
-            s = qa @ K1[keys].T                           # redo this block
-        up = s.max(axis=-1)                   # raise c by up, never lower
-        up = up if acc is None else np.maximum(up, 0)
+            np.matmul(qa, K1[keys].T, out=s)              # redo this block
+        # raise c by up: to the first block's maximum, then never lower it
+        up = np.maximum(s.max(axis=-1), -np.inf if acc is None else 0)
         part = np.exp(np.subtract(s, up[:, None], out=s), out=s) @ V1[keys]
         acc = part if acc is None else acc * np.exp(-up)[:, None] + part
         qa[:, -1] -= up                                   # c <- c + up
@@ -118,16 +118,17 @@ def _lazy_rows(q, K, V, block_k):
           workers=positive_int())
 def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
                              block_k=256, workers=1):
-    """:func:`blockwise_attention`'s result, tuned: blocks of queries are tasks
-    for ``workers`` threads and, without a mask, each query keeps its first
-    block's maximum as its shift until a later block would overflow
-    (chapter 7)."""
+    """:func:`blockwise_attention`'s result, tuned: query blocks run on
+    ``workers`` threads and, unmasked, each query keeps its first block's
+    maximum as its shift until a later block would overflow (chapter 7)."""
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     dtype = np.result_type(Q, K, V)
     scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
-    Qs, K, V = (np.broadcast_to(x.astype(dtype, copy=False),
-                                batch + x.shape[-2:])
-                for x in (Q * scale, K, V))               # Q scaled once
+    Qs, K, V = (x.astype(dtype, copy=False) for x in (Q * scale, K, V))
+    K1, V1 = (np.concatenate([x, np.ones(x.shape[:-1] + (1,), dtype)], -1)
+              for x in (K, V))                            # [K, 1], [V, 1]
+    Qs, K, V, K1, V1 = (np.broadcast_to(x, batch + x.shape[-2:])
+                        for x in (Qs, K, V, K1, V1))
     if mask is not None:
         mask = np.broadcast_to(mask, Qs.shape[:-1] + K.shape[-2:-1])
     Y = np.empty(Qs.shape[:-1] + V.shape[-1:], dtype)
@@ -137,7 +138,7 @@ def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
         y = None
         if mask is None:
             with np.errstate(over="ignore", invalid="ignore"):
-                y = _lazy_rows(Qs[rows], K[b], V[b], block_k)
+                y = _lazy_rows(Qs[rows], K1[b], V1[b], block_k)
         if y is None:                   # a mask, or an overflow: the loop
             y = blockwise_attention(Qs[rows], K[b], V[b], None if mask is
                                     None else mask[rows], 1.0, block_k)

@@ -1,6 +1,5 @@
 """Boolean attention masks: ``mask[i, j]`` is True when query ``i`` may use
-key ``j`` (chapter 4). Grid tokens are numbered row-major.
-"""
+key ``j``; grid tokens are numbered row-major (chapter 4)."""
 
 import numpy as np
 
