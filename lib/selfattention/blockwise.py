@@ -146,11 +146,7 @@ def fast_blockwise_attention(Q, K, V, mask=None, scale=None, block_q=1024,
 
     tasks = [(b, start) for b in np.ndindex(*batch)
              for start in range(0, Qs.shape[-2], block_q)]
-    if workers == 1 or len(tasks) == 1:
-        for b, start in tasks:
-            task(b, start)
-    else:
-        with threadpool_limits(1, "blas"), ThreadPoolExecutor(
-                min(workers, len(tasks))) as pool:
-            list(pool.map(task, *zip(*tasks)))  # re-raises a worker's error
+    with threadpool_limits(1 if workers > 1 else None, "blas"), \
+            ThreadPoolExecutor(min(workers, len(tasks))) as pool:
+        list(pool.map(task, *zip(*tasks)))      # re-raises a worker's error
     return Y
