@@ -63,12 +63,6 @@ def test_windows_change_only_the_pair_term(a, b, C, M, h):
     assert cost.window_msa_macs((M, M), C, M) == cost.msa_macs((M, M), C)
 
 
-def test_attention_macs_count_both_products_of_every_head():
-    assert cost.attention_macs(10, 4) == cost.score_entries(10) * (4 + 4)
-    assert cost.attention_macs(10, 4, d_v=2, h=3) == \
-        cost.score_entries(10, 3) * (4 + 2)
-
-
 @pytest.mark.parametrize("call, error, name", [
     (lambda: cost.tokens(224, 15), ValueError, "patch_size"),
     (lambda: cost.tokens(224, 0), ValueError, "patch_size"),
@@ -79,7 +73,6 @@ def test_attention_macs_count_both_products_of_every_head():
     (lambda: cost.score_entries(4, n_k=2.0), TypeError, "n_k"),
     (lambda: cost.attention_bytes(4, dtype="banana"), TypeError, "dtype"),
     (lambda: cost.attention_bytes(4, dtype=object), TypeError, "dtype"),
-    (lambda: cost.attention_macs(4, 2.5), TypeError, "d_k"),
     (lambda: cost.msa_macs((0, 4), 8), ValueError, r"grid\[0\]"),
     (lambda: cost.msa_macs(56, 96), TypeError, "grid"),
     (lambda: cost.window_msa_macs((56, 56), 96, 5), ValueError, "M"),

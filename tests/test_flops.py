@@ -66,18 +66,3 @@ def test_msa_formulas_count_what_the_layers_compute(a, b, M, Ch):
     assert total(global_msa(H, W, C, h)) == 2 * cost.msa_macs((H, W), C)
     assert total(window_msa(H, W, C, h, M)) == \
         2 * cost.window_msa_macs((H, W), C, M)
-
-
-@given(st.integers(1, 40), st.integers(1, 8), st.integers(1, 8),
-       st.integers(1, 4))
-def test_attention_macs_count_the_two_products(n, d_k, d_v, h):
-    Q = torch.empty(h, n, d_k, device="meta")
-    K = torch.empty(h, n, d_k, device="meta")
-    V = torch.empty(h, n, d_v, device="meta")
-
-    def attention(Q, K, V):
-        A = torch.softmax(Q @ K.transpose(-1, -2) / d_k ** 0.5, dim=-1)
-        return A @ V
-
-    assert total(count_flops(attention, Q, K, V)) == \
-        2 * cost.attention_macs(n, d_k, d_v, h=h)

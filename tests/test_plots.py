@@ -131,3 +131,20 @@ def test_loglog_slope_recovers_a_power_law(p, c):
 def test_loglog_slope_bad_input(x, y):
     with pytest.raises(ValueError, match="^(x|y)"):
         plots.loglog_slope(x, y)
+
+
+@pytest.mark.parametrize("draw", [
+    lambda ax: plots.mark_patch(ax, 0, 1, 4),
+    lambda ax: plots.mark_cell(ax, 3, 3),
+    lambda ax: plots.show_grid(ax, np.zeros((8, 8)), M=4)])
+def test_outlines_and_borders_are_white_on_a_black_stroke(draw):
+    fig, ax = plt.subplots(figsize=(2, 2), dpi=100, facecolor="0.5")
+    ax.imshow(np.full((8, 8), 0.5), cmap="gray", vmin=0, vmax=1)
+    draw(ax)                                # on grey everywhere
+    ax.axis("off")                          # no black spines or ticks
+    fig.canvas.draw()
+    rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+    plt.close(fig)
+    white = (rgb > 225).all(axis=-1).sum()
+    black = (rgb < 30).all(axis=-1).sum()
+    assert white > 20 and black > 20        # a white line, a black edge

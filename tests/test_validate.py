@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 
-from selfattention._validate import (boundary, bools, broadcasts_to, floats,
-                                     generator, grid, integer, ints, number,
-                                     one_of, optional, pair, positive,
-                                     positive_int, sequence, tiles)
-from selfattention.attention import attention, multi_head_attention
+from selfattention._validate import (boundary, bools, floats, generator,
+                                     grid, integer, ints, number, one_of,
+                                     optional, pair, positive, positive_int,
+                                     sequence, tiles)
+from selfattention.attention import (attention, fits_scores,
+                                     multi_head_attention)
 
 
 # ------------------------------------------------------------ constraints
@@ -140,13 +141,19 @@ def test_library_calls_check_their_arguments_once():
         attention(X, X, X, mask=np.arange(5)[:, None] == np.arange(5) + 9)
 
 
-@pytest.mark.parametrize("shape, target, ok", [
-    ((4, 5), (2, 4, 5), True), ((1, 5), (4, 5), True), ((), (4, 5), True),
-    ((3, 5), (4, 5), False),            # does not broadcast at all
-    ((2, 4, 5), (4, 5), False),         # broadcasts, but to a larger shape
+@pytest.mark.parametrize("shape, ok", [
+    ((4, 5), True), ((1, 5), True), ((), True), ((2, 1, 5), True),
+    ((3, 5), False),                    # does not broadcast at all
+    ((3, 2, 4, 5), False),              # broadcasts, but to a larger shape
 ])
-def test_broadcasts_to(shape, target, ok):
-    assert broadcasts_to(shape, target) is ok
+def test_fits_scores_accepts_what_broadcasts_to_the_scores(shape, ok):
+    args = {"Q": np.ones((2, 4, 3)), "K": np.ones((5, 3)),
+            "bias": np.ones(shape)}             # scores: (2, 4, 5)
+    if ok:
+        fits_scores("bias")(args)
+    else:
+        with pytest.raises(ValueError, match="^bias"):
+            fits_scores("bias")(args)
 
 
 @pytest.mark.parametrize("H, W, M, ok", [(8, 8, 4, True), (56, 56, 7, True),

@@ -1,19 +1,5 @@
-"""Synthetic images and videos with known answers (chapters 1-4, 9 and 10).
-
-Every generator takes the random generator it draws from, so the book's
-examples replay exactly: ``rng = np.random.default_rng(seed)``.
-
-* :func:`two_squares`: the running example, a dark image with two bright
-  squares (chapters 1 to 4);
-* :func:`moving_square_video`: a square moving across frames, with a static
-  distractor (chapter 9);
-* :func:`textured_scene` and :func:`shifted_pair`: a scene and two frames of
-  it, the second moved by a known displacement (chapter 10);
-* :func:`repeated_pattern_pair`: four identical motifs and one landmark, the
-  case where cross-attention alone cannot tell the copies apart (chapter 10).
-"""
-
-from __future__ import annotations
+"""Synthetic images and videos with known answers (chapters 1-4, 9 and 10),
+drawn from the ``numpy.random.Generator`` given, so that examples replay."""
 
 from dataclasses import dataclass
 
@@ -26,20 +12,9 @@ __all__ = ["two_squares", "moving_square_video", "textured_scene",
            "shifted_pair", "RepeatedPattern", "repeated_pattern_pair"]
 
 
-_NOISE = number(0)
-
-
-@boundary(rng=generator(), size=positive_int(), noise=_NOISE)
+@boundary(rng=generator(), size=positive_int(), noise=number(0))
 def two_squares(rng, size=32, noise=0.05):
-    """A dark ``size × size`` image with two bright squares and light noise.
-
-    The squares cover rows and columns 2–13 and 18–29 of a 32 × 32 image
-    (scaled for other sizes). Draws ``size²`` standard normals from ``rng``.
-
-    Returns
-    -------
-    img : ndarray, shape (size, size)
-    """
+    """A dark image with two bright squares and light noise (chapters 1-4)."""
     img = np.zeros((size, size))
     a, b = size // 16, 7 * size // 16                  # 2 and 14 for size 32
     img[a:b, a:b] = 1.0
@@ -48,63 +23,26 @@ def two_squares(rng, size=32, noise=0.05):
 
 
 def _square_stays_apart(args) -> None:
-    T, size, side = args["T"], args["size"], args["side"]
-    (r0, c0), (dr, dc) = args["start"], args["step"]
-    for t in range(T):
-        r, c = r0 + t * dr, c0 + t * dc
-        if not (0 <= r <= size - side and 0 <= c <= size - side):
-            raise ValueError(
-                f"step moves the square out of the {size}x{size} frame at "
-                f"frame {t} (top-left corner ({r}, {c})); shorten T or the "
-                f"step")
-        if args["distractor"] and min(r, c) + side > size - side:
-            raise ValueError(
-                f"step brings the moving square onto the static square at "
-                f"frame {t}; choose another start or step")
+    size, side = args["size"], args["side"]
+    for t in range(args["T"]):
+        r, c = (a + t * d for a, d in zip(args["start"], args["step"]))
+        out = not (0 <= r <= size - side and 0 <= c <= size - side)
+        if out or (args["distractor"] and min(r, c) + side > size - side):
+            where = "out of the frame" if out else "onto the static square"
+            raise ValueError(f"step moves the square {where} at frame {t} "
+                             f"(top-left corner ({r}, {c})); choose another "
+                             f"start, step or T")
 
 
 @boundary(rng=generator(), T=positive_int(), size=positive_int(),
           side=positive_int(), start=pair(integer(), ("row", "col")),
-          step=pair(integer(), ("row", "col")), noise=_NOISE,
+          step=pair(integer(), ("row", "col")), noise=number(0),
           checks=(_square_stays_apart,))
 def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
                         step=(0, 4), noise=0.05, distractor=True):
-    """A synthetic video: a bright square moving across dark frames.
-
-    Frame ``t`` holds a square of brightness 1 with its top-left corner at
-    ``start + t·step`` (pixels) and, if ``distractor``, a static square of
-    brightness 0.5 and the same side in the bottom-right corner. Every frame
-    gets its own light Gaussian noise; ``T·size²`` normals are drawn from
-    ``rng``.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    T : int
-        Number of frames.
-    size : int
-        Height and width of a frame in pixels.
-    side : int
-        Side of both squares in pixels.
-    start, step : (int, int)
-        Position of the moving square in frame 0 and its motion per frame,
-        as (row, col) in pixels.
-    noise : float
-        Standard deviation of the noise.
-    distractor : bool
-        Add the static dimmer square.
-
-    Returns
-    -------
-    video : ndarray, shape (T, size, size)
-
-    Raises
-    ------
-    TypeError
-        If ``rng`` is not a generator.
-    ValueError
-        If the moving square leaves the frame or meets the static square.
-    """
+    """A video (T, size, size): a bright square moving by ``step`` per frame
+    and, if ``distractor``, a static dimmer one at the bottom right
+    (chapter 9)."""
     video = np.zeros((T, size, size))                   # (T, size, size)
     if distractor:
         video[:, size - side:, size - side:] = 0.5
@@ -117,18 +55,8 @@ def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
 @boundary(rng=generator(), size=integer(12, what="a number of pixels"),
           n_shapes=positive_int(), texture=number(0))
 def textured_scene(rng, size=32, n_shapes=5, texture=0.3):
-    """A scene of overlapping rectangles on a faintly textured background.
-
-    ``n_shapes`` rectangles with sides of 6 to ``size // 2`` pixels and
-    brightness 0.4 to 0.9 are painted on a dark frame; a uniform texture of
-    amplitude ``texture`` is added everywhere, so every pixel neighbourhood
-    looks slightly different and has one true match in a moved copy.
-
-    Returns
-    -------
-    img : ndarray, shape (size, size)
-        Values in [0, 0.9 + texture].
-    """
+    """Overlapping rectangles on a faintly textured background, so that every
+    neighbourhood differs a little (chapter 10)."""
     img = np.zeros((size, size))
     for _ in range(n_shapes):
         h, w = rng.integers(6, size // 2 + 1, size=2)
@@ -138,25 +66,10 @@ def textured_scene(rng, size=32, n_shapes=5, texture=0.3):
 
 
 @boundary(img=floats(ndim=2), shift=pair(integer(), ("dy", "dx")),
-          rng=generator(), noise=_NOISE)
+          rng=generator(), noise=number(0))
 def shifted_pair(img, shift, rng, noise=0.02):
-    """Two noisy frames of ``img``, the second rolled by ``shift`` pixels.
-
-    Parameters
-    ----------
-    img : array_like, shape (H, W)
-    shift : (int, int)
-        True displacement (rows down, columns right), applied cyclically.
-    rng : numpy.random.Generator
-        Draws the independent noise of the two frames (``2·H·W`` normals).
-    noise : float
-        Standard deviation of the noise, the camera's.
-
-    Returns
-    -------
-    img1, img2 : ndarray, shape (H, W)
-        ``img2[y + dy, x + dx] ≈ img1[y, x]`` (indices modulo H and W).
-    """
+    """Two noisy frames of ``img``, the second rolled by ``shift`` pixels:
+    ``img2[y + dy, x + dx] ≈ img1[y, x]`` (chapter 10)."""
     img1 = img + noise * rng.standard_normal(img.shape)
     img2 = np.roll(img, shift, axis=(0, 1)) \
         + noise * rng.standard_normal(img.shape)
@@ -179,19 +92,13 @@ class RepeatedPattern:
 
 
 @boundary(rng=generator(), shift=pair(integer(0, 1, "0 or 1 patch"),
-                                     ("d_row", "d_col")), noise=_NOISE)
+                                     ("d_row", "d_col")), noise=number(0))
 def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
-    """A pair of frames whose motifs cross-attention alone cannot tell apart.
-
-    On a 6 × 10 grid of 4 × 4 patches, four identical ring motifs sit at
-    patches (2, 1), (2, 3), (2, 5) and (2, 7) and an X-shaped landmark at
-    (4, 8). Frame 2 shows the same scene moved by ``shift`` patches (within
-    the frame, no wrap-around). Each frame gets its own noise
-    (``2 · 24 · 40`` normals from ``rng``).
-    """
+    """Frames whose motifs cross-attention alone cannot tell apart: four rings
+    and a landmark on a 6 × 10 grid of 4 × 4 patches, moved by ``shift``
+    patches in frame 2 (chapter 10)."""
     grid, p = (6, 10), 4
-    copies = ((2, 1), (2, 3), (2, 5), (2, 7))
-    landmark = (4, 8)
+    copies, landmark = ((2, 1), (2, 3), (2, 5), (2, 7)), (4, 8)
     ring = np.ones((p, p))
     ring[1:-1, 1:-1] = 0.0
     cross = np.maximum(np.eye(p), np.eye(p)[::-1])
@@ -202,7 +109,6 @@ def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
             r, c = r + offset[0], c + offset[1]
             img[r * p:(r + 1) * p, c * p:(c + 1) * p] = m
         return img + noise * rng.standard_normal(img.shape)
-
     return RepeatedPattern(img1=paint((0, 0)), img2=paint(shift),
                            copies=copies, landmark=landmark, shift=shift,
                            motif=ring, marker=cross, grid=grid, patch=p)

@@ -1,25 +1,8 @@
-"""The book's running example and its random stream (chapters 1–4).
-
-Chapters 1 to 4 share one example: the two-squares image of
-:func:`selfattention.data.two_squares`, cut into 64 centred tokens of
-4 × 4 pixels, then a chain of random projections. All of them come from one
-generator, ``np.random.default_rng(0)``, drawn in a fixed order, so that each
-chapter can pick the example up where the previous one left it and print the
-same numbers:
-
-1. the image noise (32 × 32 normals);
-2. an orthogonal matrix ``R`` (QR of 16 × 16 normals); ``W_Q = W_K = 2R``;
-3. the value projection ``W_V`` (16 × 16);
-4. the four projections of a four-head layer, ``ex.mha = (W_q, W_k, W_v,
-   W_o)`` (16 × 16 each; ``ex.h = 4``), so that chapter 3 calls
-   ``multi_head_attention(ex.X, *ex.mha, h=ex.h)``;
-5. a permutation of the 64 patches.
-
-:func:`running_example` replays this chain and returns the generator in the
-state it is left in, ready for the next draw (chapter 2's digit experiment).
+"""The book's running example (chapters 1–4): from ``default_rng(0)``, the
+noise of :func:`selfattention.data.two_squares`, an orthogonal ``R`` with
+``W_q = W_k = 2R``, ``W_v``, the four-head ``mha`` and a permutation of the
+64 patches, drawn in this order.
 """
-
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -32,10 +15,6 @@ from .patches import center, patchify
 
 __all__ = ["RunningExample", "MhaWeights", "running_example",
            "random_orthogonal"]
-
-GRID = (8, 8)
-PATCH = 4
-QUERY = 1      # patch (0, 1): the top edge of the first square
 
 
 @boundary(d=positive_int(), rng=generator())
@@ -66,10 +45,10 @@ class RunningExample:
     mha: MhaWeights       # four-head projections, (16, 16) each
     perm: np.ndarray      # (64,) a permutation of the patches
     rng: np.random.Generator   # the stream, after all of the above
-    grid: tuple = GRID
-    patch: int = PATCH
-    query: int = QUERY
-    h: int = 4
+    grid: tuple = (8, 8)  # patches
+    patch: int = 4        # pixels
+    query: int = 1        # patch (0, 1): the top edge of the first square
+    h: int = 4            # heads of mha
 
 
 @boundary(seed=integer(0))
@@ -77,7 +56,7 @@ def running_example(seed=0):
     """Replay the running example's random chain from ``seed``."""
     rng = np.random.default_rng(seed)
     img = two_squares(rng)                              # (32, 32)
-    X = center(patchify(img, PATCH))                    # (64, 16)
+    X = center(patchify(img, 4))                        # (64, 16)
     d = X.shape[1]
     W_q = W_k = 2.0 * random_orthogonal(d, rng)   # scores = patch dot products
     W_v = rng.standard_normal((d, d)) / np.sqrt(d)

@@ -1,15 +1,5 @@
-"""Boolean attention masks: True = this query may use this key (chapter 4).
-
-Every function returns an array of shape (n, n) (or (B, n, n) for a batch)
-whose entry ``[i, j]`` says whether query ``i`` may attend to key ``j``. Feed
-it to :func:`selfattention.attention.attention`; to hand it to PyTorch, see
-:mod:`selfattention.torch_bridge` for its two opposite conventions.
-
-Masks on a patch grid take ``grid = (H, W)`` and number the tokens
-row-major; windows are ``M × M`` patches.
-"""
-
-from __future__ import annotations
+"""Boolean attention masks: ``mask[i, j]`` is True when query ``i`` may use
+key ``j``; grid tokens are numbered row-major (chapter 4)."""
 
 import numpy as np
 
@@ -38,19 +28,7 @@ def _lengths_fit(args) -> None:
 def padding_mask(lengths, n):
     """Hide padding tokens: a (B, n, n) mask from each item's real length.
 
-    Item ``b`` holds ``lengths[b]`` real tokens followed by padding up to
-    ``n``. Every query may use exactly the real keys of its own item.
-
-    Parameters
-    ----------
-    lengths : sequence of int, shape (B,)
-        Real tokens per item, each in ``1 … n``.
-    n : int
-        Padded length.
-
-    Returns
-    -------
-    mask : ndarray of bool, shape (B, n, n)
+    Item ``b`` holds ``lengths[b]`` real tokens, then padding.
     """
     keep = np.arange(n)[None, :] < lengths[:, None]          # (B, n)
     return np.repeat(keep[:, None, :], n, axis=1)            # (B, n, n)
@@ -74,24 +52,7 @@ def grid_positions(grid):
 def neighborhood_mask(grid, radius):
     """Each token may use the patches up to ``radius`` rows and columns away.
 
-    Query ``(r, c)`` may use key ``(r', c')`` when ``|r - r'| ≤ radius`` and
-    ``|c - c'| ≤ radius``: a ``(2·radius + 1)²`` square centred on the query,
-    cut off at the borders of the grid. Unlike :func:`window_mask`, the
-    neighbourhood moves with the query, so neighbours on both sides of any
-    border see each other (chapter 4). :func:`local_mask` is the same idea
-    for a 1-D sequence.
-
-    Parameters
-    ----------
-    grid : (int, int)
-        Patch grid ``(H, W)``; tokens are numbered row-major.
-    radius : int
-        Reach in patches, ``0`` (each token sees only itself) or more.
-
-    Returns
-    -------
-    mask : ndarray of bool, shape (H·W, H·W)
-        Symmetric, with a True diagonal.
+    Unlike :func:`window_mask`, the square moves with the query.
     """
     rc = grid_positions(grid)                                # (n, 2)
     offset = np.abs(rc[:, None, :] - rc[None, :, :])         # (n, n, 2)
@@ -100,35 +61,19 @@ def neighborhood_mask(grid, radius):
 
 @boundary(grid=grid(), M=positive_int(), checks=(tiles(),))
 def window_ids(grid, M):
-    """Window of each token of a row-major grid, windows numbered row-major.
-
-    Raises ``ValueError`` if ``M × M`` windows do not tile the grid exactly.
-    """
+    """Window of each token of a row-major grid, windows numbered row-major."""
     r, c = grid_positions(grid).T                            # (n,) each
     return (r // M) * (grid[1] // M) + c // M                # (n,)
 
 
 @boundary(grid=grid(), M=positive_int(), checks=(tiles(),))
 def window_mask(grid, M):
-    """Each token may use only the tokens of its own ``M × M`` window.
-
-    Parameters
-    ----------
-    grid : (int, int)
-        Patch grid ``(H, W)``; tokens are numbered row-major.
-    M : int
-        Window side in patches; must divide ``H`` and ``W`` (Swin's M = 7).
-
-    Returns
-    -------
-    mask : ndarray of bool, shape (H·W, H·W)
-    """
+    """Each token may use only the tokens of its own ``M × M`` window."""
     ids = window_ids(grid, M)                                # (n,)
     return ids[:, None] == ids[None, :]                      # (n, n)
 
 
-#: The kinds :func:`mask_of_kind` accepts, in the order a widget offers them;
-#: each is named after the function that builds it.
+#: The kinds :func:`mask_of_kind` accepts, each named after its function.
 MASK_KINDS = ("none", "causal", "neighborhood", "window")
 
 
@@ -140,31 +85,8 @@ def _window_of_size_tiles(args) -> None:
 @boundary(kind=one_of(*MASK_KINDS), grid=grid(), size=positive_int(),
           checks=(_window_of_size_tiles,))
 def mask_of_kind(kind, grid, size):
-    """One of chapter 4's masks on a patch grid, chosen by name.
-
-    Parameters
-    ----------
-    kind : {"none", "causal", "neighborhood", "window"}
-        ``"none"``: every query may use every key; ``"causal"``:
-        :func:`causal_mask` in row-major order; ``"neighborhood"``:
-        :func:`neighborhood_mask` of radius ``size // 2``; ``"window"``:
-        :func:`window_mask` with ``M = size``.
-    grid : (int, int)
-        Patch grid ``(H, W)``; tokens are numbered row-major.
-    size : int
-        Side of the window, or twice the radius of the neighbourhood;
-        ignored by ``"none"`` and ``"causal"``.
-
-    Returns
-    -------
-    mask : ndarray of bool, shape (H·W, H·W)
-
-    Raises
-    ------
-    ValueError
-        If ``kind`` is not one of ``MASK_KINDS``, or ``size`` does not
-        suit it (a window that does not tile the grid).
-    """
+    """One of chapter 4's masks on a patch grid, chosen by name; ``size`` is
+    the window side, or twice the neighbourhood's radius."""
     n = grid[0] * grid[1]
     if kind == "causal":
         return causal_mask(n)

@@ -1,43 +1,20 @@
-"""Patch grids: how an image becomes tokens (chapters 1 and 2).
-
-A ``p × p`` patch of a grayscale image becomes one token of ``p²`` pixels,
-numbered row-major over the patch grid ``(H, W)``, as in ViT.
+"""Patch grids: each ``p × p`` patch of a grayscale image becomes a token of
+``p²`` pixels, numbered row-major over the grid ``(H, W)`` (chapters 1, 2).
 """
-
-from __future__ import annotations
 
 import numpy as np
 
-from ._validate import boundary, floats, grid, integer, positive_int
+from ._validate import boundary, divides, floats, grid, integer, positive_int
 
 __all__ = ["patchify", "unpatchify", "center", "digit_patch_tokens"]
 
 
-def _p_tiles_img(args) -> None:
-    *_, H_img, W_img = args["img"].shape
-    p = args["p"]
-    if H_img % p or W_img % p:
-        raise ValueError(f"p={p} must divide the image height and width so "
-                         f"that the patches tile it, got an image of "
-                         f"{H_img}x{W_img}")
-
-
-@boundary(img=floats(min_ndim=2), p=positive_int(), checks=(_p_tiles_img,))
+@boundary(img=floats(min_ndim=2), p=positive_int(),
+          checks=(divides("p", lambda a: a["img"].shape[-2:],
+                          "the image's height and width"),))
 def patchify(img, p):
-    """Cut images into non-overlapping ``p × p`` patches, row-major.
-
-    Parameters
-    ----------
-    img : array_like, shape (..., H·p, W·p)
-        Grayscale images; ``p`` must divide their height and width.
-    p : int
-        Patch side in pixels.
-
-    Returns
-    -------
-    X : ndarray, shape (..., H·W, p²)
-        One token per patch; token ``r·W + c`` is patch (r, c).
-    """
+    """Cut images (..., H·p, W·p) into ``p × p`` patches (..., H·W, p²),
+    numbered row-major."""
     *batch, H_img, W_img = img.shape
     H, W = H_img // p, W_img // p
     g = img.reshape(*batch, H, p, W, p)                 # (..., H, p, W, p)
@@ -70,28 +47,11 @@ def center(X):
     return X - X.mean(axis=-1, keepdims=True)
 
 
-_DIGITS = 1797          # images in scikit-learn's digits
-
-
-def _p_tiles_digits(args) -> None:
-    if 8 % args["p"]:
-        raise ValueError(f"p must divide the digits' 8 pixels (1, 2, 4 or "
-                         f"8), got {args['p']}")
-
-
-@boundary(n_images=integer(1, _DIGITS, "a number of images"),
-          p=positive_int(), checks=(_p_tiles_digits,))
+@boundary(n_images=integer(1, 1797, "a number of images"), p=positive_int(),
+          checks=(divides("p", lambda a: (8,), "the digits' 8 pixels"),))
 def digit_patch_tokens(n_images=300, p=2):
-    """Patches of scikit-learn's 8 × 8 digits, standardized per pixel.
-
-    Each image becomes ``(8/p)²`` tokens of ``p²`` pixels; every pixel of a
-    patch is then standardized over all images and tokens (mean 0, standard
-    deviation 1), the unit-variance input that chapter 2's argument assumes.
-
-    Returns
-    -------
-    T : ndarray, shape (n_images, (8/p)², p²)
-    """
+    """Patches of scikit-learn's 8 × 8 digits, each pixel standardized over
+    all images and tokens (chapter 2): shape (n_images, (8/p)², p²)."""
     from sklearn.datasets import load_digits
 
     T = patchify(load_digits().images[:n_images], p)     # (N, n, p²)

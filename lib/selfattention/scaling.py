@@ -1,14 +1,5 @@
-"""Why scores are divided by √d_k: growth, saturation, gradients (chapter 2).
-
-A dot product of two vectors with ``d_k`` independent components of mean 0
-and variance 1 has variance ``d_k``, so raw scores spread out as ``√d_k``.
-Wide scores push each softmax row toward a one-hot vector, where its
-Jacobian ``diag(p) - p pᵀ`` vanishes and little gradient flows back. This
-module measures both effects; chapter 2 runs it on digit patches and
-chapter 11 uses it again against the "tuned temperature" misconception.
-"""
-
-from __future__ import annotations
+"""Why scores are divided by √d_k: growth, saturation, gradients (chapters 2
+and 11)."""
 
 import math
 from dataclasses import dataclass
@@ -24,119 +15,44 @@ __all__ = ["softmax_jacobian", "jacobian_norm", "LogitStats", "logit_stats",
 
 
 def _weights(args) -> None:
-    p = args["p"]
-    if (p < 0).any() or not np.allclose(p.sum(axis=-1), 1.0, rtol=0,
-                                        atol=1e-6):
-        raise ValueError(
-            f"p must hold softmax weights along its last axis (non-negative, "
-            f"each row summing to one), got row sums between "
-            f"{p.sum(axis=-1).min():.3g} and {p.sum(axis=-1).max():.3g} and "
-            f"smallest entry {p.min():.3g}")
+    p, sums = args["p"], args["p"].sum(axis=-1)
+    if (p < 0).any() or not np.allclose(sums, 1.0, rtol=0, atol=1e-6):
+        raise ValueError(f"p must hold non-negative rows summing to one, got "
+                         f"row sums {sums.min():.3g} to {sums.max():.3g} and "
+                         f"smallest entry {p.min():.3g}")
 
 
 @boundary(p=floats(min_ndim=1), checks=(_weights,))
 def softmax_jacobian(p):
-    """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ`` (chapter 2).
-
-    Entry ``(i, j)`` is ``∂p_i / ∂s_j`` for ``p = softmax(s)``. Every entry
-    is a multiple of some ``p_i``, and of ``1 - p_i`` on the diagonal, so all
-    of them vanish as ``p`` approaches a one-hot vector.
-
-    Parameters
-    ----------
-    p : array_like, shape (..., n)
-        Softmax weights, one distribution per row.
-
-    Returns
-    -------
-    J : ndarray, shape (..., n, n)
-        One symmetric Jacobian per row; each of its rows sums to zero.
-
-    Raises
-    ------
-    TypeError
-        If ``p`` is not an array of real numbers.
-    ValueError
-        If ``p`` is not finite, or its rows are not non-negative and summing
-        to one.
-    """
+    """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ``, one (n, n)
+    matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n) (chapter 2)."""
     eye = np.eye(p.shape[-1], dtype=p.dtype)
     return p[..., :, None] * (eye - p[..., None, :])       # (..., n, n)
 
 
 @boundary(p=floats(min_ndim=1), checks=(_weights,))
 def jacobian_norm(p):
-    """Frobenius norm of each row's softmax Jacobian (chapter 2).
-
-    A single number for "how much gradient this row can pass back":
-    ``‖diag(p) - p pᵀ‖_F``. It is 0 for a one-hot row, ``√(n-1)/n`` for a
-    uniform row of ``n`` weights, and largest (1/2) for two equal weights.
-
-    Parameters
-    ----------
-    p : array_like, shape (..., n)
-        Softmax weights.
-
-    Returns
-    -------
-    norms : ndarray, shape (...)
-        One norm per row; average them for a whole score matrix.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`softmax_jacobian`.
-    """
+    """Frobenius norm of each row's softmax Jacobian: 0 for a one-hot row,
+    ``√(n-1)/n`` for a uniform one (chapter 2)."""
     J = softmax_jacobian(p)                                # (..., n, n)
     return np.sqrt((J ** 2).sum(axis=(-2, -1)))            # (...)
 
 
 @dataclass(frozen=True)
 class LogitStats:
-    """Saturation of one set of raw scores, unscaled and scaled by 1/√d_k.
-
-    Attributes
-    ----------
-    d_k : int
-        Key width.
-    logit_std : float
-        Standard deviation of the raw scores ``Q Kᵀ``.
-    max_weight_raw, max_weight_scaled : float
-        Mean over rows of the largest weight of ``softmax(S)`` and of
-        ``softmax(S / √d_k)``.
-    jacobian_raw, jacobian_scaled : float
-        Mean over rows of :func:`jacobian_norm` for the same two softmaxes.
-    """
+    """Saturation of raw scores, unscaled (``_raw``) and divided by √d_k."""
 
     d_k: int
-    logit_std: float
-    max_weight_raw: float
+    logit_std: float            # standard deviation of the raw scores
+    max_weight_raw: float       # mean over rows of the largest weight
     max_weight_scaled: float
-    jacobian_raw: float
+    jacobian_raw: float         # mean over rows of jacobian_norm
     jacobian_scaled: float
 
 
 @boundary(S=floats(min_ndim=2), d_k=positive_int())
 def logit_stats(S, d_k):
-    """Summarise how saturated raw scores are, with and without √d_k.
-
-    Parameters
-    ----------
-    S : array_like, shape (..., n_q, n_k)
-        Raw scores ``Q Kᵀ`` (not yet divided by anything).
-    d_k : int
-        Key width used to form ``S``.
-
-    Returns
-    -------
-    LogitStats
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``S`` is not a finite array with at least 2 dimensions, or
-        ``d_k`` is not a positive integer.
-    """
+    """How saturated raw scores ``S = Q Kᵀ`` are, with and without √d_k."""
     p_raw = softmax(S)                                      # (..., n_q, n_k)
     p_scaled = softmax(S / math.sqrt(d_k))
     return LogitStats(
@@ -152,39 +68,9 @@ def logit_stats(S, d_k):
 @boundary(T=floats(ndim=3), d_ks=sequence(positive_int()), rng=generator(),
           weight_scale=positive())
 def scaling_experiment(T, d_ks, rng, weight_scale=0.5):
-    """Random query and key projections of tokens for several ``d_k``.
-
-    For each ``d_k`` in order, draws query weights and then key weights,
-    each ``rng.standard_normal((N, p, d_k)) * weight_scale`` (fresh weights
-    for every one of the ``N`` token sets), forms ``Q = T Gq``, ``K = T Gk``
-    and summarises ``S = Q Kᵀ`` with :func:`logit_stats`. With standardized
-    tokens of ``p = 4`` components and ``weight_scale = 1/2``, the entries of
-    ``Q`` and ``K`` have variance about 1, as the √d_k argument assumes.
-    Chapter 2 runs it on :func:`selfattention.patches.digit_patch_tokens`.
-
-    Parameters
-    ----------
-    T : array_like, shape (N, n, p)
-        ``N`` sets of ``n`` tokens of width ``p``.
-    d_ks : sequence of int
-        Key widths, in the order their weights are drawn.
-    rng : numpy.random.Generator
-        Source of the weights; the draws depend on its state.
-    weight_scale : float
-        Standard deviation of the weight entries.
-
-    Returns
-    -------
-    list of LogitStats
-        One per ``d_k``, in order.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``T`` is not a finite 3-D array, ``rng`` is not a Generator, a
-        ``d_k`` is not a positive integer or ``weight_scale`` is not a
-        positive finite number.
-    """
+    """Random query and key projections of tokens for several ``d_k``: for each
+    in turn, query then key weights (N, p, d_k) for the token sets ``T``
+    (N, n, p), and the :func:`logit_stats` of their scores (chapter 2)."""
     N, _, p = T.shape
     stats = []
     for d_k in d_ks:
