@@ -128,6 +128,7 @@ class NonLocalBlock(nn.Module):
         self.gamma = nn.Parameter(torch.zeros(()))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The block applied to ``x``; the output has the shape of ``x``."""
         if x.ndim < 3 or x.shape[1] != self.theta.in_features:
             raise ValueError(f"x must have shape (B, C={self.theta.in_features}"
                              f", *positions), got {tuple(x.shape)}")
