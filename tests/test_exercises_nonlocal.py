@@ -4,97 +4,195 @@ import numpy as np
 import pytest
 import torch
 
+from selfattention import data, patches
 from selfattention.attention import softmax
 from selfattention.exercises import nonlocal_block as checks
-from exercise_answers import own
-from selfattention import nonlocal_block as lib
-from selfattention.nonlocal_block import NonLocalBlock
-
-scope_mask = own(lib.scope_mask)
+from selfattention.nonlocal_block import NonLocalBlock, nonlocal_op, scope_mask
 
 
+# ------------------------------------------------------------ 9.1 gradients
+def gradients(x, F, W_g, W_z, gamma, target):
+    y = F @ x @ W_g
+    u = y @ W_z
+    G = 2 * (x + gamma * u - target) / x.size
+    return np.sum(G * u), gamma * x.T @ F.T @ G @ W_z.T, gamma * y.T @ G
 
-def dot_product(x, Wt, Wp, Wg):
-    F = (x @ Wt) @ (x @ Wp).T / x.shape[0]
-    return F @ (x @ Wg), F
 
-
-def with_weights(fn):
-    def answer(x, Wt, Wp, Wg):
-        F = fn((x @ Wt) @ (x @ Wp).T, x.shape[0], Wt.shape[1])
-        return F @ (x @ Wg), F
+def slip(change):
+    """The right gradients, with one of them changed by ``change``."""
+    def answer(x, F, W_g, W_z, gamma, target):
+        return change(gradients(x, F, W_g, W_z, gamma, target),
+                      x, F, W_g, W_z, gamma, target)
     return answer
 
 
-@pytest.mark.parametrize("answer, status, words", [
-    (dot_product, "correct", ["N"]),
-    (None, "not done", ["empty"]),
-    (lambda x, Wt, Wp, Wg: None, "not done", ["None"]),
-    (with_weights(lambda S, N, d: softmax(S)), "wrong", ["embedded Gaussian"]),
-    (with_weights(lambda S, N, d: S), "wrong", ["raw scores"]),
-    (with_weights(lambda S, N, d: S / np.sqrt(d)), "wrong", ["√d_k"]),
-    (with_weights(lambda S, N, d: S / S.sum(1, keepdims=True)), "wrong",
-     ["its sum"]),
-    (with_weights(lambda S, N, d: S.T / N), "wrong", ["transposed"]),
-    (lambda x, Wt, Wp, Wg: dot_product(x, Wt, Wp, Wg)[1], "wrong", ["pair"]),
-    (lambda x, Wt, Wp, Wg: (x @ Wg, dot_product(x, Wt, Wp, Wg)[1]), "wrong",
-     ["Y = F"]),
-])
-def test_dot_product_check(answer, status, words):
-    fb = checks.check_dot_product.feedback(answer)
-    assert fb.status == status
-    for word in words:
-        assert word in fb.message
+def test_the_reference_gradients_are_pytorch_s():
+    for case in checks.check_gate_gradients.draw(np.random.default_rng(3)):
+        t = {k: torch.tensor(v, dtype=torch.float64) for k, v in case.items()}
+        for k in ("W_g", "W_z", "gamma"):
+            t[k].requires_grad_(True)
+        z = t["x"] + t["gamma"] * (t["F"] @ t["x"] @ t["W_g"] @ t["W_z"])
+        ((z - t["target"]) ** 2).mean().backward()
+        want = (t["gamma"].grad, t["W_g"].grad, t["W_z"].grad)
+        for mine, ref in zip(checks.gate_gradients(**case), want):
+            assert np.abs(mine - ref.numpy()).max() < 1e-12
 
 
-def time_mask(T, H, W):
-    place = np.arange(T * H * W) % (H * W)
-    return place[:, None] == place[None, :]
-
-
-@pytest.mark.parametrize("answer, status, words", [
-    (time_mask, "correct", ["T keys"]),
-    (lambda T, H, W: scope_mask(T, H, W, "time"), "correct", []),
-    (lambda T, H, W: scope_mask(T, H, W, "space"), "wrong", ["space-only"]),
-    (lambda T, H, W: np.eye(T * H * W, dtype=bool), "wrong", ["only itself"]),
-    (lambda T, H, W: ~time_mask(T, H, W), "wrong", ["swapped"]),
-    (lambda T, H, W: time_mask(T, H, W).astype(int), "wrong", ["boolean"]),
-    (lambda T, H, W: time_mask(T, H, W)[:4], "wrong", ["shape"]),
-    (lambda T, H, W: (lambda p: p[:, None] == p[None, :])(
-        np.arange(T * H * W) // T), "wrong", ["wrong places"]),
-    (None, "not done", []),
-    (lambda T, H, W: lib.scope_mask(T, H, W, "time"), "for review",
-     ["scope_mask"]),
-])
-def test_time_mask_check(answer, status, words):
-    fb = checks.check_time_mask.feedback(answer)
-    assert fb.status == status
-    for word in words:
-        assert word in fb.message
-
-
-def test_gate_check_agrees_with_a_real_block():
+def test_the_gradients_reach_a_real_block_as_derived():
+    """The library's block at γ = 0.7: autograd agrees with the formulas."""
     torch.manual_seed(0)
-    block = NonLocalBlock(4)
-    x = torch.randn(1, 4, 2, 3, 3)
-    ((block(x) - 2 * x) ** 2).mean().backward()
-    nonzero = {n for n, p in block.named_parameters() if p.grad.abs().max() > 0}
-    assert checks.check_gate.feedback(nonzero).passed
+    block = NonLocalBlock(6, inner=4).double()
+    with torch.no_grad():
+        block.gamma.fill_(0.7)
+    x = torch.randn(1, 6, 2, 3, 3, dtype=torch.float64)
+    target = torch.randn_like(x)
+    ((block(x) - target) ** 2).mean().backward()
+    X = x[0].flatten(1).T.numpy()                         # (N, C)
+    th, ph = (m.weight.detach().numpy().T for m in (block.theta, block.phi))
+    F = softmax((X @ th) @ (X @ ph).T)
+    W_g, W_z = (m.weight.detach().numpy().T for m in (block.g, block.out))
+    d_gamma, d_Wg, d_Wz = checks.gate_gradients(
+        X, F, W_g, W_z, 0.7, target[0].flatten(1).T.numpy())
+    assert np.isclose(d_gamma, block.gamma.grad.item(), rtol=1e-10)
+    assert np.allclose(d_Wg, block.g.weight.grad.numpy().T, rtol=1e-10)
+    assert np.allclose(d_Wz, block.out.weight.grad.numpy().T, rtol=1e-10)
 
 
 @pytest.mark.parametrize("answer, status, words", [
-    ({"gamma"}, "correct", []),
-    ("gamma", "correct", []),
+    (gradients, "correct", ["γ"]),
     (None, "not done", ["empty"]),
-    (set(), "wrong", ["empty set"]),
-    ({"gamma", "theta.weight", "phi.weight", "g.weight", "out.weight"},
-     "wrong", ["exactly 0"]),
-    ({"out.weight"}, "wrong", ["gamma is missing"]),
-    ({"gamma", "out.weight"}, "wrong", ["out.weight"]),
-    (3, "wrong", ["set of names"]),
+    (lambda *a: None, "not done", ["None"]),
+    (slip(lambda g, *a: (g[0] / 2, g[1], g[2])), "wrong", ["factor 2"]),
+    (slip(lambda g, x, *a: (g[0] * x.size, g[1], g[2])), "wrong", ["mean"]),
+    (slip(lambda g, *a: (-g[0], g[1], g[2])), "wrong", ["sign"]),
+    (lambda *a: checks.gate_gradients(*a, at_x=True), "wrong", ["z = x + γ"]),
+    (slip(lambda g, x, F, Wg, Wz, gamma, t: (
+        g[0], g[1], g[2] / gamma if gamma else np.ones_like(g[2]))),
+     "wrong", ["γ"]),
+    (lambda *a: checks.gate_gradients(*a, FT=False), "wrong", ["Fᵀ"]),
+    (slip(lambda g, *a: (g[0], g[1].T, g[2].T)), "wrong", ["transposed"]),
+    (slip(lambda g, *a: (g[0], g[1], g[2][:, :1])), "wrong", ["shape"]),
+    (slip(lambda g, *a: (np.array([g[0], g[0]]), g[1], g[2])), "wrong",
+     ["one number"]),
+    (slip(lambda g, *a: (g[0], g[1], g[2] + 1)), "wrong", ["chain rule"]),
+    (slip(lambda g, *a: g[:2]), "wrong", ["triple"]),
 ])
-def test_gate_check(answer, status, words):
-    fb = checks.check_gate.feedback(answer)
-    assert fb.status == status
+def test_gate_gradient_check(answer, status, words):
+    fb = checks.check_gate_gradients.feedback(answer)
+    assert fb.status == status, fb.message
+    for word in words:
+        assert word in fb.message
+
+
+def test_a_gate_left_open_at_zero_is_named():
+    """Weight gradients that ignore γ are caught at γ = 0 as well."""
+    case = checks.check_gate_gradients.public_cases()[1]
+    assert case["gamma"] == 0.0
+    ref = gradients(**case)
+    with pytest.raises(checks.Wrong, match="exactly zero"):
+        checks._gate_judge((ref[0], ref[1] + 1, ref[2]), **case)
+
+
+# ------------------------------------------------------------ 9.2 subsampled
+def pooled(X, Wt, Wp, Wg, pool="max", before=False, queries=False,
+           scale=1.0):
+    T, H, W, C = X.shape
+    t = torch.from_numpy
+
+    def down(Z):                                   # (T, H, W, d) -> (n/4, d)
+        z = t(Z).permute(0, 3, 1, 2)
+        z = (torch.nn.functional.max_pool2d if pool == "max"
+             else torch.nn.functional.avg_pool2d)(z, 2)
+        return z.permute(0, 2, 3, 1).reshape(-1, Z.shape[-1]).numpy()
+
+    keys = down(X) if before else None
+    phi = keys @ Wp if before else down(X @ Wp)
+    g = keys @ Wg if before else down(X @ Wg)
+    theta = down(X @ Wt) if queries else X.reshape(-1, C) @ Wt
+    Y = softmax(theta @ phi.T * scale) @ g
+    return Y.reshape(T, H // 2, W // 2, -1) if queries else \
+        Y.reshape(T, H, W, -1)
+
+
+def test_the_reference_agrees_with_pytorch_pooling_and_nonlocal_op():
+    for case in checks.check_subsampled.draw(np.random.default_rng(4)):
+        ref = checks.subsampled(**case)
+        assert np.abs(ref - pooled(*case.values())).max() < 1e-12
+        full = checks.subsampled(**case, pool=False)
+        Y, _ = nonlocal_op(case["X"], case["W_theta"], case["W_phi"],
+                           case["W_g"])
+        assert np.abs(full - Y).max() < 1e-12
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (pooled, "correct", ["2 × 2"]),
+    (None, "not done", []),
+    (lambda *a: pooled(*a, before=True), "wrong", ["before the embeddings"]),
+    (lambda *a: pooled(*a, pool="mean"), "wrong", ["max pooling"]),
+    (lambda *a: pooled(*a, queries=True), "wrong", ["only the keys"]),
+    (lambda X, Wt, Wp, Wg: nonlocal_op(X, Wt, Wp, Wg)[0], "wrong",
+     ["nothing is subsampled"]),
+    (lambda X, Wt, Wp, Wg: pooled(X, Wt, Wp, Wg,
+                                  scale=1 / np.sqrt(Wt.shape[1])),
+     "wrong", ["scale 1"]),
+    (lambda *a: pooled(*a) + 1, "wrong", ["max-pooled"]),
+    (lambda *a: pooled(*a)[..., :1], "wrong", ["shape"]),
+])
+def test_subsampled_check(answer, status, words):
+    fb = checks.check_subsampled.feedback(answer)
+    assert fb.status == status, fb.message
+    for word in words:
+        assert word in fb.message
+
+
+# ------------------------------------------------------------ 9.3 denoising
+def denoise(seed, noise, similarity="distance", scopes=("space", "time",
+                                                          "spacetime")):
+    noisy = data.moving_square_video(np.random.default_rng(seed), noise=noise)
+    clean = data.moving_square_video(np.random.default_rng(seed), noise=0.0)
+    xn = patches.patchify(noisy, 4).reshape(-1, 16)
+    xc = patches.patchify(clean, 4).reshape(-1, 16)
+    if similarity == "distance":
+        S = -((xn[:, None] - xn[None]) ** 2).sum(-1) / (32 * noise ** 2)
+    else:
+        S = xn @ xn.T                                    # the chapter's θ·φ
+    out = [np.mean((xn - xc) ** 2)]
+    for scope in scopes:
+        A = softmax(np.where(scope_mask(4, 6, 6, scope), S, -np.inf))
+        out.append(np.mean((A @ xn - xc) ** 2))
+    return tuple(float(e) for e in out)
+
+
+def test_distance_weights_denoise_best_over_space_and_time():
+    for seed in range(3):
+        for noise in (0.1, 0.2, 0.3):
+            inp, space, time, spacetime = denoise(seed, noise)
+            assert spacetime < space < time < inp
+
+
+calls = {"n": 0}
+
+
+def flaky(seed, noise):
+    calls["n"] += 1
+    errors = denoise(seed, noise)
+    return (errors[0], errors[1], errors[2], errors[3] + 1e-9 * calls["n"])
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (denoise, "correct", ["space-time"]),
+    (None, "not done", []),
+    (lambda s, n: denoise(s, n, "dot"), "wrong", ["noisy input"]),
+    (lambda s, n: denoise(s, n)[:3], "wrong", ["four numbers"]),
+    (lambda s, n: (0.01,) + denoise(s, n)[1:], "wrong", ["per pixel"]),
+    (lambda s, n: denoise(s, 2 * n), "wrong", ["noise=0.0"]),
+    (flaky, "wrong", ["same seed"]),
+    (lambda s, n: denoise(s, n)[:1] + (0.001, 0.001, 0.5 * denoise(s, n)[0]),
+     "wrong", ["not the best scope"]),
+    (lambda s, n: (-1.0, 0.0, 0.0, 0.0), "wrong", ["non-negative"]),
+])
+def test_denoising_check(answer, status, words):
+    fb = checks.check_denoising.feedback(answer)
+    assert fb.status == status, fb.message
     for word in words:
         assert word in fb.message

@@ -11,7 +11,7 @@ from selfattention.attention import attention
 from selfattention.data import shifted_pair, textured_scene
 from selfattention.matching import (argmax_flow, correlation_volume,
                                     displacements, lookup, normalize,
-                                    offset_encoding, pixel_features)
+                                    pixel_features)
 from selfattention.patches import center, patchify
 
 
@@ -96,16 +96,6 @@ def test_lookup_at_the_true_flow_peaks_at_its_centre(seed, dy, dx):
     assert (np.argmax(L, axis=-1) == 12).all()
 
 
-# ------------------------------------------------------------ repeated patterns
-@given(st.lists(st.integers(-7, 8), min_size=4, max_size=4))
-def test_offset_encoding_dot_product_peaks_where_offsets_agree(o):
-    # differences stay below 16, the longest period of the default frequencies
-    a, b = np.array(o[:2]), np.array(o[2:])
-    ea, eb = offset_encoding(a), offset_encoding(b)
-    assert np.isclose(ea @ ea, 6.0)
-    assert (ea @ eb < 6.0 - 1e-9) == (not np.array_equal(a, b))
-
-
 # ------------------------------------------------------------ bad input
 F = np.zeros((3, 4, 5))
 VOLUME = np.zeros((3, 4, 3, 4))
@@ -131,7 +121,6 @@ FLOW = np.zeros((3, 4, 2), dtype=int)
     (lambda: lookup(VOLUME, FLOW[:2], 1), ValueError, "flow"),
     (lambda: lookup(VOLUME, FLOW, -1), ValueError, "radius"),
     (lambda: lookup(VOLUME, FLOW, 1.5), TypeError, "radius"),
-    (lambda: offset_encoding(np.zeros((4, 3))), ValueError, "offsets"),
 ])
 def test_bad_input_names_the_argument(call, error, name):
     with pytest.raises(error, match=rf"\b{name}\b"):

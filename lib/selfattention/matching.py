@@ -1,21 +1,7 @@
 """Matching two images: cross-attention and correlation volumes (chapter 10).
 
-Two frames of one scene, the second moved by a known displacement (made by
-:mod:`selfattention.data`), are the test bed of the chapter:
-
-* patches of frame 1 ask, patches of frame 2 answer: cross-attention, whose
-  strongest key per query (:func:`displacements`) recovers the motion;
-* a :func:`correlation_volume` holds the dot product of every pixel feature
-  of frame 1 with every pixel feature of frame 2, as in RAFT (Teed and Deng,
-  2020); its argmax per pixel (:func:`argmax_flow`) is the flow, and
-  :func:`lookup` reads it around a flow estimate, as RAFT does;
-* :func:`selfattention.data.repeated_pattern_pair` and :func:`offset_encoding`
-  support the chapter's small demonstration of why SuperGlue and LoFTR
-  alternate self-attention with cross-attention.
-
-Motion is cyclic (``np.roll``): what leaves one side of the frame comes back
-on the other, so every pixel and patch of frame 1 has a true match in frame 2.
-Displacements are (row, col), down and right positive.
+Frame 2 is frame 1 moved cyclically (``np.roll``), so every pixel and patch
+has a true match; displacements are (row, col), down and right positive.
 """
 
 from __future__ import annotations
@@ -25,12 +11,10 @@ import numpy as np
 from ._validate import (boundary, floats, grid, instance, integer, ints,
                         positive_int)
 
-__all__ = ["normalize", "displacements",
-           "pixel_features", "correlation_volume", "argmax_flow", "lookup",
-           "offset_encoding"]
+__all__ = ["normalize", "displacements", "pixel_features",
+           "correlation_volume", "argmax_flow", "lookup"]
 
 
-# ------------------------------------------------------------------ checks
 def _scores_on_grid(args) -> None:
     n = args["grid"][0] * args["grid"][1]
     if args["S"].shape != (n, n):
@@ -51,26 +35,15 @@ def _same_maps(args) -> None:
                          f"got {args['F1'].shape} and {args['F2'].shape}")
 
 
-def _square_volume(args) -> None:
-    C = args["C"]
+def _volume_fits(args) -> None:
+    C, flow = args["C"], args.get("flow")
     if C.shape[:2] != C.shape[2:]:
         raise ValueError(f"C must have shape (H, W, H, W), got {C.shape}")
+    if flow is not None and flow.shape != C.shape[:2] + (2,):
+        raise ValueError(f"flow must have shape {C.shape[:2] + (2,)}, one "
+                         f"(d_row, d_col) per pixel, got {flow.shape}")
 
 
-def _flow_fits(args) -> None:
-    want = args["C"].shape[:2] + (2,)
-    if args["flow"].shape != want:
-        raise ValueError(f"flow must have shape {want}, one (d_row, d_col) "
-                         f"per pixel of C, got {args['flow'].shape}")
-
-
-def _pairs_of_coordinates(args) -> None:
-    if args["offsets"].shape[-1] != 2:
-        raise ValueError(f"offsets must have shape (..., 2), got "
-                         f"{args['offsets'].shape}")
-
-
-# ------------------------------------------------------------------ maths
 @boundary(X=floats(min_ndim=1))
 def normalize(X):
     """Scale every token (last axis) to unit length; zero rows stay zero."""
@@ -83,12 +56,10 @@ def normalize(X):
 def displacements(S, grid, periodic=True):
     """Where each query's strongest key lies, relative to the query.
 
-    ``S`` (H·W, H·W) holds scores or weights between the positions of two
-    frames on the same row-major ``grid = (H, W)``, queries from frame 1,
-    keys from frame 2. Returns the ``(d_row, d_col)`` of each row's argmax,
-    an int array of shape (H·W, 2), wrapped into ``[-H/2, H/2) × [-W/2,
-    W/2)`` if ``periodic`` (cyclic motion). ``TypeError`` or ``ValueError``
-    if ``S`` is not a finite matrix of that shape.
+    ``S`` (H·W, H·W): scores between two frames on one row-major ``grid =
+    (H, W)``, queries in rows -> ``(d_row, d_col)`` of each row's argmax,
+    int (H·W, 2), wrapped into ``[-H/2, H/2) × [-W/2, W/2)`` if
+    ``periodic``.
     """
     H, W = grid
     best = np.argmax(S, axis=1)                           # (n,) key index
@@ -102,15 +73,10 @@ def displacements(S, grid, periodic=True):
 
 @boundary(img=floats(ndim=2), k=positive_int(), checks=(_odd_window,))
 def pixel_features(img, k=5):
-    """A fixed stand-in for RAFT's feature encoder: one vector per pixel.
+    """A fixed stand-in for RAFT's shared feature encoder.
 
-    The feature of a pixel is its ``k × k`` neighbourhood (wrapping around
-    the border), with its mean subtracted and scaled to unit length. The same
-    function encodes both frames, like RAFT's shared encoder, whose weights
-    are learned instead.
-
-    ``img`` (H, W) -> ``F`` (H, W, k²), for an odd ``k`` no larger than the
-    image (``ValueError`` otherwise).
+    ``img`` (H, W) -> ``F`` (H, W, k²): each pixel's ``k × k``
+    neighbourhood (wrapping), centred and of unit length; ``k`` odd.
     """
     padded = np.pad(img, k // 2, mode="wrap")
     win = np.lib.stride_tricks.sliding_window_view(padded, (k, k))  # (H,W,k,k)
@@ -122,25 +88,15 @@ def pixel_features(img, k=5):
 def correlation_volume(F1, F2):
     """All-pairs correlations ``C[i, j, k, l] = F1[i, j] · F2[k, l]``.
 
-    RAFT's 4-D volume: the dot product of every feature of frame 1 with
-    every feature of frame 2, no scaling, no softmax. Reshaped to
-    (H·W, H·W) it is a score matrix ``Q Kᵀ`` with ``Q = F1`` and ``K = F2``
-    (chapter 10).
-
     Parameters
     ----------
     F1, F2 : array_like, shape (H, W, D)
+        Features of the two frames.
 
     Returns
     -------
     C : ndarray, shape (H, W, H, W)
-        ``(H·W)²`` entries.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If a map is not a finite real array of shape (H, W, D), or the two
-        shapes differ.
+        Plain dot products, as RAFT's paper defines the volume.
     """
     H, W, D = F1.shape
     C = F1.reshape(H * W, D) @ F2.reshape(H * W, D).T     # (H·W, H·W): Q Kᵀ
@@ -148,12 +104,11 @@ def correlation_volume(F1, F2):
 
 
 @boundary(C=floats(ndim=4), periodic=instance(bool),
-          checks=(_square_volume,))
+          checks=(_volume_fits,))
 def argmax_flow(C, periodic=True):
-    """The flow that picks, for each pixel, its best-correlated pixel.
+    """Each pixel's displacement to its best-correlated pixel.
 
-    ``C`` (H, W, H, W), a :func:`correlation_volume` -> ``(d_row, d_col)``
-    per pixel, an int array of shape (H, W, 2); ``periodic`` as in
+    ``C`` (H, W, H, W) -> int (H, W, 2); ``periodic`` as in
     :func:`displacements`.
     """
     H, W = C.shape[:2]
@@ -162,35 +117,23 @@ def argmax_flow(C, periodic=True):
 
 
 @boundary(C=floats(ndim=4), flow=ints(ndim=3), radius=integer(0),
-          checks=(_square_volume, _flow_fits))
+          checks=(_volume_fits,))
 def lookup(C, flow, radius):
     """Read the correlations around where the flow says each pixel went.
-
-    RAFT's lookup: for pixel ``x`` and its current flow ``f``, collect
-    ``C[x, x + f + d]`` for every offset ``d`` with both coordinates in
-    ``[-radius, radius]`` (indices wrap around). The result is a feature
-    vector of matching evidence per pixel, which RAFT feeds to its update
-    operator; no weighted sum of values is formed.
 
     Parameters
     ----------
     C : array_like, shape (H, W, H, W)
     flow : array_like of int, shape (H, W, 2)
+        Whole-pixel (d_row, d_col) of each pixel.
     radius : int
-        At least 0.
+        Half-width ``r`` of the square window, at least 0.
 
     Returns
     -------
     L : ndarray, shape (H, W, (2·radius + 1)²)
-        Offsets ordered row-major, from ``(-radius, -radius)``; the centre,
-        index ``(2·radius + 1)² // 2``, is offset (0, 0).
-
-    Raises
-    ------
-    TypeError
-        If ``flow`` is not an integer array or ``radius`` not an integer.
-    ValueError
-        If the shapes do not fit or ``radius`` is negative.
+        ``C[x, x + f + d]``, offsets ``d`` row-major from ``(-r, -r)``;
+        indices wrap around.
     """
     H, W = C.shape[:2]
     ys, xs = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")  # (H, W)
@@ -200,20 +143,3 @@ def lookup(C, flow, radius):
     ty = (ys[..., None] + flow[..., :1] + dy) % H         # (H, W, (2r+1)²)
     tx = (xs[..., None] + flow[..., 1:] + dx) % W         # (H, W, (2r+1)²)
     return C[ys[..., None], xs[..., None], ty, tx]        # (H, W, (2r+1)²)
-
-
-@boundary(offsets=floats(min_ndim=1), omegas=floats(ndim=1),
-          checks=(_pairs_of_coordinates,))
-def offset_encoding(offsets, omegas=(np.pi / 8, np.pi / 4, np.pi / 2)):
-    """Encode 2-D offsets so that a dot product measures their closeness.
-
-    Each coordinate ``o`` becomes ``(cos ωo, sin ωo)`` for every frequency
-    ``ω``, so ``e(o) · e(o') = Σ_ω [cos ω(o_r − o'_r) + cos ω(o_c − o'_c)]``,
-    which is largest, ``2·len(omegas)``, when the offsets agree (and, with
-    the default frequencies, only then for differences below 16).
-
-    ``offsets`` (..., 2) -> ``E`` (..., 4·len(omegas)).
-    """
-    angles = offsets[..., :, None] * omegas               # (..., 2, F)
-    E = np.concatenate([np.cos(angles), np.sin(angles)], axis=-1)
-    return E.reshape(*offsets.shape[:-1], -1)             # (..., 4F)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention import softmax
-from ..matching import correlation_volume, displacements
-from .core import Exercise, Opaque, Wrong, answered, call, type_name
+from ..matching import displacements
+from .core import (Exercise, NotDone, Opaque, Wrong, answered, call,
+                   expect_shape, returned_array, returned_arrays, type_name)
 
-__all__ = ["check_displacements", "check_correlation", "check_count"]
+__all__ = ["check_displacements", "check_pyramid", "check_bilinear_lookup",
+           "check_context", "check_landing"]
 
 
 def _array(out, what: str, dtype=None) -> np.ndarray:
@@ -21,7 +22,17 @@ def _array(out, what: str, dtype=None) -> np.ndarray:
                     f"{type_name(out)}") from None
 
 
-# ------------------------------------------------------------------ 9.1
+def _number(value, what: str) -> float:
+    try:
+        if isinstance(value, (str, Opaque, tuple, list, bool)):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise Wrong(f"{what} should be a number, got "
+                    f"{type_name(value)}") from None
+
+
+# ------------------------------------------------------------------ 10.1
 def _displacement_cases(rng):
     drawn_rows = int(rng.integers(2, 6))
     drawn = (drawn_rows, drawn_rows + int(rng.integers(1, 4)))
@@ -78,82 +89,299 @@ check_displacements = Exercise(
     doc="Exercise 10.1: displacement of each query's strongest key.")
 
 
-# ------------------------------------------------------------------ 9.2
-def _correlation_cases(rng):
-    H, W, D = 3, 4, 5
-    F1, F2 = rng.standard_normal((2, H, W, D))
-    return [{"F1": F1, "F2": F2}]
+# ------------------------------------------------------------------ 10.2
+def pyramid_entries(H, W, levels, floor=True, frame1=True, first=0):
+    """Entries of levels ``first … levels − 1`` of a correlation pyramid.
+
+    ``floor=False`` divides exactly; ``frame1=False`` pools frame 1 too:
+    the mistakes the check names.
+    """
+    total = 0
+    for k in range(first, levels):
+        h, w = ((H // 2 ** k, W // 2 ** k) if floor
+                else (H / 2 ** k, W / 2 ** k))
+        total += (H * W if frame1 else h * w) * h * w
+    return total
 
 
-def _correlation_run(my_correlation, F1, F2):
-    return call(my_correlation, F1, F2, what="my_correlation")
+def _pyramid_cases(rng):
+    cases = [{"H": 47, "W": 63, "levels": 4}]          # odd: pooling floors
+    for _ in range(2):
+        levels = int(rng.integers(1, 6))
+        low = 2 ** (levels - 1)                        # no level is empty
+        cases.append({"H": int(rng.integers(low, 400)),
+                      "W": int(rng.integers(low, 400)), "levels": levels})
+    return cases
 
 
-def _correlation_judge(C, F1, F2):
-    C = _array(C, "my_correlation", dtype=float)
-    H, W, D = F1.shape
-    ref = correlation_volume(F1, F2)
-    if C.shape == (H * W, H * W):
-        raise Wrong("the shape is (H·W, H·W); reshape to (H, W, H, W)")
-    if C.shape != (H, W, H, W):
-        raise Wrong(f"got shape {C.shape}, expected (H, W, H, W) = "
-                    f"{(H, W, H, W)}")
-    if np.allclose(C, ref):
+def _pyramid_run(my_pyramid_entries, H, W, levels):
+    return call(my_pyramid_entries, H, W, levels, what="my_pyramid_entries")
+
+
+def _pyramid_judge(out, H, W, levels):
+    value = _number(out, "my_pyramid_entries(H, W, levels)")
+    want = pyramid_entries(H, W, levels)
+    if value == want:
         return None
-    if np.allclose(C, ref / np.sqrt(D)):
-        raise Wrong("you divided by √D; the correlation volume uses the plain "
-                    "dot products")
-    flat = ref.reshape(H * W, H * W)
-    if np.allclose(C.reshape(H * W, H * W), softmax(flat)) or np.allclose(
-            C.reshape(H * W, H * W), softmax(flat / np.sqrt(D))):
-        raise Wrong("you applied a softmax; RAFT keeps the raw correlations "
-                    "as matching evidence")
-    if np.allclose(C, correlation_volume(F2, F1)):
-        raise Wrong("the frames are swapped: C[i, j, k, l] = F1[i, j] · "
-                    "F2[k, l], first two indices in frame 1")
-    raise Wrong("C differs from the dot products F1[i, j] · F2[k, l]; "
-                "try np.einsum('ijd,kld->ijkl', F1, F2)")
+    slips = [
+        (pyramid_entries(H, W, levels, floor=False), "a pooled side is a "
+         "whole number: 2 × 2 average pooling floors odd sides, so level k "
+         "has ⌊H/2^k⌋ × ⌊W/2^k⌋ targets"),
+        (pyramid_entries(H, W, levels, frame1=False), "only the last two "
+         "axes (frame 2) are pooled; every pixel of frame 1 keeps its own "
+         "slice at every level"),
+        (pyramid_entries(H, W, levels) // (H * W), "each level holds one "
+         "slice per pixel of frame 1: multiply by H·W"),
+        (pyramid_entries(H, W, levels + 1), "one level too many: the finest "
+         "level is level 0, so the levels are k = 0 … levels − 1"),
+        (pyramid_entries(H, W, levels - 1), "one level too few: the finest "
+         "level counts too, k = 0 … levels − 1"),
+        (pyramid_entries(H, W, levels, first=levels - 1), "that is only the "
+         "coarsest level; the pyramid keeps all of them"),
+    ]
+    for other, message in slips:          # exact division: up to rounding
+        if abs(value - other) < 1 <= abs(other - want):
+            raise Wrong(message)
+    raise Wrong(f"for H={H}, W={W}, levels={levels} the pyramid holds "
+                f"{want:,} entries, you give {value:,.0f}")
 
 
-check_correlation = Exercise(
-    "ex-matching-correlation", kind="Implement", points=1,
-    answers=("my_correlation",), cases=_correlation_cases,
-    run=_correlation_run, judge=_correlation_judge,
-    references=("selfattention.matching.correlation_volume",), seed=92,
-    success="plain dot products of every pixel of frame 1 with every "
-            "pixel of frame 2, shape (H, W, H, W).",
-    doc="Exercise 10.2: RAFT's all-pairs correlation volume.")
+check_pyramid = Exercise(
+    "ex-matching-pyramid", kind="Derive", points=2,
+    answers=("my_pyramid_entries",), cases=_pyramid_cases, run=_pyramid_run,
+    judge=_pyramid_judge, seed=92,
+    written="show that the whole pyramid holds less than 4/3 of its finest "
+            "level, and say what that means for RAFT's memory",
+    written_points=1,
+    success="H·W · Σₖ ⌊H/2ᵏ⌋·⌊W/2ᵏ⌋: every pixel of frame 1 keeps a "
+            "shrinking slice of frame 2 at each level.",
+    doc="Exercise 10.2: entries of a correlation pyramid of (H, W, levels).")
 
 
-# ------------------------------------------------------------------ 9.3
-def _count_judge(answer):
-    answered(answer, "a whole number")
-    try:
-        if isinstance(answer, (str, Opaque, tuple, list)):
-            raise TypeError
-        value = float(answer)
-    except (TypeError, ValueError):
-        raise Wrong(f"answer should be a number, got "
-                    f"{type_name(answer)}") from None
-    pixels = (384 // 8) * (512 // 8)
-    if value == pixels ** 2:
+# ------------------------------------------------------------------ 10.3
+def bilinear_lookup(C, flow, radius, how="bilinear", swap=False):
+    """RAFT's lookup at real-valued targets, indices wrapping around.
+
+    ``how`` = "round" or "floor" and ``swap`` (each pixel's nearer neighbour
+    weighted less) are the mistakes the check names.
+    """
+    H, W = C.shape[:2]
+    d = np.arange(-radius, radius + 1)
+    dy, dx = (o.ravel() for o in np.meshgrid(d, d, indexing="ij"))
+    ys, xs = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
+    py = ys[..., None] + flow[..., :1] + dy                 # (H, W, k²)
+    px = xs[..., None] + flow[..., 1:] + dx
+    if how != "bilinear":
+        cut = np.rint if how == "round" else np.floor
+        py, px = cut(py), cut(px)
+    y0, x0 = np.floor(py), np.floor(px)
+    a, b = py - y0, px - x0                                # in [0, 1)
+    if swap:
+        a, b = 1 - a, 1 - b
+    y0, x0 = y0.astype(int), x0.astype(int)
+    i, j = ys[..., None], xs[..., None]
+    out = 0.0
+    for oy, wy in ((0, 1 - a), (1, a)):
+        for ox, wx in ((0, 1 - b), (1, b)):
+            out = out + wy * wx * C[i, j, (y0 + oy) % H, (x0 + ox) % W]
+    return out
+
+
+def _bilinear_cases(rng):
+    cases = []
+    for whole in (True, False):
+        H, W = int(rng.integers(4, 7)), int(rng.integers(7, 10))
+        flow = rng.uniform(-3, 3, size=(H, W, 2))
+        cases.append({"C": rng.standard_normal((H, W, H, W)),
+                      "flow": np.round(flow) if whole else flow,
+                      "radius": int(rng.integers(1, 3))})
+    return cases
+
+
+def _bilinear_run(my_bilinear_lookup, C, flow, radius):
+    return call(my_bilinear_lookup, C, flow, radius,
+                what="my_bilinear_lookup")
+
+
+def _bilinear_judge(L, C, flow, radius):
+    L = returned_array(L, "my_bilinear_lookup")
+    H, W = C.shape[:2]
+    expect_shape(L, "L", (H, W, (2 * radius + 1) ** 2),
+                 "(H, W, (2·radius + 1)²)", "one window per pixel")
+    if _allclose(L, bilinear_lookup(C, flow, radius)):
         return None
-    if value == pixels:
-        raise Wrong(f"{pixels:,} is the number of feature vectors in one "
-                    f"frame; the volume pairs every one with every one")
-    if value == (384 * 512) ** 2:
-        raise Wrong("that is the count at full resolution; the features are "
-                    "at 1/8 of the height and of the width")
-    if value == (384 * 512 // 8) ** 2:
-        raise Wrong("divide the height and the width by 8, so the number of "
-                    "pixels by 64")
-    raise Wrong(f"{value:,.0f} is not it: count the feature vectors of one "
-                f"frame, then pair each with each")
+    swap = "the weights are swapped: the nearer neighbour must get the " \
+        "larger weight, 1 − a for a fraction a past it"
+    if np.array_equal(flow, np.round(flow)):                  # whole pixels
+        if _allclose(L, bilinear_lookup(C, flow[..., ::-1], radius)):
+            raise Wrong("flow is (d_row, d_col): its first component moves "
+                        "along the rows")
+        if _allclose(L, bilinear_lookup(C, flow, radius, swap=True)):
+            raise Wrong(swap)
+        raise Wrong("wrong already for whole-pixel flows, where the lookup "
+                    "must agree with the chapter's: C[x, x + f + d]")
+    for kwargs, message in [
+            ({"how": "round"}, "you rounded each target to the nearest "
+             "pixel; between pixels, mix the four neighbours"),
+            ({"how": "floor"}, "you dropped the fractional part of the "
+             "target; mix the four neighbours by how close each is"),
+            ({"swap": True}, swap)]:
+        if _allclose(L, bilinear_lookup(C, flow, radius, **kwargs)):
+            raise Wrong(message)
+    raise Wrong("right for whole-pixel flows, wrong between pixels: with "
+                "y₀ = ⌊y⌋, a = y − y₀ (and x₀, b alike) the value is "
+                "Σ weights × C at the four neighbours, e.g. (1−a)(1−b) at "
+                "(y₀, x₀)")
 
 
-check_count = Exercise(
-    "ex-matching-count", kind="Derive", points=1,
-    answers=("answer",), judge=_count_judge,
-    success="48 × 64 = 3,072 feature vectors per frame, 3,072² = "
-            "9,437,184 correlations.",
-    doc="Exercise 10.3: entries of the volume for a 384 × 512 image at 1/8.")
+def _allclose(a, b) -> bool:
+    return a.shape == b.shape and np.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+check_bilinear_lookup = Exercise(
+    "ex-matching-bilinear", kind="Implement", points=3,
+    answers=("my_bilinear_lookup",), cases=_bilinear_cases,
+    run=_bilinear_run, judge=_bilinear_judge, seed=93,
+    success="whole-pixel flows read exactly the chapter's lookup; between "
+            "pixels the four neighbours are mixed by their closeness.",
+    doc="Exercise 10.3: the lookup at real-valued flow, bilinear.")
+
+
+# ------------------------------------------------------------------ 10.4
+def _context_cases(rng):
+    return [{"seed": int(rng.integers(0, 2 ** 31)),
+             "noise": float(np.round(rng.uniform(0.02, 0.15), 3)),
+             "beta": beta} for beta in (8.0, 0.0)]
+
+
+def _context_run(my_match_rates, seed, noise, beta):
+    first = call(my_match_rates, seed, noise, beta, what="my_match_rates")
+    return first, call(my_match_rates, seed, noise, beta,
+                       what="my_match_rates")
+
+
+def _context_judge(out, seed, noise, beta):
+    first, again = returned_arrays(out, 2, "my_match_rates should return "
+                                           "two rates (plain, context)")
+    if first.shape != (2,):
+        raise Wrong(f"my_match_rates should return two rates (plain, "
+                    f"context), got shape {first.shape}")
+    if not np.array_equal(first, again):
+        raise Wrong("two runs with the same seed gave different rates: draw "
+                    "every pair from np.random.default_rng(seed)")
+    plain, context = first.tolist()
+    if not (0 <= plain <= 1 and 0 <= context <= 1):
+        raise Wrong(f"a rate is a fraction of the ring queries, between 0 "
+                    f"and 1; got {plain:.3f} and {context:.3f}")
+    if plain > 0.5:
+        raise Wrong(f"plain cross-attention matched {plain:.0%} of the rings, "
+                    f"far above the 25% that appearance alone allows among "
+                    f"four identical rings: does your plain version use "
+                    f"anything besides the patches?")
+    if beta >= 4 and context < 0.9:
+        raise Wrong(f"with β = {beta:g} the context step should give every "
+                    f"ring its own offset to the landmark, but only "
+                    f"{context:.0%} match: check where the self-attention "
+                    f"puts its weight and how the offsets are compared")
+    if beta == 0 and context > 0.85:
+        raise Wrong(f"with β = 0 your context step still matches "
+                    f"{context:.0%}: does your self-attention use β? With "
+                    f"β = 0 every patch weighs every patch alike")
+    return None
+
+
+check_context = Exercise(
+    "ex-matching-context", kind="Experiment", points=3,
+    answers=("my_match_rates",), cases=_context_cases, run=_context_run,
+    judge=_context_judge, seed=94,
+    written="why does β = 0 fail where β = 8 succeeds, and what must the "
+            "context of a patch be anchored to?",
+    written_points=1,
+    success="appearance alone stays near chance, a sharp question to the "
+            "landmark disambiguates, and a uniform one does not.",
+    doc="Exercise 10.4: match rates with and without a context step.")
+
+
+# ------------------------------------------------------------------ 10.5
+def landing_matches(seed, dy, dx, periodic=True, transpose=False):
+    """Each patch's displacement to its best match, in patches (8 × 8 grid).
+
+    ``periodic=False`` and ``transpose`` (best query per key) are mistakes
+    the check names.
+    """
+    from ..data import shifted_pair, textured_scene
+    from ..matching import normalize
+    from ..patches import center, patchify
+
+    rng = np.random.default_rng(seed)
+    img1, img2 = shifted_pair(textured_scene(rng), (dy, dx), rng)
+    X1, X2 = (normalize(center(patchify(im, 4))) for im in (img1, img2))
+    S = X1 @ X2.T                                     # (64, 64)
+    return displacements(S.T if transpose else S, (8, 8), periodic)
+
+
+def _landing_cases(rng):
+    def whole():
+        return int(4 * rng.integers(-3, 3))
+    return [{"seed": int(rng.integers(0, 2 ** 31)), "dy": whole() + 1,
+             "dx": whole()},
+            {"seed": int(rng.integers(0, 2 ** 31)), "dy": whole() + 3,
+             "dx": whole() + int(rng.choice([1, 3]))},
+            {"seed": int(rng.integers(0, 2 ** 31)), "dy": whole(),
+             "dx": whole() - 8}]               # whole patches, some negative
+
+
+def _landing_run(prediction, my_matches, seed, dy, dx):
+    D = call(my_matches, seed, dy, dx, what="my_matches")
+    answered(prediction, "your predicted fraction, a number from 0 to 1",
+             "prediction")
+    return prediction, D
+
+
+def _landing_judge(out, seed, dy, dx):
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise Wrong("the check needs `prediction` and `my_matches`")
+    prediction, D = out
+    if prediction is None:
+        raise NotDone("`prediction` is still empty; commit to a number "
+                      "before you compute")
+    guess = _number(prediction, "prediction")
+    if not 0 <= guess <= 1:
+        raise Wrong(f"prediction is a fraction of the 64 patches, between 0 "
+                    f"and 1; got {guess}")
+    D = _array(D, "my_matches")
+    expect_shape(D, "my_matches(seed, dy, dx)", (64, 2), "(64, 2)",
+                 "one (d_row, d_col) per patch of frame 1")
+    want = landing_matches(seed, dy, dx)
+    if np.array_equal(D, want):
+        return None
+    for other, message in [
+            (4 * want, "these are pixels; give the displacement in patches "
+             "of 4 pixels"),
+            (want[:, ::-1], "give (d_row, d_col), rows first"),
+            (landing_matches(seed, dy, dx, periodic=False), "wrap the "
+             "displacements as mt.displacements does: the motion is cyclic, "
+             "so +5 patches is the same as −3"),
+            (landing_matches(seed, dy, dx, transpose=True), "each patch of "
+             "frame 1 is a query: take the best key of each row of the "
+             "scores, not the best query of each column")]:
+        if np.array_equal(D, other):
+            raise Wrong(message)
+    wrong = int((D != want).any(axis=1).sum())
+    raise Wrong(f"for seed {seed} and motion ({dy}, {dx}) px, {wrong} of the "
+                f"64 displacements differ from those of the centred, "
+                f"unit-length patches matched by their dot products")
+
+
+check_landing = Exercise(
+    "ex-matching-landing", kind="Predict", points=2,
+    answers=("prediction", "my_matches"), cases=_landing_cases,
+    run=_landing_run, judge=_landing_judge, seed=95,
+    written="compare your prediction with what you measured: why does a "
+            "shift of a pixel or two defeat patch matching here, and what "
+            "in RAFT copes with motions between feature pixels?",
+    written_points=1,
+    success="the measured matches are right; now set the fraction that "
+            "lands on the nearest whole-patch shift beside your prediction.",
+    doc="Exercise 10.5: where patches land when the motion is not a whole "
+        "number of patches.")
