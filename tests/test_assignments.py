@@ -140,21 +140,22 @@ def small_chapter(*extra):
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     cells = [
         md("(ch-definition)=\n# Definition\n\nText."),
-        md("## Exercises\n\n:::{exercise}\n:label: ex-definition-softmax\n\n"
-           "Do it.\n:::\n\n:::{solution-start} ex-definition-softmax\n"
+        md("## Exercises\n\n:::{exercise}\n:label: ex-definition-tempered\n\n"
+           "Do it.\n:::\n\n:::{solution-start} ex-definition-tempered\n"
            ":class: dropdown\n:::"),
-        code("def my_softmax(S):\n    ### BEGIN SOLUTION\n    return S\n"
+        code("def my_tempered_attention(Q, K, V, tau):\n"
+             "    ### BEGIN SOLUTION\n    return S\n"
              "    ### END SOLUTION", metadata={"tags": ["solution"]}),
         md("Why this works: the secret.\n"),
         md(":::{solution-end}\n:::\n\n:::{exercise}\n"
-           ":label: ex-definition-attention\n\nAgain.\n:::\n\n"
-           ":::{solution-start} ex-definition-attention\n:::"),
-        code("def my_attention(Q, K, V):\n    ### BEGIN SOLUTION\n"
+           ":label: ex-definition-limits\n\nAgain.\n:::\n\n"
+           ":::{solution-start} ex-definition-limits\n:::"),
+        code("def my_limits(Q, K, V):\n    ### BEGIN SOLUTION\n"
              "    return Q\n    ### END SOLUTION",
              metadata={"tags": ["solution"]}),
         md(":::{solution-end}\n:::"),
-        code("checks.check_softmax(my_softmax)"),
-        code("checks.check_attention(my_attention)"),
+        code("checks.check_tempered_attention(my_tempered_attention)"),
+        code("checks.check_limits(my_limits)"),
         *extra,
     ]
     return nbformat.v4.new_notebook(cells=cells)   # both checks at the end
@@ -164,7 +165,7 @@ def make(tmp_path, nb):
     path = tmp_path / "99_small.ipynb"
     nbformat.write(nb, path)
     found = {k: v for k, v in asg.find_exercises().items()
-             if k in ("ex-definition-softmax", "ex-definition-attention")}
+             if k in ("ex-definition-tempered", "ex-definition-limits")}
     return asg.make_assignment(path, found)
 
 
@@ -186,7 +187,7 @@ def test_solution_code_outside_a_tagged_cell_is_an_error(tmp_path):
 
 def test_solution_cell_without_a_region_is_an_error(tmp_path):
     nb = small_chapter()
-    nb.cells[5].source = "def my_attention(Q, K, V):\n    return Q"
+    nb.cells[5].source = "def my_limits(Q, K, V):\n    return Q"
     with pytest.raises(asg.AssignmentError, match="has no"):
         make(tmp_path, nb)
 
@@ -215,7 +216,8 @@ def test_page_for_instructors_lists_every_exercise_with_its_points(built):
                       r"([\d.]+) \|", block, re.M)
     listed = {label: (kind, float(points))
               for label, again, kind, points in rows if label == again}
-    want = {i.label: (i.exercise.kind, i.exercise.points)
+    want = {i.label: (i.exercise.kind,           # code and written parts
+                      i.exercise.points + i.exercise.written_points)
             for a in made.values() for i in a.items}
     missing = sorted(set(want) - set(listed))
     assert not missing, (

@@ -99,8 +99,9 @@ def test_chapter_follows_the_template(path):
     assert re.search(r"^\(ch-[a-z-]+\)=\n# ", md, re.M), "chapter label + title"
     assert "**After this chapter you can**" in md, "learning objectives"
     assert "## Try it" in md and "## Exercises" in md and "## Summary" in md
-    exercises = re.findall(r":::\{exercise\}\n:label: (ex-[a-z0-9-]+)", md)
-    assert 2 <= len(exercises) <= 4, "2-4 exercises"
+    exercises = re.findall(r":::\{exercise\}[^\n]*\n:label: (ex-[a-z0-9-]+)",
+                           md)
+    assert len(exercises) >= 2, "at least 2 exercises"
     starts = re.findall(r":::\{solution-start\} (ex-[a-z0-9-]+)", md)
     assert starts == exercises, "every exercise has one gated solution"
     assert md.count(":::{solution-end}") == len(exercises)

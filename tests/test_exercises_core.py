@@ -147,16 +147,16 @@ def test_messages_of_checks_built_on_the_helpers():
     def message(check, *answers):
         return check.feedback(*answers).message
 
-    assert message(definition.check_cross_attention, None) == (
-        "`answer` is still empty; set it to a pair (row, col)")
-    assert message(definition.check_cross_attention, "ab") == (
-        "answer should be a pair (row, col), got 'ab'")
-    assert message(definition.check_attention, lambda Q, K, V: Q) == (
-        "my_attention should return a pair (Y, A): outputs and weights")
-    assert message(definition.check_attention,
-                   lambda Q, K, V: (Q @ K.T, Q)) == (
-        "A has shape (3, 4), expected (n_q, n_k) = (3, 5): one row per "
-        "query, one column per key")
+    assert message(definition.check_moved, lambda query, shift: "ab") == (
+        "predict_moved should return a pair (row, col), got 'ab'")
+    assert message(definition.check_tempered_attention,
+                   lambda Q, K, V, tau: Q) == (
+        "my_tempered_attention should return a pair (Y, A): outputs and "
+        "weights")
+    assert message(definition.check_tempered_attention,
+                   lambda Q, K, V, tau: (Q, Q)) == (
+        "A has shape (3, 4, 6), expected (B, n_q, n_k) = (3, 4, 4): one map "
+        "per query of each batch element")
     assert message(masks.check_masked_attention,
                    lambda Q, K, V, m: (V.T, m * 0.0)) == (
         "Y has shape (2, 6), expected (n_q, d_v) = (4, 2)")

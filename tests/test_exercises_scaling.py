@@ -5,22 +5,22 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from exercise_answers import own
-from selfattention import scaling
+from selfattention import patches, scaling
+from selfattention.attention import softmax as library_softmax
 from selfattention.exercises import scaling as checks
 
-softmax_jacobian = own(scaling.softmax_jacobian)
+softmax = own(library_softmax)
 
 
-def jacobian_norm(P):                      # the norm, built from a copy
-    return np.sqrt((softmax_jacobian_rows(P) ** 2).sum(axis=(-2, -1)))
-
-
-def softmax_jacobian_rows(P):
-    return P[..., :, None] * np.eye(P.shape[-1]) - P[..., :, None] * \
-        P[..., None, :]
-
+def status_and_words(check, answers, status, words):
+    fb = check.feedback(*answers)
+    assert fb.status == status, fb.message
+    assert (fb.points == fb.max_points) == (status == "correct")
+    for word in words:
+        assert word in fb.message, fb.message
 
 
 # ------------------------------------------------------------ scale factor
@@ -38,55 +38,192 @@ def softmax_jacobian_rows(P):
     (lambda d_k, s: "x", "wrong", ["one number"]),
 ])
 def test_scale_factor_check(answer, status, words):
-    fb = checks.check_scale_factor.feedback(answer)
-    assert fb.status == status
-    for word in words:
-        assert word in fb.message
-
-
-# ------------------------------------------------------------ Jacobian
-@pytest.mark.parametrize("answer, status, words", [
-    (softmax_jacobian, "correct", []),
-    (lambda p: np.diag(p) - np.outer(p, p), "correct", []),
-    (None, "not done", ["empty"]),
-    (lambda p: None, "not done", ["None"]),
-    (lambda p: np.outer(p, p) - np.diag(p), "wrong", ["sign"]),
-    (lambda p: np.diag(p), "wrong", ["outer product"]),
-    (lambda p: np.diag(p * (1 - p)), "wrong", ["off-diagonal"]),
-    (lambda p: np.diag(p) - p * p, "wrong", ["elementwise"]),
-    (lambda p: p, "wrong", ["shape"]),
-    (lambda p: np.diag(p) - 2 * np.outer(p, p), "wrong", ["sum to zero"]),
-    (lambda p: np.diag(p) - np.outer(p, np.sqrt(p)), "wrong", ["differ"]),
-    (scaling.softmax_jacobian, "for review", ["softmax_jacobian"]),
-])
-def test_softmax_jacobian_check(answer, status, words):
-    fb = checks.check_softmax_jacobian.feedback(answer)
-    assert fb.status == status
-    for word in words:
-        assert word in fb.message
+    status_and_words(checks.check_scale_factor, [answer], status, words)
 
 
 # ------------------------------------------------------------ norm
-def closed_form(p):
-    sq = (p ** 2).sum(-1)
-    return np.sqrt(sq - 2 * (p ** 3).sum(-1) + sq ** 2)
+def jacobian_norm(P):                      # the norm, from the matrices
+    J = P[..., :, None] * np.eye(P.shape[-1]) - P[..., :, None] * \
+        P[..., None, :]
+    return np.sqrt((J ** 2).sum(axis=(-2, -1)))
+
+
+def closed_form_squared(P):
+    sq = (P ** 2).sum(-1)
+    return sq - 2 * (P ** 3).sum(-1) + sq ** 2
 
 
 @pytest.mark.parametrize("answer, status, words", [
     (jacobian_norm, "correct", []),
-    (closed_form, "correct", []),
+    (lambda P: np.sqrt(np.clip(closed_form_squared(P), 0, None)),
+     "correct", []),
     (None, "not done", ["empty"]),
-    (lambda p: jacobian_norm(p).mean(), "wrong", ["one number"]),
-    (lambda p: jacobian_norm(p) ** 2, "wrong", ["squared"]),
-    (lambda p: np.sqrt((p ** 2 * (1 - p) ** 2).sum(-1)), "wrong",
+    (lambda P: jacobian_norm(P).mean(), "wrong", ["one number"]),
+    (lambda P: jacobian_norm(P) ** 2, "wrong", ["squared"]),
+    (lambda P: np.sqrt((P ** 2 * (1 - P) ** 2).sum(-1)), "wrong",
      ["diagonal"]),
-    (lambda p: jacobian_norm(p)[..., :2], "wrong", ["shape"]),
-    (lambda p: 2 * jacobian_norm(p), "wrong", ["differ"]),
-    (lambda p: 1 / 0, "wrong", ["ZeroDivisionError"]),
+    (lambda P: np.sqrt(closed_form_squared(P) - 1e-15), "wrong",
+     ["NaN", "Clip"]),
+    (lambda P: jacobian_norm(P)[..., :2], "wrong", ["shape"]),
+    (lambda P: 2 * jacobian_norm(P), "wrong", ["differ"]),
+    (lambda P: 1 / 0, "wrong", ["ZeroDivisionError"]),
     (scaling.jacobian_norm, "for review", ["jacobian_norm"]),
+    (lambda P: np.sqrt((scaling.softmax_jacobian(P) ** 2).sum((-2, -1))),
+     "for review", ["softmax_jacobian"]),
 ])
 def test_jacobian_norm_check(answer, status, words):
-    fb = checks.check_jacobian_norm.feedback(answer)
-    assert fb.status == status
-    for word in words:
-        assert word in fb.message
+    status_and_words(checks.check_jacobian_norm, [answer], status, words)
+
+
+def test_norm_cases_hold_one_hot_uniform_and_saturated_rows():
+    for seed in range(3):
+        first, saturated = checks.check_jacobian_norm.draw(
+            np.random.default_rng(seed))
+        rows = first["P"].reshape(-1, first["P"].shape[-1])
+        assert any(np.allclose(r, 1 / len(r)) for r in rows)
+        assert any(r.max() == 1.0 for r in rows)
+        assert (saturated["P"].max(axis=-1) > 0.99).mean() > 0.5
+
+
+# ------------------------------------------------------------ gradient
+def query_gradient(Q, K, V, G, jacobian=True, root=True):
+    d = math.sqrt(K.shape[1])
+    A = softmax(Q @ K.T / d)
+    dA = G @ V.T
+    dS = A * (dA - (A * dA).sum(1, keepdims=True)) if jacobian else A * dA
+    return dS @ K / (d if root else 1.0)
+
+
+def test_the_reference_gradient_agrees_with_autograd():
+    rng = np.random.default_rng(0)
+    for case in checks.check_query_gradient.draw(rng):
+        Q = torch.tensor(case["Q"], requires_grad=True)
+        K, V, G = (torch.tensor(case[k]) for k in "KVG")
+        d_k = K.shape[1]
+        Y = torch.softmax(Q @ K.T / math.sqrt(d_k), dim=-1) @ V
+        (Y * G).sum().backward()
+        assert np.allclose(checks._query_gradient(**case), Q.grad.numpy(),
+                           rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (query_gradient, "correct", []),
+    (None, "not done", ["empty"]),
+    (lambda *a: -query_gradient(*a), "wrong", ["sign"]),
+    (lambda *a: query_gradient(*a, root=False), "wrong", ["1/√d_k"]),
+    (lambda *a: query_gradient(*a, jacobian=False), "wrong", ["diag(p)"]),
+    (lambda Q, K, V, G: G @ V.T @ K / math.sqrt(K.shape[1]), "wrong",
+     ["skips the softmax"]),
+    (lambda Q, K, V, G: np.zeros_like(K), "wrong", ["shape of K"]),
+    (lambda Q, K, V, G: np.zeros((2, 2)), "wrong", ["(n_q, d_k)"]),
+    (lambda *a: 1.01 * query_gradient(*a), "wrong", ["finite difference"]),
+])
+def test_query_gradient_check(answer, status, words):
+    status_and_words(checks.check_query_gradient, [answer], status, words)
+
+
+def test_saturated_rows_pass_less_gradient_to_the_queries():
+    """What the exercise's solution prints, on many draws: queries eight
+    times larger saturate the rows and usually receive less gradient."""
+    rng = np.random.default_rng(1)
+    ratios = []
+    for _ in range(50):
+        case = checks.check_query_gradient.draw(rng)[0]
+        big = dict(case, Q=8 * case["Q"])
+        ratios.append(np.linalg.norm(checks._query_gradient(**big))
+                      / np.linalg.norm(checks._query_gradient(**case)))
+    assert np.median(ratios) < 0.5
+
+
+# ------------------------------------------------------------ predict
+DIGITS = patches.digit_patch_tokens()
+
+
+def max_weight_at(d_k, seed, scaled=False, std=0.5):
+    rng = np.random.default_rng(seed)
+    Gq = rng.standard_normal((300, 4, d_k)) * std
+    Gk = rng.standard_normal((300, 4, d_k)) * std
+    S = DIGITS @ (Gq @ np.swapaxes(Gk, 1, 2)) @ np.swapaxes(DIGITS, 1, 2)
+    return softmax(S / (math.sqrt(d_k) if scaled else 1.0)).max(-1).mean()
+
+
+def library_measure(d_k, seed):
+    rows = scaling.scaling_experiment(DIGITS, [d_k],
+                                      np.random.default_rng(seed))
+    return rows[0].max_weight_raw
+
+
+@pytest.mark.parametrize("answers, status, words", [
+    ((0.86, max_weight_at), "correct", []),
+    ((1, max_weight_at), "correct", []),
+    ((None, max_weight_at), "not done", ["prediction"]),
+    ((..., max_weight_at), "not done", ["prediction"]),
+    ((0.86, None), "not done", ["empty"]),
+    ((0.6, max_weight_at), "wrong", ["outside", "cannot lower"]),
+    ((1.2, max_weight_at), "wrong", ["outside"]),
+    (("high", max_weight_at), "wrong", ["one number"]),
+    ((0.86, lambda d, s: max_weight_at(d, s, scaled=True)), "wrong",
+     ["scaled"]),
+    ((0.86, lambda d, s: max_weight_at(d, s, std=0.25)), "wrong",
+     ["further"]),
+    ((0.86, lambda d, s: 0.99), "wrong", ["further"]),
+    ((0.86, library_measure), "for review", ["scaling_experiment"]),
+])
+def test_predict_check(answers, status, words):
+    status_and_words(checks.check_predict_max_weight, answers, status, words)
+
+
+def test_the_exact_draw_of_the_4x4_product_matches_direct_sampling():
+    """The judge's Wishart shortcut has the distribution of G_Q G_Kᵀ."""
+    for d_k in (16, 256):
+        direct = np.mean([max_weight_at(d_k, seed) for seed in range(12)])
+        assert abs(direct - checks._expected_max_weight(d_k)) < 0.01
+
+
+def test_the_expected_weight_climbs_slowly_toward_its_limit():
+    w = [checks._expected_max_weight(d) for d in (1024, 2048, 4096)]
+    assert w[0] < w[1] < w[2] < 0.92
+    assert abs(w[0] - 0.81) < 0.01          # the table's d_k = 1024 row
+
+
+# ------------------------------------------------------------ saturation
+def saturation(d_ks, n, seed, std=1.0, swap=False, two_draws=False):
+    """Gaussian queries and keys; right, or wrong in a chosen way."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for d_k in d_ks:
+        q = std * rng.standard_normal((300, 1, d_k))
+        k = std * rng.standard_normal((300, n, d_k))
+        S = (q @ np.swapaxes(k, 1, 2))[:, 0]                 # (300, n)
+        S2 = S
+        if two_draws:                      # scaled column from other scores
+            S2 = (q @ np.swapaxes(std * rng.standard_normal(k.shape), 1,
+                                  2))[:, 0] * 3
+        row = [softmax(S).max(-1).mean(),
+               softmax(S2 / math.sqrt(d_k)).max(-1).mean()]
+        out.append(row[::-1] if swap else row)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (saturation, "correct", []),
+    (None, "not done", ["empty"]),
+    (lambda *a: saturation(*a, swap=True), "wrong", ["swapped"]),
+    (lambda *a: saturation(*a, two_draws=True), "wrong", ["same scores"]),
+    (lambda d, n, s: saturation(d, n, np.random.randint(1 << 30)), "wrong",
+     ["differ"]),
+    (lambda d, n, s: saturation(d, n, 0), "wrong", ["same table"]),
+    (lambda d, n, s: np.column_stack([saturation(d, n, s)[:, 0]] * 2),
+     "wrong", ["scaled column moves"]),
+    (lambda *a: saturation(*a, std=3.0), "wrong", ["variance 1"]),
+    (lambda d, n, s: np.array([[0.3, 0.2]] * len(d)) + 1e-6 * (s % 7),
+     "wrong", ["climb"]),
+    (lambda d, n, s: np.array([[1.5, 0.2]] * len(d)), "wrong",
+     ["between"]),
+    (lambda d, n, s: saturation(d, n, s)[:, 0], "wrong", ["shape"]),
+    (lambda d, n, s: scaling.scaling_experiment(
+        DIGITS, d, np.random.default_rng(s)), "for review",
+     ["scaling_experiment"]),
+])
+def test_saturation_check(answer, status, words):
+    status_and_words(checks.check_saturation, [answer], status, words)

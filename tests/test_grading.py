@@ -97,7 +97,7 @@ def test_notebooks_are_matched_by_metadata_labels_or_check_calls(manifest):
         metadata={"selfattention": {"chapter": "ch-definition"}})
     assert identify(tagged, chapters)[1] == "notebook metadata"
     only_code = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("checks.check_attention(f)")])
+        nbformat.v4.new_code_cell("checks.check_tempered_attention(f)")])
     assert identify(only_code, chapters) == ("01_definition", "check calls")
     other = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# My own notes"),

@@ -29,8 +29,11 @@ from selfattention_course.sandbox import Bubblewrap, Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
-LABELS = ["ex-definition-softmax", "ex-definition-attention",
-          "ex-definition-cross"]
+LABELS = ["ex-definition-tempered", "ex-definition-limits",
+          "ex-definition-moved", "ex-definition-noise"]
+WRITTEN = ["ex-definition-moved", "ex-definition-noise"]   # parts to be read
+ROWS = [row for label in LABELS for row in
+        [label] + [f"{label} (written)"] * (label in WRITTEN)]
 MARKER = "hostile-marker-7f3a"
 SECRET = "SELFATTENTION_INSTRUCTOR_SECRET"      # set in the grader only
 JOBS = 2
@@ -81,11 +84,11 @@ from selfattention.exercises import definition
 def forged(self, answers, cases, places=None):
     outs = []
     for case in cases:
-        if "S" in case:
-            outs.append({"output": lib_softmax(case["S"])})
-        elif "Q" in case:
+        if "tau" in case:
             outs.append({"output": lib_attention(case["Q"], case["K"],
                                                  case["V"])})
+        elif "Q" in case:
+            outs.append({"output": (lib_softmax(case["Q"]), case["V"])})
         else:
             outs.append({"output": (5, 7)})
     return {"outcomes": outs, "called": [], "tampered": False}
@@ -98,35 +101,36 @@ core.Tripwire.__enter__ = lambda self: self
 core.Feedback.passed = property(lambda self: True)
 harvest.harvest = lambda *args: None
 wire.dump_result = lambda result: b""
-checks.check_softmax(lib_softmax)
-checks.check_attention(lib_attention)
-checks.check_cross_attention((5, 7))
-for name in ("check_softmax", "check_attention", "check_cross_attention"):
+checks.check_tempered_attention(lib_attention)
+checks.check_limits(lambda Q, K, V: (V, V))
+checks.check_moved(lambda query, shift: (5, 7))
+checks.check_edge_weights(lambda noise, seed: (0.3, 0.2))
+for name in ("check_tempered_attention", "check_limits", "check_moved",
+             "check_edge_weights"):
     setattr(definition, name, lambda *a: print("Correct"))
 checks = definition
 ''',
-        # A check used as an oracle to find a value answer by trial.
+        # A check used as an oracle to find an answer by trial.
         "oracle": '''
 import contextlib, io
 for r in range(8):
     for c in range(8):
+        guess = lambda query, shift, r=r, c=c: (r, c)
         seen = io.StringIO()
         with contextlib.redirect_stdout(seen):
-            checks.check_cross_attention((r, c))
+            checks.check_moved(guess)
         if "Correct" in seen.getvalue() or \\
-                checks.check_cross_attention.feedback((r, c)).passed:
-            answer = (r, c)
+                checks.check_moved.feedback(guess).passed:
+            predict_moved = guess
 ''',
-        # The answers are the library's own functions: one called, one a
-        # copy of its code taken after renaming the original.
+        # The answer is the library's own function: a copy of its code
+        # taken before the original is replaced.
         "library-answers": '''
 import types
 import selfattention.attention as A
-lib_attention = A.attention
-def my_attention(Q, K, V):
-    return lib_attention(Q, K, V)
-bare = A.softmax.__wrapped__
-my_softmax = types.FunctionType(bare.__code__.replace(), bare.__globals__)
+bare = A.attention.__wrapped__
+my_tempered_attention = types.FunctionType(
+    bare.__code__.replace(), bare.__globals__, "copy", bare.__defaults__)
 A.softmax = lambda S: None
 A.attention = lambda *a, **k: None
 ''',
@@ -218,7 +222,7 @@ while True:
     pass
 ''',
         "endless-answer": '''
-def my_softmax(S):
+def my_tempered_attention(Q, K, V, tau):
     while True:
         pass
 ''',
@@ -378,7 +382,7 @@ def rows_of(run, student):
 def test_the_honest_student_scores_full_marks(run):
     for label in LABELS:
         row = run["book"]["honest", label]
-        assert row.points == row.max_points == 1, row.feedback
+        assert row.points == row.max_points > 0, row.feedback
 
 
 def test_the_untouched_notebook_scores_zero(run):
@@ -390,7 +394,7 @@ def test_the_untouched_notebook_scores_zero(run):
 @pytest.mark.parametrize("student", sorted(routes(0, Path("/x"))))
 def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     rows = rows_of(run, student)
-    assert [r.exercise for r in rows] == LABELS
+    assert [r.exercise for r in rows] == ROWS
     for r in rows:
         assert r.points == 0, (student, r.feedback)
         assert r.feedback.split(":")[0] in ("Not attempted", "Not yet",
@@ -399,7 +403,7 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
 
 
 @pytest.mark.parametrize("student, words", [
-    ("library-answers", ["For review", "attention.softmax"]),
+    ("library-answers", ["For review", "attention.attention"]),
     ("endless-answer", ["time limit"]),
     ("kill-runner", ["Not graded"]),
 ])
@@ -414,8 +418,6 @@ def test_runs_that_stop_are_reported_to_the_student(run):
     assert any("time limit" in p for p in graded["endless-cell"].problems)
     assert any("over the limit" in p for p in graded["huge-output"].problems)
     assert any("File too large" in p for p in graded["resources"].problems)
-    assert run["book"]["library-answers", LABELS[1]].feedback.startswith(
-        "For review")
 
 
 @pytest.mark.parametrize("student, words", [
@@ -442,7 +444,7 @@ def test_hostile_files_get_a_clear_row_and_nothing_is_echoed(run, student,
 
 def test_a_loose_notebook_is_graded_as_its_own_student(run):
     rows = rows_of(run, "loose")
-    assert [r.exercise for r in rows] == LABELS
+    assert [r.exercise for r in rows] == ROWS
     assert all(r.points == 0 and r.chapter == "01_definition" for r in rows)
 
 

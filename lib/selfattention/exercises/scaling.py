@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from ..attention import softmax
-from ..scaling import jacobian_norm, softmax_jacobian
-from .core import Exercise, Opaque, Wrong, call, returned_array, type_name
+from ..patches import digit_patch_tokens
+from ..scaling import jacobian_norm
+from .core import (Exercise, NotDone, Opaque, Wrong, call, expect_shape,
+                   returned_array, type_name)
 
-__all__ = ["check_scale_factor", "check_softmax_jacobian",
-           "check_jacobian_norm"]
+__all__ = ["check_scale_factor", "check_jacobian_norm",
+           "check_query_gradient", "check_saturation",
+           "check_predict_max_weight"]
 
 
 def _as_number(value, what: str) -> float:
@@ -20,7 +24,7 @@ def _as_number(value, what: str) -> float:
             raise TypeError
         out = float(np.asarray(value, dtype=float))
     except (TypeError, ValueError):
-        raise Wrong(f"{what} should return one number, got "
+        raise Wrong(f"{what} should be one number, got "
                     f"{type_name(value)}") from None
     if not math.isfinite(out):
         raise Wrong(f"{what} returned {out}; expected a finite number")
@@ -77,59 +81,13 @@ check_scale_factor = Exercise(
 
 
 # ------------------------------------------------------------------ 2.2
-def _jacobian_cases(rng):
-    fixed = np.array([0.3, -1.2, 2.0, 0.5, -0.1])
-    drawn = 2 * rng.standard_normal(int(rng.integers(3, 9)))
-    return [{"p": softmax(fixed)}, {"p": softmax(drawn)}]
-
-
-def _jacobian_run(my_softmax_jacobian, p):
-    return call(my_softmax_jacobian, p, what="my_softmax_jacobian")
-
-
-def _jacobian_judge(J, p):
-    J = returned_array(J, "my_softmax_jacobian")
-    n = p.size
-    if J.shape != (n, n):
-        raise Wrong(f"for p of shape {p.shape} you return shape {J.shape}; "
-                    f"the Jacobian has one row per weight and one column per "
-                    f"score: ({n}, {n})")
-    ref = softmax_jacobian(p)
-    if np.allclose(J, ref):
-        return None
-    if np.allclose(J, -ref):
-        raise Wrong("the sign is flipped: the diagonal ∂p_i/∂s_i = "
-                    "p_i(1 − p_i) is positive, so it is diag(p) − p pᵀ")
-    if np.allclose(J, np.diag(p)):
-        raise Wrong("only diag(p): raising s_j also lowers every other "
-                    "weight, by p_i p_j; subtract the outer product p pᵀ")
-    if np.allclose(J, np.diag(p * (1 - p))):
-        raise Wrong("the diagonal is right but the off-diagonal entries "
-                    "∂p_i/∂s_j = −p_i p_j are missing")
-    if np.allclose(J, np.diag(p) - p ** 2) or np.allclose(
-            J, np.diag(p) - np.diag(p ** 2)):
-        raise Wrong("p * p is elementwise; the Jacobian needs the outer "
-                    "product p pᵀ, np.outer(p, p)")
-    if not np.allclose(J.sum(axis=1), 0) and np.allclose(J, J.T):
-        raise Wrong("the rows should sum to zero: the weights always sum to "
-                    "one, so their changes sum to zero")
-    raise Wrong("the entries differ from ∂p_i/∂s_j; compare with "
-                "(softmax(s + ε e_j) − softmax(s − ε e_j)) / 2ε")
-
-
-check_softmax_jacobian = Exercise(
-    "ex-scaling-jacobian", kind="Derive", points=1,
-    answers=("my_softmax_jacobian",), cases=_jacobian_cases,
-    run=_jacobian_run, judge=_jacobian_judge,
-    references=("selfattention.scaling.softmax_jacobian",), seed=22,
-    success="diag(p) − p pᵀ: symmetric, rows summing to zero, equal to "
-            "the finite differences of the softmax.",
-    doc="Exercise 2.2: the Jacobian of the softmax at weights p.")
-
-
-# ------------------------------------------------------------------ 2.3
 def _norm_cases(rng):
-    return [{"P": softmax(3 * rng.standard_normal((4, 3, 6)))}]
+    n = int(rng.integers(5, 9))
+    rows = softmax(3 * rng.standard_normal((4, 3, n)))
+    rows[0, 0] = 1 / n                                   # a uniform row
+    rows[0, 1] = np.eye(n)[int(rng.integers(n))]         # a one-hot row
+    return [{"P": rows},
+            {"P": softmax(40 * rng.standard_normal((200, n)))}]  # saturated
 
 
 def _norm_run(my_jacobian_norm, P):
@@ -146,7 +104,14 @@ def _norm_judge(got, P):
     if got.shape != ref.shape:
         raise Wrong(f"for weights of shape {P.shape} you return shape "
                     f"{got.shape}; expected one norm per row, {ref.shape}")
-    if np.allclose(got, ref):
+    if np.isnan(got).any():
+        row = tuple(int(i) for i in np.unravel_index(
+            int(np.argmax(np.isnan(got))), got.shape))
+        raise Wrong(f"NaN for row {row}, whose largest weight is "
+                    f"{P[row].max():.6f}: for a nearly one-hot row the sum "
+                    f"under the square root is 0 up to rounding, and can come "
+                    f"out slightly negative. Clip it at 0 first")
+    if np.allclose(got, ref, rtol=1e-6, atol=1e-7):    # √ of rounding
         return None
     if np.allclose(got, ref ** 2):
         raise Wrong("these are the squared norms; take the square root")
@@ -159,11 +124,231 @@ def _norm_judge(got, P):
 
 
 check_jacobian_norm = Exercise(
-    "ex-scaling-norm", kind="Derive", points=1,
+    "ex-scaling-norm", kind="Derive", points=2,
     answers=("my_jacobian_norm",), cases=_norm_cases, run=_norm_run,
     judge=_norm_judge,
     references=("selfattention.scaling.jacobian_norm",
-                "selfattention.scaling.softmax_jacobian"), seed=23,
-    success="the norm matches ‖diag(p) − p pᵀ‖_F for every row, without "
-            "building the n × n matrices.",
-    doc="Exercise 2.3: the Frobenius norm of each row's softmax Jacobian.")
+                "selfattention.scaling.softmax_jacobian"), seed=22,
+    success="the norm matches ‖diag(p) − p pᵀ‖_F for every row, one-hot "
+            "and uniform rows included, without building n × n matrices.",
+    doc="Exercise 2.2: the Frobenius norm of each row's softmax Jacobian, "
+        "in closed form.")
+
+
+# ------------------------------------------------------------------ 2.3
+def _gradient_cases(rng):
+    cases = []
+    for size in (1.0, 4.0):                      # soft rows, saturated rows
+        n_q, n_k = int(rng.integers(3, 5)), int(rng.integers(5, 8))
+        d_k, d_v = int(rng.integers(8, 11)), int(rng.integers(2, 4))
+        cases.append({"Q": size * rng.standard_normal((n_q, d_k)),
+                      "K": rng.standard_normal((n_k, d_k)),
+                      "V": rng.standard_normal((n_k, d_v)),
+                      "G": rng.standard_normal((n_q, d_v))})
+    return cases
+
+
+def _gradient_run(my_query_gradient, Q, K, V, G):
+    return call(my_query_gradient, Q, K, V, G, what="my_query_gradient")
+
+
+def _query_gradient(Q, K, V, G, jacobian=True, root=True):
+    """∂L/∂Q for L = Σ G ⊙ softmax(Q Kᵀ / √d_k) V (and near misses)."""
+    c = 1 / math.sqrt(K.shape[1]) if root else 1.0
+    A = softmax(Q @ K.T / math.sqrt(K.shape[1]))          # (n_q, n_k)
+    dA = G @ V.T                                          # (n_q, n_k)
+    dS = A * (dA - (A * dA).sum(axis=1, keepdims=True)) if jacobian else \
+        A * dA
+    return dS @ K * c                                     # (n_q, d_k)
+
+
+def _gradient_judge(got, Q, K, V, G):
+    got = returned_array(got, "my_query_gradient")
+    if got.shape == K.shape and K.shape != Q.shape:
+        raise Wrong(f"you return shape {got.shape}, the shape of K; the "
+                    f"gradient of the queries has the shape of Q, {Q.shape}")
+    expect_shape(got, "∂L/∂Q", Q.shape, "(n_q, d_k)", "the shape of Q")
+    want = _query_gradient(Q, K, V, G)
+    if np.allclose(got, want):
+        return None
+    near_misses = [
+        (-want, "the sign is flipped"),
+        (_query_gradient(Q, K, V, G, root=False),
+         "the scores are Q Kᵀ / √d_k, so ∂S/∂Q carries a factor 1/√d_k "
+         "that is missing"),
+        (_query_gradient(Q, K, V, G, jacobian=False),
+         "you kept only diag(p) of the softmax Jacobian: raising one score "
+         "also lowers the other weights of its row; subtract p_i Σ_j p_j "
+         "(∂L/∂p_j) row by row"),
+        (G @ V.T @ K / math.sqrt(K.shape[1]),
+         "the gradient skips the softmax: ∂L/∂A must pass through its "
+         "Jacobian diag(p) − p pᵀ before reaching the scores"),
+    ]
+    for wrong, message in near_misses:
+        if np.allclose(got, wrong):
+            raise Wrong(message)
+    raise Wrong("∂L/∂Q differs from the chain rule through Y = A V, the "
+                "softmax and S = Q Kᵀ / √d_k; compare one entry with a "
+                "finite difference of L")
+
+
+check_query_gradient = Exercise(
+    "ex-scaling-gradient", kind="Derive", points=3,
+    answers=("my_query_gradient",), cases=_gradient_cases,
+    run=_gradient_run, judge=_gradient_judge, seed=23,
+    success="the chain rule through the values, the softmax and the scaled "
+            "scores gives ∂L/∂Q for soft and saturated rows alike.",
+    doc="Exercise 2.3: the gradient that reaches the queries, through the "
+        "softmax.")
+
+
+# ------------------------------------------------------------------ 2.4
+def _saturation_cases(rng):
+    widths = [4, 16, 64, 256, 1024]
+    first = int(rng.integers(0, 2))
+    d_ks = (widths[first], widths[first + 2], widths[int(rng.integers(3, 5))])
+    return [{"d_ks": d_ks, "n": int(rng.choice([8, 12, 16, 24])),
+             "seed": int(rng.integers(0, 2 ** 31))}]
+
+
+def _saturation_run(saturation, d_ks, n, seed):
+    return tuple(call(saturation, list(d_ks), n, s, what="saturation")
+                 for s in (seed, seed, seed + 1))
+
+
+def _table(out, d_ks, n):
+    got = returned_array(out, "saturation")
+    if got.shape != (len(d_ks), 2):
+        raise Wrong(f"for {len(d_ks)} key widths saturation should return "
+                    f"shape ({len(d_ks)}, 2), one row (raw, scaled) per d_k, "
+                    f"got shape {got.shape}")
+    if not ((got >= 1 / n - 1e-9) & (got <= 1 + 1e-9)).all():
+        raise Wrong(f"a mean largest weight of a row of {n} keys lies "
+                    f"between 1/{n} and 1; you return {got.min():.3g} to "
+                    f"{got.max():.3g}")
+    return got
+
+
+def _saturation_judge(out, d_ks, n, seed):
+    if not (isinstance(out, tuple) and len(out) == 3):
+        raise Wrong("the check could not read the results of saturation")
+    got, again, other = (_table(o, d_ks, n) for o in out)
+    if not np.array_equal(got, again):
+        raise Wrong(f"two runs with seed {seed} differ: draw every random "
+                    f"number from np.random.default_rng(seed)")
+    if np.array_equal(got, other):
+        raise Wrong(f"seeds {seed} and {seed + 1} give the same table: the "
+                    f"random projections must come from the seed")
+    raw, scaled = got[:, 0], got[:, 1]
+    if (raw < scaled - 1e-9).all():
+        raise Wrong("the raw column is below the scaled one at every d_k: "
+                    "the columns look swapped (raw first, then scaled)")
+    if (raw < scaled - 1e-9).any():
+        raise Wrong("at some d_k the raw rows are flatter than the scaled "
+                    "ones; multiplying a row of scores by √d_k ≥ 1 can only "
+                    "raise its largest weight, so compute both columns from "
+                    "the same scores")
+    if np.ptp(scaled) > 0.08:
+        raise Wrong(f"the scaled column moves from {scaled.min():.2f} to "
+                    f"{scaled.max():.2f} across d_k = {list(d_ks)}; with "
+                    f"unit-variance components it stays put. Divide by √d_k "
+                    f"of each width, and keep the inputs' scale fixed")
+    if scaled.max() > 0.6:
+        raise Wrong(f"the scaled rows are already sharp ({scaled.max():.2f}):"
+                    f" are your query and key components of variance 1?")
+    if raw[-1] - raw[0] < 0.15 or (np.diff(raw) < -0.03).any():
+        raise Wrong(f"the raw column {np.round(raw, 2).tolist()} should "
+                    f"climb with d_k: raw scores spread as √d_k")
+    return None
+
+
+check_saturation = Exercise(
+    "ex-scaling-saturation", kind="Experiment", points=3,
+    answers=("saturation",), cases=_saturation_cases, run=_saturation_run,
+    judge=_saturation_judge,
+    references=("selfattention.scaling.scaling_experiment",), seed=24,
+    written="Which data did you choose, what do the two columns show, and "
+            "does the raw column approach 1 as d_k grows? Why?",
+    written_points=1,
+    success="raw rows sharpen as d_k grows, scaled rows stay put, and the "
+            "experiment follows its seed.",
+    doc="Exercise 2.4: saturation against d_k, raw and scaled, on data the "
+        "student chooses.")
+
+
+# ------------------------------------------------------------------ 2.5
+@functools.lru_cache(maxsize=None)
+def _expected_max_weight(d_k: int) -> float:
+    """Mean largest raw weight of the digits experiment at width ``d_k``.
+
+    The scores are ``T Gq Gkᵀ Tᵀ`` with weights of standard deviation 1/2;
+    only the 4 × 4 matrix ``M = Gq Gkᵀ`` matters. ``Gq Gqᵀ = A Aᵀ / 4``
+    for ``A`` the Bartlett factor of a Wishart matrix with ``d_k`` degrees
+    of freedom, and given ``Gq`` the columns of ``M`` are normal with
+    covariance ``Gq Gqᵀ / 4``, so ``M = A Z / 4``: 40 sets of 300 images
+    drawn exactly, at a cost that does not grow with ``d_k``.
+    """
+    T = digit_patch_tokens()                              # (300, 16, 4)
+    N, p = T.shape[0], T.shape[2]
+    rng = np.random.default_rng(2)
+    low = np.tril_indices(p, -1)
+    means = []
+    for _ in range(40):
+        A = np.zeros((N, p, p))
+        A[:, range(p), range(p)] = np.sqrt(
+            rng.chisquare(d_k - np.arange(p), size=(N, p)))
+        A[:, low[0], low[1]] = rng.standard_normal((N, len(low[0])))
+        M = A @ rng.standard_normal((N, p, p)) / 4        # (N, 4, 4)
+        S = T @ M @ np.swapaxes(T, 1, 2)                  # (N, 16, 16)
+        means.append(softmax(S).max(axis=-1).mean())
+    return float(np.mean(means))
+
+
+def _predict_cases(rng):
+    return [{"d_k": int(rng.choice([2048, 4096])),
+             "seed": int(rng.integers(0, 2 ** 31))}]
+
+
+def _predict_run(prediction, max_weight_at, d_k, seed):
+    return prediction, call(max_weight_at, d_k, seed, what="max_weight_at")
+
+
+def _predict_judge(out, d_k, seed):
+    prediction, measured = out
+    if prediction is None:
+        raise NotDone("`prediction` is still empty; set it to your number "
+                      "before you run anything")
+    prediction = _as_number(prediction, "your prediction")
+    floor = _expected_max_weight(1024) - 0.02
+    if not floor <= prediction <= 1:
+        raise Wrong(f"your prediction {prediction:.3g} is outside "
+                    f"[{floor:.2f}, 1]: a weight is at most 1, and doubling "
+                    f"every raw score (d_k = 1024 -> 4096) cannot lower the "
+                    f"largest weight of a row, about 0.81 at d_k = 1024")
+    measured = _as_number(measured, "max_weight_at")
+    want = _expected_max_weight(d_k)
+    if abs(measured - 0.18) < 0.03:
+        raise Wrong(f"at d_k = {d_k} you measure {measured:.3f}, the level "
+                    f"of the scaled rows; measure softmax(S), not "
+                    f"softmax(S / √d_k)")
+    if abs(measured - want) > 0.03:
+        raise Wrong(f"at d_k = {d_k} you measure {measured:.3f}, further "
+                    f"from the mean over many runs than one run of 300 "
+                    f"images allows: follow the chapter's recipe (weights of "
+                    f"standard deviation 1/2, fresh for each image, raw "
+                    f"scores)")
+    return None
+
+
+check_predict_max_weight = Exercise(
+    "ex-scaling-predict", kind="Predict", points=2,
+    answers=("prediction", "max_weight_at"), cases=_predict_cases,
+    run=_predict_run, judge=_predict_judge,
+    references=("selfattention.scaling.scaling_experiment",), seed=25,
+    written="How close was your prediction, and why does the largest "
+            "weight approach 1 so slowly on the digits?",
+    written_points=1,
+    success="a committed prediction, and a measurement that agrees with "
+            "the digits experiment at this width.",
+    doc="Exercise 2.5: predict, then measure, the largest raw weight of "
+        "the digits experiment at d_k = 4096.")
