@@ -4,143 +4,275 @@ import numpy as np
 import pytest
 
 from exercise_answers import own
-from selfattention import position
+from selfattention import attention, cost, position
 from selfattention import windows as lib
 from selfattention.exercises import windows as checks
 
-
-_index = own(position.relative_position_index)
-
-
-class wn:                       # copies of the library's functions
-    window_partition = staticmethod(own(lib.window_partition))
-    relative_position_index = staticmethod(lambda M: _index((M, M)))
+partition = own(lib.window_partition)
+reverse = own(lib.window_reverse)
 
 
-
-def run(check, answer, label):
-    fb = check.feedback(answer)
-    assert fb.exercise == label
-    return fb
-
-
-def strips(x, M):
-    return x.reshape(-1, M * M, x.shape[-1])
+def run(check, answer, seed=None):
+    """Feedback on the public cases, or on the cases of ``seed``."""
+    if seed is None:
+        return check.feedback(answer)
+    cases = check.draw(np.random.default_rng(seed))
+    return check.assess(check.attempt([answer], cases), cases)
 
 
-def cols_first(x, M):
-    H, W, C = x.shape
-    w = wn.window_partition(x, M).reshape(H // M, W // M, M * M, C)
-    return w.transpose(1, 0, 2, 3).reshape(-1, M * M, C)
+# ------------------------------------------------------------------ kernel
+def kernel(W_merge):
+    C, C_out = W_merge.shape[0] // 4, W_merge.shape[1]
+    return W_merge.reshape(2, 2, C, C_out).transpose(3, 2, 1, 0)
 
 
-def inner_transposed(x, M):
-    w = wn.window_partition(x, M)
-    return w.reshape(-1, M, M, x.shape[-1]).transpose(0, 2, 1, 3).reshape(
-        w.shape)
-
-
-def shuffled_inside(x, M):
-    return wn.window_partition(x, M)[:, ::-1]
-
-
-def wrong_blocks(x, M):
-    return wn.window_partition(np.roll(x, 1, axis=0), M)
+def kernel_by_probing(W_merge):
+    # reads the kernel off the library's merging, one pixel at a time
+    C = W_merge.shape[0] // 4
+    out = np.zeros((W_merge.shape[1], C, 2, 2))
+    for c in range(C):
+        for a in range(2):
+            for b in range(2):
+                x = np.zeros((2, 2, C))
+                x[a, b, c] = 1.0
+                out[:, c, a, b] = lib.patch_merging(x, W_merge)[0, 0]
+    return out
 
 
 @pytest.mark.parametrize("answer, status, words", [
-    (wn.window_partition, "correct", ["row-major"]),
+    (kernel, "correct", ["stride 2"]),
     (None, "not done", ["empty"]),
-    (lambda x, M: None, "not done", ["returned None"]),
-    (lambda x, M: x, "wrong", ["shape"]),
-    (strips, "wrong", ["strip", "swap"]),
-    (cols_first, "wrong", ["column by column"]),
-    (inner_transposed, "wrong", ["column-major order"]),
-    (shuffled_inside, "wrong", ["not in row-major order"]),
-    (wrong_blocks, "wrong", ["outside"]),
-    (lambda x, M: x[10], "wrong", ["IndexError"]),
-    (lib.window_partition, "for review", ["window_partition"]),
+    (lambda W: kernel(W).transpose(1, 0, 2, 3), "wrong",
+     ["(out_channels, in_channels"]),
+    (lambda W: kernel(W).transpose(0, 1, 3, 2), "wrong", ["row-major"]),
+    (lambda W: kernel(W)[..., ::-1, ::-1], "wrong", ["flipped"]),
+    (lambda W: W.reshape(W.shape[0] // 4, 2, 2, -1).transpose(3, 0, 2, 1),
+     "wrong", ["channel first"]),
+    (lambda W: 2 * kernel(W), "wrong", ["one non-zero pixel"]),
+    (lambda W: "kernel", "wrong", ["array"]),
+    (kernel_by_probing, "for review", ["patch_merging"]),
 ])
-def test_partition_check(answer, status, words):
-    fb = run(checks.check_window_partition, answer, "ex-windows-partition")
-    assert fb.status == status
-    assert fb.points == (1.0 if status == "correct" else 0.0)
+def test_merging_kernel_check(answer, status, words):
+    fb = run(checks.check_merging_kernel, answer)
+    assert fb.status == status, fb
+    assert fb.points == (2.0 if status == "correct" else 0.0)
     for word in words:
         assert word in fb.message
 
 
-def right_counts(H, W, M):
-    return (H // M) * (W // M), (H // M + 1) * (W // M + 1)
+def test_the_kernel_is_what_conv2d_needs():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 4, 3))
+    W_merge = rng.standard_normal((12, 5))
+    conv = torch.nn.functional.conv2d(
+        torch.from_numpy(x.transpose(2, 0, 1))[None],
+        torch.from_numpy(kernel(W_merge).copy()), stride=2)[0].numpy()
+    z = np.concatenate([x[0::2, 0::2], x[1::2, 0::2], x[0::2, 1::2],
+                        x[1::2, 1::2]], axis=-1)
+    np.testing.assert_allclose(conv.transpose(1, 2, 0), z @ W_merge,
+                               atol=1e-12)
+
+
+# ------------------------------------------------------------------ macs
+def swin_macs(image_size, patch_size, C, M, depths):
+    counts = []
+    for s, depth in enumerate(depths):
+        side = image_size // patch_size // 2**s
+        n, width = side * side, C * 2**s
+        make = (n * 3 * patch_size**2 * width if s == 0
+                else n * 2 * width * width)
+        counts.append(make + depth * (12 * n * width**2
+                                      + 2 * M**2 * n * width))
+    return counts
+
+
+def with_library(image_size, patch_size, C, M, depths):
+    counts = swin_macs(image_size, patch_size, C, M, depths)
+    cost.window_msa_macs((M, M), C, M)
+    return counts
+
+
+def variant(**change):
+    return lambda *a: checks._swin_macs(*a, **change)
 
 
 @pytest.mark.parametrize("answer, status, words", [
-    (right_counts, "correct", ["(H/M + 1)"]),
+    (swin_macs, "correct", ["8HWC²"]),
+    (lambda *a: [float(v) for v in swin_macs(*a)], "correct", []),
     (None, "not done", ["empty"]),
-    (lambda H, W, M: right_counts(H, W, M)[::-1], "wrong", ["swapped"]),
-    (lambda H, W, M: (H * W // M, 0), "wrong", ["M²"]),
-    (lambda H, W, M: ((H // M) * (W // M), (H // M + 2) * (W // M + 2)),
-     "wrong", ["each side"]),
-    (lambda H, W, M: ((H // M) * (W // M), (H // M + 1) ** 2), "wrong",
-     ["not square"]),
-    (lambda H, W, M: ((H // M) * (W // M), (H // M) * (W // M) + 1),
-     "wrong", ["each axis gains one window"]),
-    (lambda H, W, M: ((H // M) * (W // M), 5), "wrong", ["padding gives"]),
-    (lambda H, W, M: 64, "wrong", ["pair"]),
+    (lambda *a: [2 * v for v in swin_macs(*a)], "wrong", ["twice"]),
+    (variant(window=False), "wrong", ["global attention"]),
+    (variant(mlp=False), "wrong", ["MLP"]),
+    (variant(entry=False), "wrong", ["patch embedding"]),
+    (variant(new_width=True), "wrong", ["previous stage's width"]),
+    (variant(doubling=False), "wrong", ["doubles"]),
+    (lambda *a: swin_macs(*a)[:-1], "wrong", ["number of stages"]),
+    (lambda *a: sum(swin_macs(*a)), "wrong", ["one number per stage"]),
+    (lambda *a: [v + 1000 for v in swin_macs(*a)], "wrong", ["stage 1"]),
+    (with_library, "for review", ["window_msa_macs"]),
 ])
-def test_count_check(answer, status, words):
-    fb = run(checks.check_window_counts, answer, "ex-windows-count")
-    assert fb.status == status
+def test_swin_macs_check(answer, status, words):
+    fb = run(checks.check_swin_macs, answer)
+    assert fb.status == status, fb
     for word in words:
         assert word in fb.message
 
 
+def test_swin_t_costs_what_liu_et_al_report():
+    """4.49 billion multiply-adds: Table 1 gives Swin-T 4.5G FLOPs."""
+    total = sum(swin_macs(224, 4, 96, 7, (2, 2, 6, 2)))
+    assert round(total / 1e9, 1) == 4.5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_swin_macs_passes_hidden_cases(seed):
+    assert run(checks.check_swin_macs, swin_macs, seed).passed
+
+
+# ------------------------------------------------------------------ padding
+def padded(x, W_q, W_k, W_v, W_o, h, M, shift, table, mask_keys=True,
+           bias=True):
+    H, W, _ = x.shape
+    pad = [(M - shift, shift), (M - shift, shift), (0, 0)]
+    real = np.pad(np.ones((H, W, 1), dtype=bool), pad)
+    keys = partition(real, M)[..., 0]
+    B = position.relative_position_bias(table, (M, M)) if bias else None
+    Y, A = attention.multi_head_attention(
+        partition(np.pad(x, pad), M), W_q, W_k, W_v, W_o, h,
+        mask=keys[:, None, None, :] if mask_keys else None, bias=B)
+    Y = reverse(Y, (H + M, W + M), M)
+    return Y[M - shift:M - shift + H, M - shift:M - shift + W], A
+
+
+def cyclic_by_hand(x, W_q, W_k, W_v, W_o, h, M, shift, table):
+    # the cyclic shift, written with np.roll: right outputs, too few windows
+    H, W, _ = x.shape
+    labels = np.zeros((H, W), int)
+    for axis, n in ((0, H), (1, W)):
+        strip = np.zeros(n, int)
+        strip[n - M:], strip[n - shift:] = 1, 2
+        labels += strip[:, None] * 3 if axis == 0 else strip[None, :]
+    win = partition(labels[..., None], M)[..., 0]
+    mask = win[:, :, None] == win[:, None, :]
+    Y, A = attention.multi_head_attention(
+        partition(np.roll(x, (-shift, -shift), (0, 1)), M), W_q, W_k, W_v,
+        W_o, h, mask=mask[:, None],
+        bias=position.relative_position_bias(table, (M, M)))
+    Y = np.roll(reverse(Y, (H, W), M), (shift, shift), (0, 1))
+    return Y, A
+
+
+def loose_mask(*args):
+    return padded(*args, mask_keys=False)
+
+
 @pytest.mark.parametrize("answer, status, words", [
-    (lambda h, w, M: h * w / M ** 2, "correct", ["64"]),
-    (lambda h, w, M: (h * w) // (M * M), "correct", []),
+    (padded, "correct", ["padding"]),
     (None, "not done", ["empty"]),
-    (lambda h, w, M: M ** 2 / (h * w), "wrong", ["upside down"]),
-    (lambda h, w, M: h * w / M, "wrong", ["M²"]),
-    (lambda h, w, M: (h * w) ** 2 / M ** 2, "wrong", ["(hw)²"]),
-    (lambda h, w, M: 3.0, "wrong", ["expected 64"]),
-    (lambda h, w, M: "64", "wrong", ["number"]),
-    (lambda h, w, M: [64], "wrong", ["number"]),
+    (lambda *a: padded(*a)[0], "wrong", ["pair"]),
+    (lambda *a: (padded(*a)[0][1:], padded(*a)[1]), "wrong", ["crop"]),
+    (cyclic_by_hand, "wrong", ["cyclic shift uses"]),
+    (loose_mask, "wrong", ["padded keys"]),
+    (lambda *a: padded(*a, bias=False), "wrong", ["bias is missing"]),
+    (lambda *a: (padded(*a)[0] + 1.0, padded(*a)[1]), "wrong",
+     ["differs", "tokens"]),
+    (lambda *a: (padded(*a)[0], 2 * padded(*a)[1]), "wrong", ["sum to one"]),
+    (lib.window_attention, "for review", ["window_attention"]),
 ])
-def test_ratio_check(answer, status, words):
-    fb = run(checks.check_score_ratio, answer, "ex-windows-ratio")
-    assert fb.status == status
+def test_padding_check(answer, status, words):
+    fb = run(checks.check_padding, answer)
+    assert fb.status == status, fb
     for word in words:
         assert word in fb.message
 
 
-def offsets(M):
-    r, c = np.divmod(np.arange(M * M), M)
-    return (r[:, None] - r[None, :] + M - 1, c[:, None] - c[None, :] + M - 1)
+def test_padding_on_the_wrong_side_is_named():
+    def other_side(x, W_q, W_k, W_v, W_o, h, M, shift, table):
+        return padded(x, W_q, W_k, W_v, W_o, h, M, M - shift, table)
+
+    ex = checks.check_padding
+    cases = [c for c in ex.public_cases() if 2 * c["shift"] != c["M"]]
+    fb = ex.assess(ex.attempt([other_side], cases), cases)
+    assert fb.status == "wrong" and "other way round" in fb.message
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_padding_passes_hidden_cases(seed):
+    assert run(checks.check_padding, padded, seed).passed
+
+
+# ------------------------------------------------------------------ spread
+def spread(grid, M, source, blocks, seed, shifted=True, threshold=0.0):
+    rng = np.random.default_rng(seed)
+    C, h = 8, 2
+    x = rng.standard_normal((*grid, C))
+    y = x.copy()
+    y[source] += 1.0
+    counts = []
+    for b in range(blocks):
+        W_q, W_k = 0.1 * rng.standard_normal((2, C, C)) / np.sqrt(C)
+        W_v, W_o = rng.standard_normal((2, C, C)) / np.sqrt(C)
+        s = M // 2 if b % 2 and shifted else 0
+        x = x + lib.window_attention(x, W_q, W_k, W_v, W_o, h, M, s)[0]
+        y = y + lib.window_attention(y, W_q, W_k, W_v, W_o, h, M, s)[0]
+        counts.append(int((np.abs(x - y) > threshold).any(axis=-1).sum()))
+    return counts
+
+
+def spread_by_masks(grid, M, source, blocks, seed):
+    H, W = grid
+    reached = np.zeros(H * W, bool)
+    reached[source[0] * W + source[1]] = True
+    counts = []
+    for b in range(blocks):
+        mask = lib.shifted_window_mask(grid, M, M // 2 * (b % 2))
+        reached = mask[reached].any(axis=0)
+        counts.append(int(reached.sum()))
+    return counts
+
+
+def wrapped(grid, M, source, blocks, seed):
+    # a cyclic shift without its mask: the spread wraps around the edges
+    H, W = grid
+    ids = np.arange(H * W).reshape(H, W)
+    regular = (ids // W // M) * (W // M) + ids % W // M
+    rolled = np.roll(regular, (M // 2, M // 2), axis=(0, 1))
+    reached = np.zeros(H * W, bool)
+    reached[source[0] * W + source[1]] = True
+    counts = []
+    for b in range(blocks):
+        group = (rolled if b % 2 else regular).ravel()
+        reached = np.isin(group, group[reached])
+        counts.append(int(reached.sum()))
+    return counts
 
 
 @pytest.mark.parametrize("answer, status, words", [
-    (wn.relative_position_index, "correct", ["(2M-1)²"]),
+    (spread, "correct", ["perturbation"]),
     (None, "not done", ["empty"]),
-    (lambda M: np.zeros((M, M), int), "wrong", ["shape"]),
-    (lambda M: wn.relative_position_index(M) - (M - 1), "wrong",
-     ["negative"]),
-    (lambda M: wn.relative_position_index(M).T, "wrong", ["key minus query"]),
-    (lambda M: offsets(M)[0] * M + offsets(M)[1], "wrong", ["2M - 1"]),
-    (lambda M: offsets(M)[1] * (2 * M - 1) + offsets(M)[0], "wrong",
-     ["swapped"]),
-    (lambda M: wn.relative_position_index(M) // 2, "wrong", ["differs"]),
-    (lambda M: position.relative_position_index((M, M)), "for review",
-     ["relative_position_index"]),
+    (lambda *a: spread(*a, shifted=False), "wrong", ["stops at one window"]),
+    (wrapped, "wrong", ["edge", "mask"]),
+    (lambda *a: spread(*a, threshold=1e-2), "wrong", ["too few"]),
+    (lambda *a: [v + 1 for v in spread(*a)], "wrong", ["not those"]),
+    (lambda *a: spread(*a)[:-1], "wrong", ["shape"]),
+    (spread_by_masks, "for review", ["shifted_window_mask"]),
 ])
-def test_index_check(answer, status, words):
-    fb = run(checks.check_relative_index, answer, "ex-windows-index")
-    assert fb.status == status
+def test_spread_check(answer, status, words):
+    fb = run(checks.check_spread, answer)
+    assert fb.status == status, fb
     for word in words:
         assert word in fb.message
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spread_passes_hidden_cases(seed):
+    assert run(checks.check_spread, spread, seed).passed
 
 
 def test_checks_never_raise_on_garbage(capsys):
-    for check in (checks.check_window_partition, checks.check_window_counts,
-                  checks.check_score_ratio, checks.check_relative_index):
+    for check in (checks.check_merging_kernel, checks.check_swin_macs,
+                  checks.check_padding, checks.check_spread):
         check(lambda *a: "nonsense")
         check(42)
     out = capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""Window partition, cyclic shift, shifted-window masks and window attention.
+"""Window partition, cyclic shift, shifted-window masks, window attention
+and patch merging.
 
 The reference for window attention is Swin's released construction, written
 out below in PyTorch as an independent implementation: nine slices of the
@@ -233,19 +234,6 @@ def test_window_attention_is_masked_attention_over_the_grid(shift):
     assert Af[:, :, ~mask].max() == 0.0
 
 
-@pytest.mark.parametrize("shift", [1, 2])
-def test_padding_and_cyclic_shift_agree(shift):
-    rng = np.random.default_rng(8)
-    H, W, C, M, h = 8, 4, 4, 4, 2
-    x = rng.standard_normal((H, W, C))
-    Ws = weights(rng, C)
-    table = rng.standard_normal((h, 7, 7))
-    Yc, Ac = wn.window_attention(x, *Ws, h, M, shift, table)
-    Yp, Ap = wn.window_attention(x, *Ws, h, M, shift, table, method="pad")
-    assert Ac.shape[0] == 2 and Ap.shape[0] == 3 * 2
-    assert np.abs(Yc - Yp).max() < 1e-12
-
-
 def test_shift_changes_the_result_and_a_constant_bias_does_not():
     rng = np.random.default_rng(9)
     x = rng.standard_normal((8, 8, 4))
@@ -258,6 +246,51 @@ def test_shift_changes_the_result_and_a_constant_bias_does_not():
     assert not np.allclose(Y0, Y2)
     assert np.abs(Y0 - Yb).max() < 1e-12     # a constant bias cancels
     assert not np.allclose(Y0, Yv)
+
+
+# ------------------------------------------------------------ merging
+def swin_patch_merging(x, reduction):
+    """Swin's PatchMerging, written out (LayerNorm without its affine part,
+    whose initial values 1 and 0 change nothing)."""
+    x = torch.from_numpy(x)[None]                            # (1, H, W, C)
+    x0, x1 = x[:, 0::2, 0::2, :], x[:, 1::2, 0::2, :]
+    x2, x3 = x[:, 0::2, 1::2, :], x[:, 1::2, 1::2, :]
+    z = torch.cat([x0, x1, x2, x3], -1)                      # (1, H/2, W/2, 4C)
+    z = torch.nn.functional.layer_norm(z, z.shape[-1:])
+    return (z @ torch.from_numpy(reduction))[0].numpy()
+
+
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4))
+@settings(max_examples=20)
+def test_patch_merging_is_swins(a, b, C):
+    rng = np.random.default_rng(100 * a + 10 * b + C)
+    x = rng.standard_normal((2 * a, 2 * b, C))
+    W_merge = rng.standard_normal((4 * C, 2 * C))
+    np.testing.assert_allclose(wn.patch_merging(x, W_merge),
+                               swin_patch_merging(x, W_merge), atol=1e-10)
+
+
+def test_patch_merging_reads_each_2x2_neighbourhood():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 6, 3))                    # batch of 2
+    out = wn.patch_merging(x, np.eye(12))                    # (2, 2, 3, 12)
+    assert out.shape == (2, 2, 3, 12)
+    for i, j in np.ndindex(2, 3):
+        z = np.concatenate([x[:, 2 * i, 2 * j], x[:, 2 * i + 1, 2 * j],
+                            x[:, 2 * i, 2 * j + 1], x[:, 2 * i + 1, 2 * j + 1]],
+                           axis=-1)                          # (2, 12)
+        np.testing.assert_allclose(out[:, i, j], wn.layer_norm(z))
+    # a change in one patch moves exactly one merged token
+    y = x.copy()
+    y[0, 3, 4] += 1.0
+    moved = np.abs(wn.patch_merging(y, np.eye(12)) - out).max(-1) > 0
+    assert moved.sum() == 1 and moved[0, 1, 2]
+
+
+def test_layer_norm_is_torchs_without_affine():
+    x = np.random.default_rng(4).standard_normal((3, 5, 8))
+    ref = torch.nn.functional.layer_norm(torch.from_numpy(x), (8,)).numpy()
+    np.testing.assert_allclose(wn.layer_norm(x), ref, atol=1e-12)
 
 
 # ------------------------------------------------------------ bad input
@@ -286,8 +319,13 @@ WS = [np.eye(2)] * 4
      ValueError, "table"),
     (lambda: wn.window_attention(X, *WS, 2, 4, 0, np.zeros((1, 7, 7))),
      ValueError, "bias_table"),
-    (lambda: wn.window_attention(X, *WS, 1, 4, 2, method="roll"),
-     ValueError, "method"),
+    (lambda: wn.patch_merging(np.zeros((6, 6, 2)), np.zeros((4, 4))),
+     ValueError, "W_merge"),
+    (lambda: wn.patch_merging(np.zeros((6, 5, 2)), np.zeros((8, 4))),
+     ValueError, "grid"),
+    (lambda: wn.patch_merging(np.zeros((6, 2)), np.zeros((8, 4))),
+     ValueError, "x"),
+    (lambda: wn.patch_merging(X, "W"), TypeError, "W_merge"),
     (lambda: wn.window_attention(np.full((8, 8, 2), np.nan), *WS, 1, 4),
      ValueError, "x"),
     (lambda: wn.window_attention(X, *WS, 1, 3), ValueError, "M"),

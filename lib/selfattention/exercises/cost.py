@@ -2,158 +2,224 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..attention import softmax
-from .core import (Exercise, Wrong, answered, call, expect_shape, int_pair,
-                   returned_arrays)
+from ..blockwise import blockwise_attention
+from ..timing import peak_bytes, random_qkv
+from .core import (Exercise, Opaque, Wrong, call, expect_shape,
+                   returned_array, returned_arrays, type_name)
 
-__all__ = ["check_count", "check_online_update", "COUNT_SETTING"]
-
-#: Image side, patch side, heads and bytes per entry of exercise 6.1.
-COUNT_SETTING = dict(image_size=384, patch_size=16, heads=12, itemsize=4)
-
-
-# ------------------------------------------------------------------ 6.1
-def _count_judge(answer):
-    answered(answer, "a pair (n_tokens, n_bytes)")
-    n, nbytes = int_pair(answer, "answer should be a pair (n_tokens, n_bytes)")
-    S, P, h, b = (COUNT_SETTING[k] for k in
-                  ("image_size", "patch_size", "heads", "itemsize"))
-    n_ok = (S // P) ** 2
-    if n == S // P:
-        raise Wrong(f"{n} is the number of patches along one side; the grid "
-                    f"is {S // P} × {S // P}")
-    if n == S * S:
-        raise Wrong(f"{n} is one token per pixel; with {P} × {P} patches "
-                    f"divide by the patch area {P * P}")
-    if n != n_ok:
-        raise Wrong(f"{n} tokens is not right: count the patches of a "
-                    f"{S} × {S} image cut into {P} × {P} squares")
-    right = h * n_ok ** 2 * b
-    if nbytes == right:
-        return None
-    if nbytes == n_ok ** 2 * b:
-        raise Wrong("that is one head's matrix; every one of the 12 heads "
-                    "holds its own")
-    if nbytes == h * n_ok ** 2:
-        raise Wrong("that counts entries, not bytes: a float32 takes 4 bytes")
-    if nbytes == h * n_ok ** 2 * 8:
-        raise Wrong("float32 takes 4 bytes per entry, not 8")
-    if nbytes == h * n_ok ** 2 * 32:
-        raise Wrong("that counts bits; divide by 8 for bytes")
-    if nbytes == h * n_ok * b:
-        raise Wrong("the score matrix is n × n, so the entries grow with "
-                    "n², not n")
-    raise Wrong(f"the token count is right but {nbytes:,} bytes is not: "
-                f"heads × n² × bytes per entry")
+__all__ = ["check_merge", "check_conv_depth", "check_block_memory"]
 
 
-check_count = Exercise(
-    "ex-cost-count", kind="Derive", points=1,
-    answers=("answer",), judge=_count_judge,
-    success="576 tokens, and 12 float32 matrices of 576² entries take "
-            "15,925,248 bytes (about 15.9 MB) per layer.",
-    doc="Exercise 7.1: tokens and score bytes of a 384 × 384 ViT-B/16 "
-        "input.")
+# ------------------------------------------------------------------ 7.1
+def _merge_cases(rng):
+    n_q, n_k = 4, 12
+    S = 3 * rng.standard_normal((n_q, n_k))
+    V = rng.standard_normal((n_k, 3))
+    allowed = rng.random((n_q, n_k)) < 0.8
+    allowed[0, :7] = False            # query 0: parts 0 and 1 are empty
+    allowed[0, 7:] = True
+    allowed[:, 11] = True             # every query keeps a key
+    parts = ((0, 3), (3, 7), (7, 12))
+    cut = int(rng.integers(2, 10))
+    return [
+        # a random cut in two; the second part's scores near 1000
+        {"S": S + 1000.0 * (np.arange(n_k) >= cut), "V": V,
+         "allowed": np.ones_like(allowed),
+         "parts": ((0, cut), (cut, n_k)), "order": ((1, 0),)},
+        # part 2 with part 1, then part 0 in front
+        {"S": S, "V": V, "allowed": np.ones_like(allowed), "parts": parts,
+         "order": ((1, 2), (0, 3))},
+        # parts 0 and 1 first, then part 2: two empty states meet
+        {"S": S, "V": V, "allowed": allowed, "parts": parts,
+         "order": ((0, 1), (3, 2))},
+    ]
 
 
-# ------------------------------------------------------------------ 6.2
-def _online_cases(rng):
-    S = 3 * rng.standard_normal((4, 10))
-    V = rng.standard_normal((10, 3))
-    return [{"S": S, "V": V, "block": 10},          # one block
-            {"S": S, "V": V, "block": 3},
-            {"S": S + 1000.0, "V": V, "block": 4}]  # scores near 1000
+def _state(S, V, allowed):
+    """(m, l, acc) of the softmax over one part of the keys."""
+    s = np.where(allowed, S, -np.inf)
+    m = s.max(axis=-1)
+    shift = np.where(np.isneginf(m), 0.0, m)
+    p = np.exp(s - shift[:, None])                 # 0 where masked
+    return m, p.sum(axis=-1), p @ V
 
 
-def _fold(update, S, V, block):
-    """Fold the student's update over the key blocks; the final state."""
-    n_q = S.shape[0]
-    m = np.full(n_q, -np.inf)
-    l = np.zeros(n_q)
-    acc = np.zeros((n_q, V.shape[1]))
-    for k0 in range(0, S.shape[1], block):
-        out = call(update, m.copy(), l.copy(), acc.copy(),
-                   S[:, k0:k0 + block].copy(), V[k0:k0 + block].copy(),
-                   what="my_online_update")
-        m, l, acc = returned_arrays(out, 3, "my_online_update should return "
-                                    "three arrays (m, l, acc)")
-        if m.shape != (n_q,) or l.shape != (n_q,) or acc.shape != (
-                n_q, V.shape[1]):
-            raise Wrong(f"shapes should stay m {(n_q,)}, l {(n_q,)}, acc "
-                        f"{(n_q, V.shape[1])}; got {m.shape}, {l.shape}, "
-                        f"{acc.shape}")
-    return m, l, acc
-
-
-def _online_run(my_online_update, S, V, block):
-    with np.errstate(all="ignore"):
-        return _fold(my_online_update, S, V, block)
-
-
-def _online_judge(out, S, V, block):
-    m, l, acc = returned_arrays(out, 3, "my_online_update should return "
-                                "three arrays (m, l, acc)")
+def _merge_run(my_merge, S, V, allowed, parts, order):
+    states = [_state(S[:, a:b], V[a:b], allowed[:, a:b]) for a, b in parts]
     n_q, d_v = S.shape[0], V.shape[1]
-    for arr, name, want in ((m, "m", (n_q,)), (l, "l", (n_q,)),
-                            (acc, "acc", (n_q, d_v))):
-        expect_shape(arr, name, want, "its starting shape")
+    for i, j in order:
+        out = call(my_merge, *(x.copy() for x in states[i] + states[j]),
+                   what="my_merge")
+        merged = returned_arrays(out, 3, "my_merge should return three "
+                                 "arrays (m, l, acc)")
+        for arr, name, want in zip(merged, "m l acc".split(),
+                                   [(n_q,), (n_q,), (n_q, d_v)]):
+            expect_shape(arr, name, want, "the shape of the states' " + name)
+        states.append(merged)
+    return states[-1]
+
+
+def _merge_judge(out, S, V, allowed, parts, order):
+    m, l, acc = returned_arrays(out, 3, "my_merge should return three "
+                                "arrays (m, l, acc)")
+    s = np.where(allowed, S, -np.inf)
+    want = softmax(s) @ V
     Y = acc / l[:, None]
-    want = softmax(S) @ V
-    if block >= S.shape[1]:                         # a single block
-        if not np.all(np.isfinite(Y)):
-            raise Wrong("the first block already gives NaN or inf. At the "
-                        "start m = -inf, so the factor for the old sums must "
-                        "be exp(m - m') (which is 0 there), not exp(m' - m)")
-        if not np.allclose(m, S.max(axis=1)):
-            raise Wrong("after one block, m should be each row's largest "
-                        "score")
-        if not np.allclose(Y, want):
-            raise Wrong("with a single block, acc / l is not the softmax "
-                        "average of the values: l = Σ exp(s - m), "
-                        "acc = Σ exp(s - m) v")
-        return None
-    if S.min() > 500:                               # scores near 1000
-        if not np.all(np.isfinite(Y)):
-            raise Wrong("scores near 1000 give NaN or inf: subtract the new "
-                        "running maximum before exp, exp(s - m')")
-        if not np.allclose(Y, want):
-            raise Wrong("scores near 1000 give a wrong average; subtract the "
-                        "running maximum m' before exp")
-        return None
+    empty_first = any(not allowed[:, a:b].any(axis=1).all()
+                      for a, b in parts)
+    if not np.all(np.isfinite(Y)):
+        if empty_first:
+            raise Wrong("merging two states of a query that has no allowed "
+                        "key yet (m = -inf in both) gave NaN: "
+                        "exp(-inf - (-inf)) is NaN, so when both maxima are "
+                        "-inf shift by 0 instead")
+        raise Wrong("a part whose scores are near 1000 gives NaN or inf: "
+                    "rescale both states to the larger maximum, "
+                    "exp(m_a - m) with m = max(m_a, m_b), never above 1")
+    if not np.allclose(m, s.max(axis=1)):
+        raise Wrong("the merged maximum is wrong: m = max(m_a, m_b)")
     if not np.allclose(Y, want):
-        # Diagnose the usual mistakes against what they would produce.
-        if np.allclose(Y, _without_rescaling(S, V, block)):
-            raise Wrong("one block works, several do not: when the maximum "
-                        "grows from m to m', multiply the old l and acc by "
-                        "exp(m - m') before adding the new block")
-        if not np.allclose(m, S.max(axis=1)):
-            raise Wrong("the running maximum is wrong: m' = max(m, max_j s_j)")
-        raise Wrong(f"blocks of {block} keys give a different average than "
-                    f"the softmax over all {S.shape[1]} keys")
+        states = [_state(S[:, a:b], V[a:b], allowed[:, a:b])
+                  for a, b in parts]
+        l_sum = sum(state[1] for state in states)
+        if np.allclose(Y, sum(state[2] for state in states) / l_sum[:, None]):
+            raise Wrong("you added l and acc without rescaling: each state "
+                        "is relative to its own maximum, so multiply by "
+                        "exp(m_a - m) and exp(m_b - m) before adding")
+        raise Wrong("acc / l after merging is not the softmax average over "
+                    "all keys")
     return None
 
 
-def _without_rescaling(S, V, block):
-    """What the update gives if it forgets to rescale the old sums."""
-    n_q = S.shape[0]
-    m, l = np.full(n_q, -np.inf), np.zeros(n_q)
-    acc = np.zeros((n_q, V.shape[1]))
-    for k0 in range(0, S.shape[1], block):
-        s, v = S[:, k0:k0 + block], V[k0:k0 + block]
-        m = np.maximum(m, s.max(axis=-1))
-        P = np.exp(s - m[:, None])
-        l, acc = l + P.sum(axis=-1), acc + P @ v
-    return acc / l[:, None]
+check_merge = Exercise(
+    "ex-cost-merge", kind="Derive", points=2,
+    answers=("my_merge",), cases=_merge_cases, run=_merge_run,
+    judge=_merge_judge,
+    references=("selfattention.blockwise.online_softmax_update",),
+    written="why may the keys be split among workers and the states merged "
+            "in any order?", written_points=1, seed=71,
+    success="two partial softmaxes merge into the softmax over all their "
+            "keys, in any order, with empty parts and scores near 1000.",
+    doc="Exercise 7.1: merge two online-softmax states (m, l, acc).")
 
 
-check_online_update = Exercise(
-    "ex-cost-online", kind="Implement", points=1,
-    answers=("my_online_update",), cases=_online_cases, run=_online_run,
-    judge=_online_judge,
-    references=("selfattention.blockwise.online_softmax_update",
-                "selfattention.blockwise.blockwise_attention"), seed=62,
-    success="folding the scores block by block gives exactly the softmax "
-            "average, even for scores near 1000.",
-    doc="Exercise 7.2: one step of the online softmax.")
+# ------------------------------------------------------------------ 7.2
+def _depth_cases(rng):
+    drawn = [(int(rng.integers(2, 80)), int(rng.integers(2, 80)),
+              int(rng.choice([3, 5, 7, 9]))) for _ in range(3)]
+    return [{"grid": (H, W), "k": k} for H, W, k in
+            [(56, 56, 3), (8, 20, 5)] + drawn]
+
+
+def _depth_run(my_conv_depth, grid, k):
+    return call(my_conv_depth, grid, k, what="my_conv_depth")
+
+
+def _depth_judge(out, grid, k):
+    if isinstance(out, (str, Opaque, tuple, list)) or np.ndim(out) != 0:
+        raise Wrong(f"my_conv_depth should return a number of layers, got "
+                    f"{type_name(out)}")
+    got = float(out)
+    (H, W), r = grid, (k - 1) // 2
+    far = max(H, W) - 1                    # Chebyshev distance of corners
+    want = math.ceil(far / r)
+    if got == want:
+        return None
+    where = f"for a {H}x{W} grid and k={k}"
+    if got != int(got):
+        raise Wrong(f"{where} you returned {got:g}: a number of layers is "
+                    f"a whole number, round up")
+    if got == math.ceil(far / (k - 1)):
+        raise Wrong(f"{where} a {k}x{k} kernel centred on a pixel reaches "
+                    f"(k - 1)/2 pixels to each side (here {r}), not k - 1")
+    if got == math.ceil((min(H, W) - 1) / r):
+        raise Wrong(f"{where} the longer side decides: the corners are "
+                    f"{far} pixels apart along it")
+    if got == math.ceil((H + W - 2) / r):
+        raise Wrong(f"{where} one layer moves {r} pixels along both axes "
+                    f"at once, so the distances do not add up")
+    if got in (far // r, math.ceil(max(H, W) / r)):
+        raise Wrong(f"{where} count the layers to cover max(H, W) - 1 = "
+                    f"{far} pixels, rounding up")
+    if got == math.ceil(math.log(H * W, k)):
+        raise Wrong(f"{where} log_k(n) is the path of dilated "
+                    f"convolutions; these kernels are contiguous")
+    raise Wrong(f"{where} {got:g} layers is not the smallest depth at which "
+                f"every output depends on every pixel")
+
+
+check_conv_depth = Exercise(
+    "ex-cost-conv-depth", kind="Derive", points=2,
+    answers=("my_conv_depth",), cases=_depth_cases, run=_depth_run,
+    judge=_depth_judge,
+    written="which convolutions reach Table 1's O(log_k n), and how do a "
+            "3 × 3 stack, ViT and Swin compare on a 56 × 56 grid?",
+    written_points=1, seed=72,
+    success="ceil((max(H, W) - 1) / ((k - 1)/2)) layers: the receptive "
+            "field grows by (k - 1)/2 pixels per side per layer.",
+    doc="Exercise 7.2: k × k convolutions until every output sees every "
+        "pixel.")
+
+
+# ------------------------------------------------------------------ 7.3
+def _memory_cases(rng):
+    n = int(rng.choice([512, 768, 1024]))
+    d = int(rng.choice([8, 16, 32]))
+    blocks = tuple(int(b) for b in np.sort(rng.choice(
+        [64, 128, 256, 512], size=3, replace=False)))
+    return [{"n": 1024, "d": 16, "blocks": (64, 256, 1024), "seed": 3},
+            {"n": n, "d": d, "blocks": blocks, "seed": int(rng.integers(99))}]
+
+
+def _memory_run(my_block_memory, n, d, blocks, seed):
+    return call(my_block_memory, n, d, blocks, seed, what="my_block_memory")
+
+
+def _measured(n, d, blocks, seed):
+    """The peaks the exercise asks for, measured here."""
+    Q, K, V = random_qkv(n, d, np.random.default_rng(seed))
+    return np.array([peak_bytes(blockwise_attention, Q, K, V, block=b)
+                     for b in blocks], dtype=float)
+
+
+def _memory_judge(out, n, d, blocks, seed):
+    got = returned_array(out, "my_block_memory", "one peak (in bytes) per "
+                         "block size")
+    expect_shape(got, "the peaks", (len(blocks),), "(len(blocks),)")
+    if not np.all(np.isfinite(got)) or got.min() <= 0:
+        raise Wrong("peaks should be positive numbers of bytes")
+    want = _measured(n, d, blocks, seed)
+    close = np.abs(got - want) <= 0.1 * want + 65_536
+    if close.all():
+        return None
+    ratio = float(np.median(got / want))
+    if 1.7 < ratio < 2.3:
+        raise Wrong("your peaks are about twice the expected ones: use "
+                    "float32 tokens (timing.random_qkv makes them)")
+    extra = float(np.median(got - want))
+    if abs(extra - 3 * 4 * n * d) < 0.25 * 3 * 4 * n * d + 65_536:
+        raise Wrong("your peaks include Q, K and V: make them before the "
+                    "measurement starts and trace only the call")
+    if ratio < 0.5:
+        raise Wrong("your peaks are far below what the call allocates: was "
+                    "tracemalloc running during blockwise_attention "
+                    "(timing.peak_bytes does this)?")
+    raise Wrong(f"for n={n}, d={d} and blocks {list(blocks)} the peaks "
+                f"differ from those of blockwise_attention by more than 10%")
+
+
+check_block_memory = Exercise(
+    "ex-cost-block-memory", kind="Experiment", points=3,
+    answers=("my_block_memory",), cases=_memory_cases, run=_memory_run,
+    judge=_memory_judge,
+    written="fit the peaks: what does each term count, and at which block "
+            "size would they reach dense attention's?", written_points=2,
+    seed=73,
+    success="the measured peaks of blockwise_attention, one per block size.",
+    doc="Exercise 7.3: peak memory of blockwise attention against the "
+        "block size.")

@@ -4,228 +4,303 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..position import relative_position_index
-from ..windows import window_partition
-from .core import Exercise, Opaque, Wrong, call, int_pair, type_name
+from ..masks import window_ids
+from ..windows import padded_window_ids, window_attention, window_partition
+from .core import (Exercise, Opaque, Wrong, call, expect_shape,
+                   returned_array, returned_arrays, type_name)
 
-__all__ = ["check_window_partition", "check_window_counts",
-           "check_score_ratio", "check_relative_index"]
+__all__ = ["check_merging_kernel", "check_swin_macs", "check_padding",
+           "check_spread"]
 
 
-def _as_array(out, what: str) -> np.ndarray:
-    if isinstance(out, (str, Opaque)) or out is None:
-        raise Wrong(f"{what} should return an array, got {type_name(out)}")
-    try:
-        arr = np.asarray(out)
-    except ValueError:
-        raise Wrong(f"{what} should return an array of numbers, got a "
-                    f"ragged {type_name(out)}") from None
-    if arr.dtype.kind not in "biuf":
-        raise Wrong(f"{what} should return an array of numbers, got "
+# ------------------------------------------------------------------ 8.1
+def _kernel_cases(rng):
+    C, C_out = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+    return [{"W_merge": rng.standard_normal((4 * 2, 3))},
+            {"W_merge": rng.standard_normal((4 * C, C_out))}]
+
+
+def _kernel_run(my_merging_kernel, W_merge):
+    return call(my_merging_kernel, W_merge, what="my_merging_kernel")
+
+
+def _kernel_judge(out, W_merge):
+    kernel = returned_array(out, "my_merging_kernel", "an array (C', C, 2, "
+                            "2)")
+    C, C_out = W_merge.shape[0] // 4, W_merge.shape[1]
+    expect_shape(kernel, "the kernel", (C_out, C, 2, 2), "(C', C, 2, 2)",
+                 "conv2d's weight is (out_channels, in_channels, kH, kW)")
+    blocks = W_merge.reshape(2, 2, C, C_out)      # [b, a, c, o]: k = a + 2b
+    want = blocks.transpose(3, 2, 1, 0)           # (o, c, a, b)
+    if np.allclose(kernel, want):
+        return None
+    if np.allclose(kernel, want.transpose(0, 1, 3, 2)):
+        raise Wrong("the neighbours are in row-major order; Swin's are "
+                    "top-left, bottom-left, top-right, bottom-right: "
+                    "(2i, 2j), (2i+1, 2j), (2i, 2j+1), (2i+1, 2j+1)")
+    if np.allclose(kernel, want[..., ::-1, ::-1]):
+        raise Wrong("the kernel is flipped: conv2d computes a "
+                    "cross-correlation, kernel[o, c, a, b] multiplies "
+                    "x[c, 2i + a, 2j + b]")
+    by_channel = W_merge.reshape(C, 2, 2, C_out).transpose(3, 0, 2, 1)
+    if np.allclose(kernel, by_channel):
+        raise Wrong("the rows of W_merge come in four blocks of C, one per "
+                    "neighbour; you split them channel first")
+    raise Wrong("conv2d(x, kernel, stride=2) is not the merging's linear "
+                "map: compare both on a small grid with one non-zero pixel")
+
+
+check_merging_kernel = Exercise(
+    "ex-windows-merging-conv", kind="Prove", points=2,
+    answers=("my_merging_kernel",), cases=_kernel_cases, run=_kernel_run,
+    judge=_kernel_judge,
+    references=("selfattention.windows.patch_merging",),
+    written="is Swin's merging, layer norm included, still a convolution? "
+            "What does each output depend on?", written_points=1, seed=81,
+    success="the merging's linear map is a 2 × 2 convolution of stride 2 "
+            "whose kernel holds the four blocks of W_merge.",
+    doc="Exercise 8.1: patch merging as a strided convolution.")
+
+
+# ------------------------------------------------------------------ 8.2
+def _macs_cases(rng):
+    stages = int(rng.integers(2, 5))
+    M, patch = int(rng.integers(2, 8)), int(rng.choice([2, 4, 8]))
+    side = M * 2 ** (stages - 1) * int(rng.integers(1, 3))
+    depths = tuple(int(v) for v in rng.integers(1, 5, size=stages))
+    drawn = (side * patch, patch, int(rng.choice([8, 16, 32])), M, depths)
+    return [{"image_size": s, "patch_size": P, "C": C, "M": M,
+             "depths": d} for s, P, C, M, d in
+            [(224, 4, 96, 7, (2, 2, 6, 2)), (64, 2, 8, 4, (1, 3, 2)), drawn]]
+
+
+def _macs_run(my_swin_macs, image_size, patch_size, C, M, depths):
+    return call(my_swin_macs, image_size, patch_size, C, M, depths,
+                what="my_swin_macs")
+
+
+def _swin_macs(image_size, patch_size, C, M, depths, mlp=True,
+               window=True, entry=True, new_width=False, doubling=True):
+    """Multiply-adds of every stage, and the mistakes the judge names."""
+    side, per_stage = image_size // patch_size, []
+    for s, depth in enumerate(depths):
+        G, width = side // 2 ** s, C * (2 ** s if doubling else 1)
+        n = G * G
+        pairs = n * M * M if window else n * n
+        block = 4 * n * width**2 + 2 * pairs * width + (
+            8 * n * width**2 if mlp else 0)
+        if s == 0:
+            into = n * 3 * patch_size**2 * width       # patch embedding
+        else:
+            prev = width if new_width else width // (2 if doubling else 1)
+            into = n * 4 * prev * (2 * prev if doubling else prev)
+        per_stage.append(depth * block + (into if entry else 0))
+    return per_stage
+
+
+def _macs_judge(out, image_size, patch_size, C, M, depths):
+    if isinstance(out, (str, Opaque)) or np.ndim(out) != 1:
+        raise Wrong(f"my_swin_macs should return one number per stage, got "
                     f"{type_name(out)}")
-    return arr
-
-
-# ------------------------------------------------------------------ 7.1
-def _partition_cases(rng):
-    H, W, C, M = 8, 12, 3, 4                 # 2 x 3 windows: not square
-    M2 = int(rng.integers(2, 4))
-    a = int(rng.integers(2, 4))
-    return [{"x": rng.standard_normal((H, W, C)), "M": M},
-            {"x": rng.standard_normal((M2 * (a + 1), M2 * a, 2)), "M": M2}]
-
-
-def _partition_run(my_partition, x, M):
-    return call(my_partition, x, M, what="my_partition")
-
-
-def _partition_judge(out, x, M):
-    out = _as_array(out, "my_partition")
-    H, W, C = x.shape
-    want = window_partition(x, M)
-    if out.shape != want.shape:
-        raise Wrong(f"for a grid of shape {x.shape} and M={M} the result "
-                    f"should have shape (nW, M², C) = {want.shape}, got "
-                    f"{out.shape}")
-    if np.allclose(out, x.reshape(-1, M * M, C)):
-        raise Wrong("each of your 'windows' is a strip of whole rows: a "
-                    "plain reshape keeps row-major order. Reshape to "
-                    "(H/M, M, W/M, M, C) and swap the two middle axes first")
-    grid = want.reshape(H // M, W // M, M * M, C)
-    if np.allclose(out, grid.transpose(1, 0, 2, 3).reshape(want.shape)):
-        raise Wrong("the windows come out column by column; number them "
-                    "row-major: window (a, b) has index a·(W/M) + b")
-    inner = want.reshape(-1, M, M, C).transpose(0, 2, 1, 3)
-    if np.allclose(out, inner.reshape(want.shape)):
-        raise Wrong("the right tokens are in each window, but in "
-                    "column-major order; list them row by row")
-    if not np.allclose(out, want):
-        if all(np.allclose(np.sort(o, axis=0), np.sort(w, axis=0))
-               for o, w in zip(out, want)):
-            raise Wrong("every window holds the right tokens, but not in "
-                        "row-major order inside the window")
-        raise Wrong("some windows hold tokens from outside their M × M "
-                    "block; compare your result with x[:M, :M] for the "
-                    "first window")
-    return None
-
-
-check_window_partition = Exercise(
-    "ex-windows-partition", kind="Implement", points=1,
-    answers=("my_partition",), cases=_partition_cases, run=_partition_run,
-    judge=_partition_judge,
-    references=("selfattention.windows.window_partition",), seed=71,
-    success="windows are numbered row-major and so are their tokens, on "
-            "square and non-square grids.",
-    doc="Exercise 8.1: cut an (H, W, C) grid into (nW, M², C) windows.")
-
-
-# ------------------------------------------------------------------ 7.2
-def _counts_cases(rng):
-    fixed = [(56, 56, 7), (8, 12, 4), (14, 28, 7)]
-    M = int(rng.integers(2, 9))
-    drawn = (M * int(rng.integers(1, 9)), M * int(rng.integers(1, 9)), M)
-    return [{"H": H, "W": W, "M": M} for H, W, M in fixed + [drawn]]
-
-
-def _counts_run(my_counts, H, W, M):
-    return call(my_counts, H, W, M, what="my_counts")
-
-
-def _counts_judge(out, H, W, M):
-    cyc, pad = int_pair(out, "my_counts should return a pair (cyclic, padded) "
-                        "of ints")
-    a, b = H // M, W // M
-    want = (a * b, (a + 1) * (b + 1))
-    if (cyc, pad) == want:
+    got = np.asarray(out, dtype=float)
+    expect_shape(got, "the counts", (len(depths),), "(number of stages,)")
+    args = (image_size, patch_size, C, M, depths)
+    want = np.array(_swin_macs(*args), dtype=float)
+    if np.allclose(got, want, rtol=1e-12, atol=0.5):
         return None
-    where = f"for a {H}x{W} grid and M={M}"
-    if (pad, cyc) == want:
-        raise Wrong(f"{where} the pair is swapped: return (cyclic, "
-                    f"padded), cyclic first")
-    if cyc != want[0]:
-        if cyc == H * W // M:
-            raise Wrong(f"{where} you divided H·W by M; a window holds "
-                        f"M² patches")
-        raise Wrong(f"{where} the cyclic shift keeps the {want[0]} "
-                    f"windows of the regular partition, got {cyc}")
-    if pad == (a + 2) * (b + 2):
-        raise Wrong(f"{where} you padded a whole window on each side; "
-                    f"the shift is less than M, so each axis gains one "
-                    f"window, not two")
-    if pad in ((a + 1) ** 2, (b + 1) ** 2) and a != b:
-        raise Wrong(f"{where} the grid is not square: count the windows "
-                    f"along rows and along columns separately")
-    if pad == a * b + 1 or pad == want[0] + a + b:
-        raise Wrong(f"{where} each axis gains one window, so the count "
-                    f"is (H/M + 1)·(W/M + 1), got {pad}")
-    raise Wrong(f"{where} padding gives {want[1]} windows, got {pad}")
+    where = f"for image {image_size}, patch {patch_size}, C={C}, M={M}"
+    named = [
+        (2 * want, "that is twice the count: a multiply-add is one "
+                   "operation here, FlopCounterMode counts it as two FLOPs"),
+        (_swin_macs(*args, window=False), "you counted global attention, "
+         "(HW)² pairs per stage; in windows each token meets M² tokens"),
+        (_swin_macs(*args, mlp=False), "each block also has an MLP, two "
+         "linear maps C -> 4C -> C"),
+        (_swin_macs(*args, entry=False), "count what makes each stage's "
+         "tokens: the patch embedding (3P² -> C) before stage 1 and a patch "
+         "merging (4C -> 2C) before every later stage"),
+        (_swin_macs(*args, new_width=True), "patch merging reads four tokens "
+         "of the previous stage's width C and writes 2C"),
+        (_swin_macs(*args, doubling=False), "the width doubles at every "
+         "merging: stage s has C·2^(s-1) channels"),
+    ]
+    for variant, why in named:
+        if np.allclose(got, variant, rtol=1e-12, atol=0.5):
+            raise Wrong(f"{where}: {why}")
+    wrong = int(np.flatnonzero(~np.isclose(got, want, rtol=1e-12,
+                                           atol=0.5))[0])
+    raise Wrong(f"{where}: stage {wrong + 1} is off ({got[wrong]:,.0f}); "
+                f"sum its blocks (attention and MLP) and what makes its "
+                f"tokens")
 
 
-check_window_counts = Exercise(
-    "ex-windows-count", kind="Derive", points=1,
-    answers=("my_counts",), cases=_counts_cases, run=_counts_run,
-    judge=_counts_judge, seed=72,
-    success="the cyclic shift keeps (H/M)·(W/M) windows; padding needs "
-            "(H/M + 1)·(W/M + 1).",
-    doc="Exercise 8.2: windows after a shift, cyclic shift vs padding.")
+check_swin_macs = Exercise(
+    "ex-windows-hierarchy-cost", kind="Derive", points=3,
+    answers=("my_swin_macs",), cases=_macs_cases, run=_macs_run,
+    judge=_macs_judge,
+    references=("selfattention.cost.window_msa_macs",
+                "selfattention.cost.msa_macs"),
+    written="why is 4HWC² the same in every stage, and what does the "
+            "64-fold ratio of chapter 8 count besides score entries?",
+    written_points=1, seed=82,
+    success="embedding or merging, then per block 4HWC² + 2M²HWC for the "
+            "attention and 8HWC² for the MLP, stage by stage.",
+    doc="Exercise 8.2: the multiply-adds of a Swin backbone, per stage.")
 
 
-# ------------------------------------------------------------------ 7.3
-def _ratio_cases(rng):
-    fixed = [(56, 56, 7), (28, 28, 7), (16, 8, 4)]
-    M = int(rng.integers(2, 9))
-    drawn = (M * int(rng.integers(1, 9)), M * int(rng.integers(1, 9)), M)
-    return [{"h": h, "w": w, "M": M} for h, w, M in fixed + [drawn]]
+# ------------------------------------------------------------------ 8.3
+def _padding_cases(rng):
+    M_d, h_d = int(rng.integers(2, 5)), int(rng.integers(1, 3))
+    grid = (M_d * int(rng.integers(1, 4)), M_d * int(rng.integers(1, 4)))
+    cases = []
+    for (H, W), M, shift, h in [((8, 12), 4, 2, 2), ((6, 3), 3, 1, 1),
+                                (grid, M_d, int(rng.integers(1, M_d)), h_d)]:
+        C = 2 * h
+        cases.append({"x": rng.standard_normal((H, W, C)),
+                      "W_q": rng.standard_normal((C, C)) / np.sqrt(C),
+                      "W_k": rng.standard_normal((C, C)) / np.sqrt(C),
+                      "W_v": rng.standard_normal((C, C)),
+                      "W_o": rng.standard_normal((C, C)),
+                      "h": h, "M": M, "shift": shift,
+                      "table": rng.standard_normal((h, 2 * M - 1,
+                                                    2 * M - 1))})
+    return cases
 
 
-def _ratio_run(my_ratio, h, w, M):
-    return call(my_ratio, h, w, M, what="my_ratio")
+def _padding_run(my_padded_attention, x, W_q, W_k, W_v, W_o, h, M, shift,
+                 table):
+    return call(my_padded_attention, x, W_q, W_k, W_v, W_o, h, M, shift,
+                table, what="my_padded_attention")
 
 
-def _ratio_judge(out, h, w, M):
-    try:
-        if isinstance(out, (str, Opaque, tuple, list)) or out is None:
-            raise TypeError
-        got = float(np.asarray(out, dtype=float))
-    except (TypeError, ValueError):
-        raise Wrong(f"my_ratio should return a number, got "
-                    f"{type_name(out)}") from None
-    n = h * w
-    want = n / M ** 2
-    if np.isclose(got, want):
+def _padding_judge(out, x, W_q, W_k, W_v, W_o, h, M, shift, table):
+    Y, A = returned_arrays(out, 2, "my_padded_attention should return a "
+                           "pair (Y, A)")
+    (H, W, _), Ws = x.shape, (W_q, W_k, W_v, W_o)
+    expect_shape(Y, "Y", x.shape, "(H, W, C)", "crop the padding away")
+    n_pad = (H // M + 1) * (W // M + 1)
+    if A.ndim == 4 and A.shape[0] == (H // M) * (W // M):
+        raise Wrong(f"A holds {A.shape[0]} windows, as many as the cyclic "
+                    f"shift uses; the padded grid has (H/M + 1)·(W/M + 1) "
+                    f"= {n_pad}")
+    expect_shape(A, "A", (n_pad, h, M * M, M * M), "(windows, h, M², M²)")
+    if not np.allclose(A.sum(axis=-1), 1.0):
+        raise Wrong("some rows of A do not sum to one")
+    pad = [(M - shift, shift)] * 2 + [(0, 0)]
+    real = window_partition(np.pad(np.ones((H, W, 1), bool), pad), M)[..., 0]
+    padded_keys = (A * ~real[:, None, None, :]).max() > 1e-12
+    want, _ = window_attention(x, *Ws, h, M, shift, table)
+    if np.allclose(Y, want, atol=1e-10) and not padded_keys:
         return None
-    where = f"for a {h}x{w} grid and M={M}"
-    if np.isclose(got, 1 / want):
-        raise Wrong(f"{where} the ratio is upside down: global entries "
-                    f"divided by window entries is larger than one")
-    if np.isclose(got, n / M):
-        raise Wrong(f"{where} each query sees M² keys in its window, "
-                    f"not M: divide by M²")
-    if np.isclose(got, n ** 2 / M ** 2):
-        raise Wrong(f"{where} global attention has (hw)² entries and "
-                    f"window attention hw·M²; you divided (hw)² by M²")
-    raise Wrong(f"{where} expected {want:g}, got {got:g}: global "
-                f"attention has (hw)² score entries per head, window "
-                f"attention hw·M²")
+    if 2 * shift != M and np.allclose(
+            Y, window_attention(x, *Ws, h, M, M - shift, table)[0]):
+        raise Wrong(f"these are the windows shifted by M - shift = "
+                    f"{M - shift}: pad M - shift patches before the grid "
+                    f"and shift after it, not the other way round")
+    if padded_keys:                                # real: (windows, M²)
+        raise Wrong("queries give weight to padded keys: mask every key "
+                    "that is padding, in every window")
+    if np.allclose(Y, window_attention(x, *Ws, h, M, shift)[0]):
+        raise Wrong("the windows are right but the bias is missing: add "
+                    "relative_position_bias(table, (M, M)) to every "
+                    "window's scores")
+    bad = np.argwhere(~np.isclose(Y, want, atol=1e-10).all(axis=-1))
+    raise Wrong(f"Y differs from shifted-window attention at {len(bad)} of "
+                f"{H * W} tokens, the first at {tuple(int(v) for v in bad[0])}")
 
 
-check_score_ratio = Exercise(
-    "ex-windows-ratio", kind="Derive", points=1,
-    answers=("my_ratio",), cases=_ratio_cases, run=_ratio_run,
-    judge=_ratio_judge,
-    references=("selfattention.cost.window_score_entries",
-                "selfattention.cost.score_entries"), seed=73,
-    success="the ratio of score entries is h·w / M², the number of "
-            "windows: 64 for Swin's 56 × 56 grid.",
-    doc="Exercise 8.3: how many times fewer score entries windows need.")
+check_padding = Exercise(
+    "ex-windows-padding", kind="Prove", points=3,
+    answers=("my_padded_attention",), cases=_padding_cases,
+    run=_padding_run, judge=_padding_judge,
+    references=("selfattention.windows.window_attention",
+                "selfattention.windows.cyclic_shift",
+                "selfattention.windows.reverse_cyclic_shift",
+                "selfattention.windows.region_labels",
+                "selfattention.windows.rolled_window_masks",
+                "selfattention.windows.shifted_window_mask",
+                "selfattention.windows.shifted_window_bias"),
+    written="prove that the padded windows and the rolled, masked windows "
+            "give every token the same output.", written_points=2,
+    seed=83,
+    success="padding the grid and masking the padded keys computes the "
+            "same outputs as the cyclic shift with its mask, in more "
+            "windows.",
+    doc="Exercise 8.3: shifted windows by padding, equal to the cyclic "
+        "shift.")
 
 
-# ------------------------------------------------------------------ 7.4
-def _index_cases(rng):
-    return [{"M": M} for M in (2, 3, 7, int(rng.integers(4, 10)))]
+# ------------------------------------------------------------------ 8.4
+def _spread_cases(rng):
+    M = int(rng.integers(2, 5))
+    grid = (M * int(rng.integers(2, 5)), M * int(rng.integers(2, 5)))
+    source = (int(rng.integers(grid[0])), int(rng.integers(grid[1])))
+    return [{"grid": (16, 16), "M": 4, "source": (5, 6), "blocks": 5,
+             "seed": 0},
+            {"grid": grid, "M": M, "source": source,
+             "blocks": int(rng.integers(3, 7)),
+             "seed": int(rng.integers(1000))}]
 
 
-def _index_run(my_index, M):
-    return call(my_index, M, what="my_index")
+def _spread_run(my_spread, grid, M, source, blocks, seed):
+    return call(my_spread, grid, M, source, blocks, seed, what="my_spread")
 
 
-def _index_judge(out, M):
-    out = _as_array(out, "my_index")
-    want = relative_position_index((M, M))
-    if out.shape != want.shape:
-        raise Wrong(f"for M={M} the index should have shape (M², M²) = "
-                    f"{want.shape}, got {out.shape}")
-    if np.array_equal(out, want):
+def _spread(grid, M, source, blocks, ids_of):
+    """Tokens reached from ``source`` after each block."""
+    H, W = grid
+    reached = np.zeros(H * W, bool)
+    reached[source[0] * W + source[1]] = True
+    counts = []
+    for b in range(blocks):
+        ids = ids_of(b).ravel()
+        reached = np.isin(ids, ids[reached])
+        counts.append(int(reached.sum()))
+    return np.array(counts)
+
+
+def _spread_judge(out, grid, M, source, blocks, seed):
+    got = returned_array(out, "my_spread", "one count per block")
+    expect_shape(got, "the counts", (blocks,), "(blocks,)")
+    s = M // 2
+    want = _spread(grid, M, source, blocks,
+                   lambda b: padded_window_ids(grid, M, s * (b % 2)))
+    if np.array_equal(got, want):
         return None
-    if out.min() < 0:
-        raise Wrong(f"for M={M} some indices are negative: shift both "
-                    f"offsets by M - 1 so they start at 0")
-    if np.array_equal(out, want.T):
-        raise Wrong(f"for M={M} you used the offset of key minus query; "
-                    f"the convention here is query minus key, "
-                    f"r_i - r_j")
-    r, c = np.divmod(np.arange(M * M), M)
-    dr = r[:, None] - r[None, :] + M - 1
-    dc = c[:, None] - c[None, :] + M - 1
-    if np.array_equal(out, dr * M + dc):
-        raise Wrong(f"for M={M} the row offset must be multiplied by "
-                    f"2M - 1 = {2 * M - 1} (the number of column "
-                    f"offsets), not by M: otherwise different offsets "
-                    f"share an index")
-    if np.array_equal(out, dc * (2 * M - 1) + dr):
-        raise Wrong(f"for M={M} rows and columns are swapped: the row "
-                    f"offset is the slow one, Δr·(2M-1) + Δc")
-    raise Wrong(f"for M={M} the index differs from "
-                f"(Δr + M - 1)·(2M - 1) + (Δc + M - 1)")
+    where = f"for grid {grid}, M={M}, source {source}"
+    regular = window_ids(grid, M).reshape(grid)
+    if np.array_equal(got, _spread(grid, M, source, blocks,
+                                   lambda b: regular)):
+        raise Wrong(f"{where} the spread stops at one window: every other "
+                    f"block must shift its windows by M // 2")
+    wrapped = np.roll(regular, (s, s), axis=(0, 1))   # rolled, no mask
+    if np.array_equal(got, _spread(grid, M, source, blocks, lambda b: (
+            wrapped if b % 2 else regular))):
+        raise Wrong(f"{where} influence crosses the grid's edge: the rolled "
+                    f"windows need their mask")
+    if np.array_equal(got, _spread(grid, M, source, blocks, lambda b: (
+            padded_window_ids(grid, M, s * ((b + 1) % 2))))):
+        raise Wrong(f"{where} the first block uses regular windows, the "
+                    f"second shifted ones")
+    if np.all(got <= want):
+        raise Wrong(f"{where} you count too few tokens ({got.tolist()}): "
+                    f"count every output that changed at all, and keep the "
+                    f"softmax soft (small W_q, W_k), or a far change falls "
+                    f"below the rounding of the output")
+    raise Wrong(f"{where} the counts {got.tolist()} are not those of a stack "
+                f"of regular and shifted window blocks")
 
 
-check_relative_index = Exercise(
-    "ex-windows-index", kind="Implement", points=1,
-    answers=("my_index",), cases=_index_cases, run=_index_run,
-    judge=_index_judge,
-    references=("selfattention.position.relative_position_index",),
-    seed=74,
-    success="every pair reads the row of its offset, and the index runs "
-            "over 0 … (2M-1)² - 1.",
-    doc="Exercise 8.4: the relative position index of an M × M window.")
+check_spread = Exercise(
+    "ex-windows-spread", kind="Experiment", points=2,
+    answers=("my_spread",), cases=_spread_cases, run=_spread_run,
+    judge=_spread_judge,
+    references=("selfattention.windows.padded_window_ids",
+                "selfattention.windows.shifted_window_mask"),
+    written="how fast does the spread grow, in the middle and from a "
+            "corner, and how many blocks does a 56 × 56 grid with M = 7 "
+            "need? Compare with chapter 7's convolutions.",
+    written_points=1, seed=84,
+    success="the perturbation reaches exactly the tokens that alternating "
+            "regular and shifted windows connect.",
+    doc="Exercise 8.4: how far a change travels through window blocks.")
