@@ -1,16 +1,16 @@
-"""The checks of chapter 4 accept right answers and explain wrong ones."""
+"""The checks of chapter 4 accept right answers, on public and hidden
+cases, and explain wrong ones."""
 
 import numpy as np
 import pytest
 import torch
 
 from exercise_answers import own
-from selfattention import masks, torch_bridge
-from selfattention.attention import attention as library_attention
-from selfattention.attention import softmax
+from selfattention import attention, data, masks, patches, torch_bridge
+from selfattention.attention import softmax as library_softmax
 from selfattention.exercises import masks as checks
 
-attention = own(library_attention)
+softmax = own(library_softmax)
 
 
 def expect(fb, status, words=()):
@@ -20,149 +20,255 @@ def expect(fb, status, words=()):
         assert word in fb.message, fb.message
 
 
-# ------------------------------------------------------------- causal mask
-def test_causal_check_accepts_a_copy_and_reviews_the_library(capsys):
-    checks.check_causal_mask(own(masks.causal_mask))
-    assert "Correct" in capsys.readouterr().out
-    expect(checks.check_causal_mask.feedback(masks.causal_mask), "for review",
-           ["masks.causal_mask"])
+def hidden(ex, answer, seeds=range(5)):
+    """The answer's verdict on cases drawn as the grader draws them."""
+    for seed in seeds:
+        cases = ex.draw(np.random.default_rng(2000 + seed))
+        fb = ex.assess(ex.attempt([answer], cases), cases)
+        assert fb.status == "correct", (seed, fb.message)
 
 
-def starter_causal(n):
-    ...                        # the student version of the solution cell
+# ------------------------------------------------------------ 4.1 shrink
+def shrinkage(S, mask):
+    return (softmax(S) * mask).sum(axis=-1)
 
 
-def starter_attention(Q, K, V, mask):
-    ...
+def test_the_zeroed_output_is_the_masked_output_times_the_shrinkage():
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((6, 3)) for _ in range(3))
+    mask = rng.random((6, 6)) < 0.5
+    mask[np.arange(6), np.arange(6)] = True
+    S = Q @ K.T / np.sqrt(3)
+    Y, _ = attention.attention(Q, K, V, mask=mask)
+    Y_zeroed = (softmax(S) * mask) @ V
+    assert np.allclose(Y_zeroed, shrinkage(S, mask)[:, None] * Y)
 
 
-def starter_to_mha(mask):
-    ...
+def test_shrinkage_check_accepts_the_factor_on_hidden_cases():
+    expect(checks.check_shrinkage.feedback(shrinkage), "correct")
+    expect(checks.check_shrinkage.feedback(
+        lambda S, m: (library_softmax(S) * m).sum(-1)), "correct")
+    hidden(checks.check_shrinkage, shrinkage)
 
 
-@pytest.mark.parametrize("answer, status, words", [
-    (None, "not done", ["empty"]),
-    (starter_causal, "not done", ["returned None"]),
-    (lambda n: np.triu(np.ones((n, n), bool)), "wrong", ["future", "tril"]),
-    (lambda n: ~np.tril(np.ones((n, n), bool)), "wrong", ["blocked"]),
-    (lambda n: np.tril(np.ones((n, n), bool), -1), "wrong", ["diagonal"]),
-    (lambda n: np.tril(np.ones((n, n))), "wrong", ["dtype", "boolean"]),
-    (lambda n: np.where(np.tril(np.ones((n, n), bool)), 0.0, -np.inf),
-     "wrong", ["additive"]),
-    (lambda n: np.tril(np.ones((5, 5), bool)), "wrong", ["shape"]),
-    (lambda n: np.ones((n, n), bool), "wrong", ["entry [0, 1]"]),
-    (lambda n: 1 / 0, "wrong", ["ZeroDivisionError"]),
-])
-def test_causal_check_names_the_problem(answer, status, words):
-    expect(checks.check_causal_mask.feedback(answer), status, words)
-
-
-# ------------------------------------------------------- masked attention
-def reference(Q, K, V, mask):
-    return attention(Q, K, V, mask)
-
-
-def after_softmax(Q, K, V, mask):
-    A = softmax(Q @ K.T / np.sqrt(K.shape[1])) * mask
-    return A @ V, A
-
-
-def after_softmax_renormalised(Q, K, V, mask):
-    A = softmax(Q @ K.T / np.sqrt(K.shape[1])) * mask
-    A = A / A.sum(axis=-1, keepdims=True)
-    return A @ V, A
-
-
-def big_negative(Q, K, V, mask):
-    A = softmax(np.where(mask, Q @ K.T / np.sqrt(K.shape[1]), -1e9))
-    return A @ V, A
-
-
-def ignored(Q, K, V, mask):
-    return attention(Q, K, V)
-
-
-def inverted(Q, K, V, mask):
-    return attention(Q, K, V, ~mask)
-
-
-def zero_scores(Q, K, V, mask):
-    A = softmax(Q @ K.T / np.sqrt(K.shape[1]) * mask)
-    return A @ V, A
-
-
-def unscaled(Q, K, V, mask):
-    A = softmax(np.where(mask, Q @ K.T, -np.inf))
-    return A @ V, A
-
-
-def small_penalty(Q, K, V, mask):
-    A = softmax(np.where(mask, Q @ K.T / np.sqrt(K.shape[1]), -30.0))
-    return A @ V, A
-
-
-def wrong_output(Q, K, V, mask):
-    Y, A = attention(Q, K, V, mask)
-    return Y + 1, A
-
-
-def weights_only(Q, K, V, mask):
-    return attention(Q, K, V, mask)[1]
-
-
-@pytest.mark.parametrize("answer", [reference, after_softmax_renormalised,
-                                    big_negative])
-def test_masked_attention_check_accepts_right_answers(answer):
-    expect(checks.check_masked_attention.feedback(answer), "correct")
+def naive(S, mask):
+    E = np.exp(S)
+    return (E * mask).sum(-1) / E.sum(-1)
 
 
 @pytest.mark.parametrize("answer, status, words", [
     (None, "not done", ["empty"]),
-    (starter_attention, "not done", ["returned None"]),
-    (after_softmax, "wrong", ["after the softmax", "sum to", "-inf"]),
-    (ignored, "wrong", ["no effect"]),
-    (inverted, "wrong", ["blocked the allowed"]),
-    (zero_scores, "wrong", ["set to 0"]),
-    (unscaled, "wrong", ["√d_k"]),
-    (small_penalty, "wrong", ["not exactly zero"]),
-    (wrong_output, "wrong", ["Y = A @ V"]),
-    (weights_only, "wrong", ["pair"]),
-    (library_attention, "for review", ["attention.attention"]),
+    (lambda S, m: None, "not done", ["None"]),
+    (lambda S, m: "rho", "wrong", ["array of numbers"]),
+    (lambda S, m: softmax(S) * m, "wrong", ["add up over the keys"]),
+    (lambda S, m: shrinkage(S, m)[..., :1], "wrong", ["one factor per"]),
+    (naive, "wrong", ["maximum"]),
+    (lambda S, m: 1 - shrinkage(S, m), "wrong", ["1 − ρ"]),
+    (lambda S, m: np.ones(S.shape[:-1]), "wrong", ["return 1"]),
+    (lambda S, m: 1 / shrinkage(S, m), "wrong", ["not divided"]),
+    (lambda S, m: (np.exp(S - S.max(-1, keepdims=True)) * m).sum(-1),
+     "wrong", ["sum over all keys"]),
+    (lambda S, m: (softmax(S) * m).max(-1), "wrong", ["not only the"]),
+    (lambda S, m: shrinkage(S, m) ** 2, "wrong", ["query 0"]),
 ])
-def test_masked_attention_check_names_the_problem(answer, status, words):
-    expect(checks.check_masked_attention.feedback(answer), status, words)
+def test_shrinkage_check_names_the_problem(answer, status, words):
+    expect(checks.check_shrinkage.feedback(answer), status, words)
 
 
-def test_after_softmax_message_reports_row_sums_below_one():
-    msg = checks.check_masked_attention.feedback(after_softmax).message
-    sums = [float(s) for s in msg.split("sum to ")[1].split(", not")[0]
-            .split(", ")]
-    assert len(sums) == 4 and all(0 < s < 1 for s in sums)
+# ------------------------------------------------------- 4.2 batch masks
+def allowed(lengths, n):
+    i = np.arange(n)
+    return ((i[None, :] <= i[:, None])[None]
+            & (i[None, None, :] < np.asarray(lengths)[:, None, None]))
 
 
-# ----------------------------------------------- PyTorch's convention
-@pytest.mark.parametrize("answer", [
-    own(torch_bridge.mask_for_mha),
-    lambda m: torch.from_numpy(~m),
-    lambda m: torch.logical_not(torch.tensor(m)),
-])
-def test_mha_check_accepts_right_answers(answer):
-    expect(checks.check_mha_mask.feedback(answer), "correct")
+def batch_masks(lengths, n, h):
+    a = allowed(lengths, n)                                   # (B, n, n)
+    return (torch.from_numpy(~a).repeat_interleave(h, dim=0),
+            torch.from_numpy(a)[:, None])
+
+
+def with_own_helpers(lengths, n, h):
+    """The library's helpers, retyped: our masks, then the two conversions."""
+    a = own(masks.causal_mask)(n) & own(masks.padding_mask)(
+        np.asarray(lengths), n)
+    return (own(torch_bridge.mask_for_mha)(np.repeat(a, h, axis=0)),
+            own(torch_bridge.mask_for_sdpa)(a[:, None]))
+
+
+def head_major(lengths, n, h):
+    a = allowed(lengths, n)
+    return (torch.from_numpy(np.tile(~a, (h, 1, 1))),
+            torch.from_numpy(a)[:, None])
+
+
+def from_allowed(make):
+    """An answer whose (B, n, n) 'allowed' mask is make(lengths, n)."""
+    def answer(lengths, n, h):
+        a = np.array(np.broadcast_to(make(np.asarray(lengths), n),
+                                     (len(lengths), n, n)))
+        return (torch.from_numpy(np.repeat(~a, h, axis=0)),
+                torch.from_numpy(a)[:, None])
+    return answer
+
+
+def lower(n, k=0):
+    return np.tril(np.ones((n, n), bool), k)[None]
+
+
+def keys(L, n):
+    return (np.arange(n)[None, None, :] < L[:, None, None])
+
+
+def queries(L, n):
+    return (np.arange(n)[None, :, None] < L[:, None, None])
+
+
+def test_batch_masks_check_accepts_right_answers_on_hidden_cases():
+    expect(checks.check_batch_masks.feedback(batch_masks), "correct")
+    expect(checks.check_batch_masks.feedback(with_own_helpers), "correct")
+    hidden(checks.check_batch_masks, batch_masks)
 
 
 @pytest.mark.parametrize("answer, status, words", [
     (None, "not done", ["empty"]),
-    (starter_to_mha, "not done", ["returned None"]),
-    (lambda m: torch.from_numpy(m.copy()), "wrong", ["unchanged", "~"]),
-    (own(torch_bridge.mask_for_sdpa), "wrong", ["unchanged"]),
-    (torch_bridge.mask_for_mha, "for review", ["torch_bridge.mask_for_mha"]),
-    (lambda m: ~m, "wrong", ["NumPy array", "torch.from_numpy"]),
-    (lambda m: torch.from_numpy((~m).astype(float)), "wrong", ["torch.bool"]),
-    (lambda m: torch.from_numpy(np.ascontiguousarray(~m.T)), "wrong",
-     ["transposed"]),
-    (lambda m: torch.from_numpy(~m[:5]), "wrong", ["shape"]),
-    (lambda m: [[True]], "wrong", ["torch.Tensor", "list"]),
-    (lambda m: torch.from_numpy(np.zeros_like(m)), "wrong", ["entry [0, 1]"]),
+    (lambda L, n, h: None, "not done", ["None"]),
+    (lambda L, n, h: batch_masks(L, n, h)[0], "wrong", ["pair"]),
+    (lambda L, n, h: (batch_masks(L, n, h)[0].numpy(),
+                      batch_masks(L, n, h)[1]), "wrong", ["NumPy array"]),
+    (lambda L, n, h: (batch_masks(L, n, h)[0].double(),
+                      batch_masks(L, n, h)[1]), "wrong", ["torch.bool"]),
+    (lambda L, n, h: ("mask", batch_masks(L, n, h)[1]), "wrong",
+     ["torch.Tensor"]),
+    (lambda L, n, h: (torch.from_numpy(~allowed(L, n)),
+                      batch_masks(L, n, h)[1]), "wrong", ["(B·h, n, n)"]),
+    (lambda L, n, h: (~batch_masks(L, n, h)[0], batch_masks(L, n, h)[1]),
+     "wrong", ["reads True as 'blocked'"]),
+    (head_major, "wrong", ["repeat h times in a row"]),
+    (from_allowed(lambda L, n: lower(n) & queries(L, n)), "wrong",
+     ["padded queries"]),
+    (from_allowed(lambda L, n: np.broadcast_to(lower(n), (len(L), n, n))),
+     "wrong", ["padding is missing"]),
+    (from_allowed(lambda L, n: np.broadcast_to(keys(L, n), (len(L), n, n))),
+     "wrong", ["causal part is missing"]),
+    (from_allowed(lambda L, n: ~lower(n, -1) & keys(L, n)), "wrong",
+     ["j ≤ i"]),
+    (from_allowed(lambda L, n: lower(n, -1) & keys(L, n)), "wrong",
+     ["diagonal"]),
+    (from_allowed(lambda L, n: lower(n) | keys(L, n)), "wrong", ["'and'"]),
+    (lambda L, n, h: (batch_masks(L, n, h)[0],
+                      torch.from_numpy(allowed(L, n))), "wrong",
+     ["head axis"]),
+    (lambda L, n, h: (batch_masks(L, n, h)[0],
+                      torch.from_numpy(allowed(L, n)[:, :1])), "wrong",
+     ["broadcast"]),
+    (lambda L, n, h: (batch_masks(L, n, h)[0], ~batch_masks(L, n, h)[1]),
+     "wrong", ["reads True as 'may"]),
+    (lambda L, n, h: (batch_masks(L, n, h)[0],
+                      torch.from_numpy(lower(n) & queries(L, n))[:, None]),
+     "wrong", ["for_sdpa: you hid the padded queries"]),
+    (torch_bridge.mask_for_mha, "wrong", ["raised TypeError"]),
+    (lambda L, n, h: (torch_bridge.mask_for_mha(np.repeat(allowed(L, n), h,
+                                                          axis=0)),
+                      torch_bridge.mask_for_sdpa(allowed(L, n)[:, None])),
+     "for review", ["torch_bridge"]),
+    (lambda L, n, h: batch_masks(L, n, h) if masks.causal_mask(n) is not None
+     else None, "for review", ["causal_mask"]),
 ])
-def test_mha_check_names_the_problem(answer, status, words):
-    expect(checks.check_mha_mask.feedback(answer), status, words)
+def test_batch_masks_check_names_the_problem(answer, status, words):
+    expect(checks.check_batch_masks.feedback(answer), status, words)
+
+
+# ------------------------------------------------------------- 4.3 rows
+def predicted(lengths, n, left_padded, need_weights):
+    L = np.asarray(lengths)[:, None]
+    i = np.arange(n)[None, :]
+    empty = (i < n - L) if left_padded else np.broadcast_to(L == 0,
+                                                            (len(L), n))
+    return np.where(empty, "nan" if need_weights else "zero", "value")
+
+
+def test_the_prediction_is_what_pytorch_does_on_hidden_cases():
+    expect(checks.check_empty_rows.feedback(predicted), "correct")
+    hidden(checks.check_empty_rows, predicted)
+
+
+def no_empty_item(lengths, n, left_padded, need_weights):
+    out = predicted(lengths, n, left_padded, need_weights)
+    out[np.asarray(lengths) == 0] = "value"
+    return out
+
+
+def right_padding_empties(lengths, n, left_padded, need_weights):
+    L = np.asarray(lengths)[:, None]
+    empty = np.arange(n)[None, :] >= L
+    state = "nan" if need_weights else "zero"
+    if left_padded:
+        return predicted(lengths, n, left_padded, need_weights)
+    return np.where(empty, state, "value")
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (None, "not done", ["empty"]),
+    (lambda *a: None, "not done", ["None"]),
+    (lambda *a: "nan", "wrong", ["array of strings"]),
+    (lambda L, n, l, w: np.full((n, len(L)), "nan"), "wrong", ["shape"]),
+    (lambda L, n, l, w: np.zeros((len(L), n)), "wrong", ["one of"]),
+    (lambda L, n, l, w: np.full((len(L), n), "NaN"), "wrong", ["one of"]),
+    (lambda L, n, l, w: predicted(L, n, l, not w), "wrong",
+     ["right rows are empty"]),
+    (lambda L, n, l, w: np.full((len(L), n), "value"), "wrong",
+     ["no real token"]),
+    (no_empty_item, "wrong", ["no real token"]),
+    (right_padding_empties, "wrong", ["keeps the real keys"]),
+    (lambda L, n, l, w: predicted(L, n, False, w), "wrong",
+     ["left padding"]),
+])
+def test_rows_check_names_the_problem(answer, status, words):
+    expect(checks.check_empty_rows.feedback(answer), status, words)
+
+
+# ------------------------------------------------------------ 4.4 local
+def local_vs_global(radius, seed, after=False, full_radius=None):
+    rng = np.random.default_rng(seed)
+    X = patches.center(patches.patchify(data.two_squares(rng), 4))
+    W = [rng.standard_normal((16, 16)) for _ in range(3)]
+    Q, K, V = (X @ w for w in W)
+    near = masks.neighborhood_mask((8, 8), radius)
+    Y, A = attention.attention(Q, K, V)
+    Y_near = (A * near) @ V if after else \
+        attention.attention(Q, K, V, mask=near)[0]
+    inside = (A * near).sum(axis=1)
+    gap = np.linalg.norm(Y_near - Y, axis=1)
+    spread = np.linalg.norm(V[:, None] - V[None], axis=-1).max()
+    return inside, gap, spread
+
+
+def test_local_check_accepts_a_real_experiment_on_hidden_cases():
+    expect(checks.check_local.feedback(local_vs_global), "correct")
+    hidden(checks.check_local, local_vs_global)
+
+
+def shifted(radius, seed):
+    inside, gap, spread = local_vs_global(radius, seed)
+    return inside, gap + (radius < 7) * 1e3, spread
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (None, "not done", ["empty"]),
+    (lambda r, s: None, "not done", ["None"]),
+    (lambda r, s: local_vs_global(r, s)[:2], "wrong", ["triple"]),
+    (lambda r, s: (np.ones(16), np.zeros(16), 1.0), "wrong", ["(64,)"]),
+    (lambda r, s: (np.full(64, np.nan), np.zeros(64), 1.0), "wrong",
+     ["NaN"]),
+    (lambda r, s: (local_vs_global(r, s)[0] * 2, *local_vs_global(r, s)[1:]),
+     "wrong", ["between 0 and 1"]),
+    (lambda r, s: (local_vs_global(r, s)[0], -local_vs_global(r, s)[1],
+                   1.0), "wrong", ["negative"]),
+    (shifted, "wrong", ["larger than (1 − inside)·spread"]),
+    (lambda r, s: local_vs_global(r, s + r), "wrong", ["same seed"]),
+    (lambda r, s: (np.full(64, 0.5), np.zeros(64), 1.0), "wrong",
+     ["radius 7"]),
+])
+def test_local_check_names_the_problem(answer, status, words):
+    expect(checks.check_local.feedback(answer), status, words)

@@ -1,117 +1,196 @@
-"""The checks of chapter 3's exercises accept right answers and explain
-wrong ones."""
+"""The checks of chapter 3's exercises accept right answers, on public and
+hidden cases, and explain wrong ones."""
 
 import numpy as np
 import pytest
 
-from exercise_answers import own
-from selfattention import attention as lib
 from selfattention.exercises import multihead as checks
 
-attention, merge_heads, multi_head_attention, split_heads = (
-    own(lib.attention), own(lib.merge_heads), own(lib.multi_head_attention),
-    own(lib.split_heads))
+torch = pytest.importorskip("torch")
 
 
-
-# ------------------------------------------------------------ split / merge
-def split_by_hand(Z, h):
-    n, width = Z.shape[-2:]
-    return np.swapaxes(Z.reshape(*Z.shape[:-1], h, width // h), -2, -3)
-
-
-def merge_no_batch(Z):
-    h, n, w = Z.shape
-    return Z.transpose(1, 0, 2).reshape(n, h * w)
-
-
-@pytest.mark.parametrize("split, merge, status, words", [
-    (split_heads, merge_heads, "correct", []),
-    (split_by_hand, merge_heads, "correct", []),
-    (None, merge_heads, "not done", ["empty"]),
-    (lambda Z, h: None, merge_heads, "not done", ["None"]),
-    (lambda Z, h: Z.reshape(h, Z.shape[0], -1), merge_heads, "wrong",
-     ["plain reshape"]),
-    (lambda Z, h: Z.reshape(Z.shape[0], -1, h).transpose(2, 0, 1), merge_heads,
-     "wrong", ["interleaved"]),
-    (lambda Z, h: Z.reshape(Z.shape[0], h, -1), merge_heads, "wrong",
-     ["head axis first"]),
-    (lambda Z, h: Z.reshape(h, -1), merge_heads, "wrong", ["shape"]),
-    (lambda Z, h: Z.reshape(Z.shape[0], h, -1).transpose(1, 0, 2),
-     merge_heads, "wrong", ["batch axis"]),
-    (split_heads, lambda H: H.reshape(H.shape[-2], -1), "wrong",
-     ["without moving"]),
-    (split_heads, merge_no_batch, "wrong", ["batch axis"]),
-    (split_heads, lambda H: H[0], "wrong", ["shape"]),
-    (lib.split_heads, merge_heads, "for review", ["split_heads"]),
-    (split_heads, lib.merge_heads, "for review", ["merge_heads"]),
-])
-def test_split_merge_check(split, merge, status, words):
-    fb = checks.check_split_merge.feedback(split, merge)
-    assert fb.status == status
+def expect(fb, status, words=()):
+    assert fb.status == status, fb.message
+    assert fb.points == (fb.max_points if status == "correct" else 0)
     for word in words:
-        assert word in fb.message
+        assert word in fb.message, fb.message
 
 
-# ------------------------------------------------------------ the loop
-def loop(X, W_q, W_k, W_v, W_o, h, scale=None, step=None, order=1, Wo=True):
-    d_k = W_q.shape[1] // h
-    cols = [slice(i, None, h) if step else slice(i * d_k, (i + 1) * d_k)
-            for i in range(h)]
-    outs = [attention(X @ W_q[:, c], X @ W_k[:, c], X @ W_v[:, c],
-                      scale=scale) for c in cols]
-    Y = np.concatenate([o[0] for o in outs][::order], axis=1)
-    return (Y @ W_o if Wo else Y), np.stack([o[1] for o in outs])
+def hidden(ex, answer, seeds=range(5)):
+    """The answer's verdict on cases drawn as the grader draws them."""
+    for seed in seeds:
+        cases = ex.draw(np.random.default_rng(1000 + seed))
+        fb = ex.assess(ex.attempt([answer], cases), cases)
+        assert fb.status == "correct", (seed, fb.message)
+
+
+# ------------------------------------------------------------ 3.1 counts
+def counts(d, d_c, h, n, m):
+    return (2 * d * d + 2 * d * d_c,
+            2 * n * d * d + 2 * m * d_c * d + 2 * n * m * d)
+
+
+def test_counts_formula_matches_pytorch_parameters_and_flops():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    for d, d_c, h, n, m in [(16, 16, 4, 64, 64), (64, 32, 4, 10, 7),
+                            (48, 96, 3, 5, 9)]:
+        mha = torch.nn.MultiheadAttention(d, h, kdim=d_c, vdim=d_c,
+                                          bias=False, batch_first=True)
+        params, macs = checks.mha_counts(d, d_c, h, n, m)
+        assert sum(p.numel() for p in mha.parameters()) == params
+        x, c = torch.randn(1, n, d), torch.randn(1, m, d_c)
+        with torch.no_grad(), FlopCounterMode(display=False) as flops:
+            mha(x, c, c, need_weights=True)       # the explicit products
+        assert flops.get_total_flops() == 2 * macs
+
+
+def test_counts_check_accepts_the_formula_on_hidden_cases():
+    expect(checks.check_counts.feedback(counts), "correct")
+    hidden(checks.check_counts, counts)
 
 
 @pytest.mark.parametrize("answer, status, words", [
-    (multi_head_attention, "correct", []),
-    (loop, "correct", []),
     (None, "not done", ["empty"]),
-    (lambda *a: loop(*a, scale=1 / np.sqrt(8)), "wrong", ["√d = √8"]),
-    (lambda *a: loop(*a, scale=1.0), "wrong", ["not scaled"]),
-    (lambda *a: loop(*a, step=True), "wrong", ["contiguous"]),
-    (lambda *a: loop(*a, Wo=False), "wrong", ["@ W_o"]),
-    (lambda *a: loop(*a, order=-1), "wrong", ["reverse"]),
-    (lambda *a: loop(*a)[0], "wrong", ["pair"]),
-    (lambda *a: (loop(*a)[0], loop(*a)[1][0]), "wrong", ["A has shape"]),
-    (lambda *a: (2 * loop(*a)[0], loop(*a)[1]), "wrong", ["side by side"]),
-    (lib.multi_head_attention, "for review", ["multi_head_attention"]),
+    (lambda *a: None, "not done", ["None"]),
+    (checks.mha_counts, "for review", ["mha_counts"]),
+    (lambda d, c, h, n, m: 7, "wrong", ["pair"]),
+    (lambda d, c, h, n, m: (4 * d * d, counts(d, c, h, n, m)[1]), "wrong",
+     ["d_c × d"]),
+    (lambda d, c, h, n, m: (d * d + 2 * d * c, 0), "wrong", ["W_O"]),
+    (lambda d, c, h, n, m: (h * counts(d, c, h, n, m)[0], 0), "wrong",
+     ["depend on h"]),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * m * d),
+     "wrong", ["only Q Kᵀ and A V"]),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0],
+                            2 * n * d * d + 2 * m * c * d), "wrong",
+     ["only the projections"]),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
+                            + 2 * n * c * d + 2 * n * m * d), "wrong",
+     ["m context tokens"]),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], n * d * d
+                            + 2 * m * c * d + 2 * n * m * d), "wrong",
+     ["output projection"]),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
+                            + 2 * m * c * d + 2 * n * m * d // h), "wrong",
+     ["h heads"]),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
+                            + 2 * m * c * d + 2 * n * m * d * h), "wrong",
+     ["does not depend on h"]),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
+                            + 2 * m * c * d + n * m * d), "wrong",
+     ["both products"]),
 ])
-def test_multi_head_check(answer, status, words):
-    fb = checks.check_multi_head.feedback(answer)
-    assert fb.status == status
-    for word in words:
-        assert word in fb.message
+def test_counts_check_names_the_problem(answer, status, words):
+    expect(checks.check_counts.feedback(answer), status, words)
 
 
-# ------------------------------------------------------------ parameters
-def test_parameter_formula_matches_pytorch():
-    torch = pytest.importorskip("torch")
-    for d, h, bias in [(512, 8, True), (512, 8, False), (96, 3, True),
-                       (64, 64, False)]:
-        mha = torch.nn.MultiheadAttention(d, h, bias=bias)
-        assert sum(p.numel() for p in mha.parameters()) == \
-            checks.mha_parameter_count(d, h, bias)
-    assert checks.mha_parameter_count(512, 8) == 1_050_624
+# ------------------------------------------------------- 3.2 equivalent
+def equivalent(W_q, W_k, W_v, W_o, h, order, G, keys="inv_T", out="inv",
+               rows=True):
+    w = W_q.shape[1] // h
+    G_inv = np.linalg.inv(G)
+    on_keys = {"inv_T": G_inv.transpose(0, 2, 1), "inv": G_inv,
+               "same": np.stack([np.eye(w)] * h)}[keys]
+    on_out = {"inv": G_inv, "inv_T": G_inv.transpose(0, 2, 1),
+              "same": np.stack([np.eye(w)] * h)}[out]
+    blocks = [slice(i * w, (i + 1) * w) for i in order]
+    kept = [slice(i * w, (i + 1) * w) for i in range(h)]
+    return (np.hstack([W_q[:, b] @ g for b, g in zip(blocks, G)]),
+            np.hstack([W_k[:, b] @ g for b, g in zip(blocks, on_keys)]),
+            np.hstack([W_v[:, b] @ g for b, g in zip(blocks, G)]),
+            np.vstack([g @ W_o[b] for b, g in
+                       zip(blocks if rows else kept, on_out)]))
+
+
+def inverse_order(W_q, W_k, W_v, W_o, h, order, G):
+    return equivalent(W_q, W_k, W_v, W_o, h, np.argsort(order), G)
+
+
+def test_equivalent_check_accepts_the_construction_on_hidden_cases():
+    expect(checks.check_equivalent.feedback(equivalent), "correct")
+    hidden(checks.check_equivalent, equivalent)
 
 
 @pytest.mark.parametrize("answer, status, words", [
-    (lambda d, h, b: 4 * d * d + 4 * d * b, "correct", []),
-    (own(checks.mha_parameter_count), "correct", []),
-    (checks.mha_parameter_count, "for review", ["mha_parameter_count"]),
     (None, "not done", ["empty"]),
-    (lambda d, h, b: 3 * d * d + 3 * d * b, "wrong", ["W_o"]),
-    (lambda d, h, b: h * (4 * d * d + 4 * d * b), "wrong", ["depend on h"]),
-    (lambda d, h, b: 4 * d * (d // h) + 4 * d * b, "wrong", ["depend on h"]),
-    (lambda d, h, b: 4 * d * d, "wrong", ["biases are missing"]),
-    (lambda d, h, b: 4 * d * d + 3 * d * b, "wrong", ["output projection's"]),
-    (lambda d, h, b: 4 * d * d + 4 * d, "wrong", ["no biases"]),
-    (lambda d, h, b: 7, "wrong", ["expected"]),
-    (lambda d, h, b: "many", "wrong", ["integer"]),
+    (lambda *a: None, "not done", ["None"]),
+    (lambda W_q, W_k, W_v, W_o, h, o, G: (W_q, W_k, W_v), "wrong",
+     ["four arrays"]),
+    (lambda W_q, W_k, W_v, W_o, h, o, G: (W_q, W_k, W_v, W_o[:, :1]),
+     "wrong", ["shape"]),
+    (lambda W_q, W_k, W_v, W_o, h, o, G: (W_q, W_k, W_v, W_o), "wrong",
+     ["old order"]),
+    (inverse_order, "wrong", ["other way round"]),
+    (lambda *a: equivalent(*a, keys="same"), "wrong", ["keys were not"]),
+    (lambda *a: equivalent(*a, keys="inv"), "wrong", ["G[i]⁻ᵀ"]),
+    (lambda *a: equivalent(*a, rows=False), "wrong", ["row blocks"]),
+    (lambda *a: equivalent(*a, out="same"), "wrong", ["G[i]⁻¹ on the left"]),
+    (lambda *a: equivalent(*a, out="inv_T"), "wrong", ["not G[i]⁻ᵀ"]),
+    (lambda *a: tuple(np.full_like(W, np.nan) for W in a[:4]), "wrong",
+     ["NaN"]),
 ])
-def test_parameter_count_check(answer, status, words):
-    fb = checks.check_parameter_count.feedback(answer)
-    assert fb.status == status
-    for word in words:
-        assert word in fb.message
+def test_equivalent_check_names_the_problem(answer, status, words):
+    expect(checks.check_equivalent.feedback(answer), status, words)
+
+
+# ------------------------------------------------------------ 3.3 heads
+def test_retrieval_task_puts_both_payloads_in_the_target():
+    X, target = checks.retrieval_task(np.random.default_rng(0), 50)
+    assert X.shape == (50, 8, 8) and target.shape == (50, 8)
+    colours = X[..., :4].argmax(-1)
+    assert (colours[:, 0] == 0).all()
+    for c, part in ((1, slice(0, 4)), (2, slice(4, 8))):
+        assert ((colours == c).sum(1) == 1).all()
+        where = (colours == c).argmax(1)
+        assert np.array_equal(X[np.arange(50), where, 4:], target[:, part])
+
+
+def trained_error(h, seed):
+    """The solution's experiment: 200 Adam steps on one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        layer = torch.nn.MultiheadAttention(8, h, batch_first=True)
+        opt = torch.optim.Adam(layer.parameters(), lr=0.03)
+        for _ in range(200):
+            X, target = (torch.from_numpy(a).float()
+                         for a in checks.retrieval_task(rng, 64))
+            Y, _ = layer(X[:, :1], X, X, need_weights=False)
+            loss = ((Y[:, 0] - target) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        X, target = (torch.from_numpy(a).float()
+                     for a in checks.retrieval_task(rng, 1000))
+        with torch.no_grad():
+            Y, _ = layer(X[:, :1], X, X, need_weights=False)
+        return float(((Y[:, 0] - target) ** 2).sum() / (target ** 2).sum())
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_heads_check_accepts_a_real_experiment():
+    expect(checks.check_heads.feedback(trained_error), "correct")
+
+
+def fake(one, many):
+    return lambda h, seed: one if h == 1 else many
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (fake(0.38, 0.0), "correct", []),
+    (None, "not done", ["empty"]),
+    (lambda h, seed: None, "not done", ["None"]),
+    (fake("low", 0.0), "wrong", ["one number"]),
+    (fake([0.4, 0.4], 0.0), "wrong", ["one number"]),
+    (fake(float("nan"), 0.0), "wrong", ["≥ 0"]),
+    (fake(-0.1, 0.0), "wrong", ["≥ 0"]),
+    (fake(40.0, 0.0), "wrong", ["outputs zeros"]),
+    (fake(0.01, 0.0), "wrong", ["single weighted average"]),
+    (fake(0.38, 0.38), "wrong", ["Train longer"]),
+])
+def test_heads_check_names_the_problem(answer, status, words):
+    expect(checks.check_heads.feedback(answer), status, words)

@@ -2,239 +2,326 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..attention import (attention, merge_heads, multi_head_attention,
-                         split_heads)
-from .core import (Exercise, Wrong, call, returned_array, returned_arrays,
+from ..attention import multi_head_attention
+from .core import (Exercise, Opaque, Wrong, call, int_pair, returned_arrays,
                    type_name)
 
-__all__ = ["check_split_merge", "check_multi_head", "check_parameter_count",
-           "mha_parameter_count"]
+__all__ = ["check_counts", "check_equivalent", "check_heads", "mha_counts",
+           "retrieval_task"]
 
 
 # ------------------------------------------------------------------ 3.1
-def _split_cases(rng):
-    n, h, w = 5, 3, 2                      # all different: catches transposes
-    Z = np.arange(n * h * w, dtype=float).reshape(n, h * w)
-    B = rng.standard_normal((2, n, h * w))
-    Z2 = rng.standard_normal((n, h * w))
-    B2 = rng.standard_normal((2, n, h * w))
-    return [{"step": "split", "Z": Z, "h": h},
-            {"step": "split", "Z": B, "h": h},
-            {"step": "merge", "H": split_heads(Z2, h)},
-            {"step": "merge", "H": split_heads(B2, h)}]
+def mha_counts(d: int, d_c: int, h: int, n: int, m: int) -> tuple[int, int]:
+    """Parameters and multiply-adds of a bias-free multi-head layer.
+
+    ``n`` queries of width ``d`` attend, in ``h`` heads of width ``d/h``, to
+    ``m`` context tokens of width ``d_c`` (``nn.MultiheadAttention(d, h,
+    kdim=d_c, vdim=d_c, bias=False)``; chapter 3). ``h`` does not appear.
+
+    Returns
+    -------
+    parameters, macs : int
+        ``2d² + 2d·d_c`` weights; ``2nd² + 2m·d_c·d + 2nmd`` multiply-adds
+        (four projections, ``Q Kᵀ`` and ``A V``).
+    """
+    return (2 * d * d + 2 * d * d_c,
+            2 * n * d * d + 2 * m * d_c * d + 2 * n * m * d)
 
 
-def _split_run(my_split_heads, my_merge_heads, step, Z=None, h=None, H=None):
-    if step == "split":
-        if Z.ndim == 2:
-            return call(my_split_heads, Z, h, what="my_split_heads")
-        return _batched(my_split_heads, "my_split_heads", Z, h)
-    if H.ndim == 3:
-        return call(my_merge_heads, H, what="my_merge_heads")
-    return _batched(my_merge_heads, "my_merge_heads", H)
+def _counts_cases(rng):
+    fixed = [(512, 512, 8, 196, 196),       # the base width, ViT's tokens
+             (16, 16, 4, 64, 64),           # the running example
+             (64, 32, 4, 10, 7),            # cross-attention, d_c != d
+             (48, 96, 1, 5, 9), (48, 96, 16, 5, 9)]
+    drawn = []
+    for _ in range(2):
+        h = int(rng.integers(2, 13))
+        drawn.append((h * int(rng.integers(2, 33)), int(rng.integers(2, 200)),
+                      h, int(rng.integers(1, 300)), int(rng.integers(1, 300))))
+    return [dict(zip(("d", "d_c", "h", "n", "m"), c)) for c in fixed + drawn]
 
 
-def _batched(fn, what: str, *args):
-    try:
-        return call(fn, *args, what=what)
-    except Wrong as err:
-        raise Wrong(f"with a batch axis (input of shape {args[0].shape}): "
-                    f"{err}") from None
+def _counts_run(my_counts, d, d_c, h, n, m):
+    return call(my_counts, d, d_c, h, n, m, what="my_counts")
 
 
-def _split_judge(out, step, Z=None, h=None, H=None):
-    if step == "merge":
-        return _merge_judge(returned_array(out, "my_merge_heads"), H)
-    got = returned_array(out, "my_split_heads")
-    ref = split_heads(Z, h)
-    if Z.ndim == 3:
-        if got.shape != ref.shape or not np.allclose(got, ref):
-            raise Wrong(f"with a batch axis, Z of shape {Z.shape} should give "
-                        f"{ref.shape}, got {got.shape}: index from the end "
-                        f"(axes -2 and -3)")
-        return None
-    n, w = Z.shape[0], Z.shape[1] // h
-    if got.shape != (h, n, w):
-        if got.shape == (n, h, w):
-            raise Wrong(f"my_split_heads returns shape {got.shape} = (n, h, "
-                        f"w); put the head axis first, (h, n, w), so that "
-                        f"each head is an (n, w) matrix")
-        raise Wrong(f"for Z of shape {Z.shape} and h = {h}, my_split_heads "
-                    f"returns shape {got.shape}; expected (h, n, w) = "
-                    f"{(h, n, w)}")
-    if not np.array_equal(got, ref):
-        if np.array_equal(got, Z.reshape(h, n, w)):
-            raise Wrong("a plain reshape to (h, n, w) mixes tokens into the "
-                        "heads: head 0 must hold columns 0…w−1 of every "
-                        "token. Reshape to (n, h, w), then swap the first "
-                        "two axes")
-        if np.array_equal(got, Z.reshape(n, w, h).transpose(2, 0, 1)):
-            raise Wrong("the heads are interleaved (columns i, i+h, …); "
-                        "head i takes the contiguous columns i·w … (i+1)·w−1")
-        raise Wrong(f"head 0 of token 0 should be {ref[0, 0].tolist()}, got "
-                    f"{got[0, 0].tolist()}")
+def _counts_judge(out, d, d_c, h, n, m):
+    params, macs = int_pair(out, "my_counts should return a pair "
+                                 "(parameters, multiply_adds) of integers")
+    want_p, want_m = mha_counts(d, d_c, h, n, m)
+    where = f"for d = {d}, d_c = {d_c}, h = {h}, n = {n}, m = {m}"
+    if params != want_p:
+        _wrong_parameters(params, where, d, d_c, h)
+    if macs != want_m:
+        _wrong_macs(macs, where, d, d_c, h, n, m)
     return None
 
 
-def _merge_judge(M, H):
-    Z = merge_heads(H)
-    if H.ndim == 4:
-        if M.shape != Z.shape or not np.allclose(M, Z):
-            raise Wrong(f"with a batch axis, merging shape {H.shape} should "
-                        f"give back {Z.shape}, got {M.shape}")
-        return None
-    if M.shape != Z.shape:
-        raise Wrong(f"my_merge_heads turns shape {H.shape} into {M.shape}; "
-                    f"it should give back (n, h·w) = {Z.shape}")
-    if not np.allclose(M, Z):
-        if np.allclose(M, H.reshape(Z.shape)):
-            raise Wrong("my_merge_heads reshapes without moving the head axis "
-                        "back: swap the first two axes to (n, h, w) first")
-        raise Wrong("my_merge_heads(split_heads(Z)) does not give Z back")
-    return None
+def _wrong_parameters(got, where, d, d_c, h):
+    right = 2 * d * d + 2 * d * d_c
+    if got == 4 * d * d and d != d_c:
+        raise Wrong(f"{where} you count 4d² = {got} parameters: W_K and W_V "
+                    f"read the context tokens, so each is d_c × d")
+    if got == d * d + 2 * d * d_c:
+        raise Wrong(f"{where} you count {got} parameters: the output "
+                    f"projection W_O (d × d) is missing")
+    if got == h * right or got == right // h:
+        raise Wrong(f"{where} you count {got} parameters: the h heads share "
+                    f"out the width (each d × d/h), so the total does not "
+                    f"depend on h")
+    raise Wrong(f"{where} you count {got} parameters; count the weights of "
+                f"the four projections W_Q, W_K, W_V, W_O")
 
 
-check_split_merge = Exercise(
-    "ex-multihead-split", kind="Implement", points=1,
-    answers=("my_split_heads", "my_merge_heads"), cases=_split_cases,
-    run=_split_run, judge=_split_judge,
-    references=("selfattention.attention.split_heads",
-                "selfattention.attention.merge_heads"), seed=31,
-    success="head i holds columns i·w … (i+1)·w − 1 of every token, and "
-            "merging puts them back.",
-    doc="Exercise 3.1: cut the width into heads and glue it back.")
+def _wrong_macs(got, where, d, d_c, h, n, m):
+    proj = 2 * n * d * d + 2 * m * d_c * d
+    attend = 2 * n * m * d
+    guesses = {
+        attend: "you counted only Q Kᵀ and A V; the four projections cost "
+                "multiply-adds too",
+        proj: "you counted only the projections; forming Q Kᵀ and A V costs "
+              "multiply-adds too",
+        2 * n * d * d + 2 * n * d_c * d + attend:
+            "keys and values are computed for the m context tokens, not for "
+            "the n queries",
+        n * d * d + 2 * m * d_c * d + attend:
+            "the output projection W_O (n rows times a d × d matrix) is "
+            "missing",
+        proj + attend // h: "each head costs n·m·d/h for Q Kᵀ and as much "
+                            "for A V, and there are h heads",
+        proj + attend * h: "a head's scores cost n·m·d/h, not n·m·d: the "
+                           "total does not depend on h",
+        proj + attend // 2: "count both products, Q Kᵀ and A V, each n·m·d",
+        proj + 2 * n * n * d: "the score matrix is n × m: every query meets "
+                              "every context token, not every query",
+    }
+    for value, message in guesses.items():
+        if got == value:
+            raise Wrong(f"{where}: {message}")
+    raise Wrong(f"{where} you count {got} multiply-adds; add up the four "
+                f"projections, Q Kᵀ and A V")
+
+
+check_counts = Exercise(
+    "ex-multihead-counts", kind="Derive", points=2,
+    answers=("my_counts",), cases=_counts_cases, run=_counts_run,
+    judge=_counts_judge,
+    references=("selfattention.exercises.multihead.mha_counts",), seed=31,
+    written="why does the number of heads h appear in neither count?",
+    success="2d² + 2d·d_c weights and 2nd² + 2m·d_c·d + 2nmd multiply-adds, "
+            "whatever h is.",
+    doc="Exercise 3.1: parameters and multiply-adds of a multi-head layer "
+        "as functions of (d, d_c, h, n, m).")
 
 
 # ------------------------------------------------------------------ 3.2
-def _loop_cases(rng):
-    n, d, h = 6, 8, 2
-    X = rng.standard_normal((n, d))
-    W_q, W_k, W_v = (rng.standard_normal((d, d)) for _ in range(3))
-    W_o = rng.standard_normal((d, 5))      # d_out = 5 shows a missing W_o
-    return [{"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o, "h": h}]
+def _invertible(rng, h: int, w: int) -> np.ndarray:
+    """(h, w, w) matrices well away from singular."""
+    return rng.standard_normal((h, w, w)) + 2.5 * np.eye(w)
 
 
-def _loop_run(my_multi_head, X, W_q, W_k, W_v, W_o, h):
-    return call(my_multi_head, X, W_q, W_k, W_v, W_o, h, what="my_multi_head")
+def _permutation(rng, h: int) -> np.ndarray:
+    """A permutation of range(h) that differs from its inverse."""
+    while True:
+        order = rng.permutation(h)
+        if not np.array_equal(order, np.argsort(order)):
+            return order
 
 
-def _loop_judge(out, X, W_q, W_k, W_v, W_o, h):
-    Y, A = returned_arrays(out, 2, "my_multi_head should return a pair "
-                           "(Y, A): outputs and the stacked attention maps")
-    n, d = X.shape
-    Y_ref, A_ref = multi_head_attention(X, W_q, W_k, W_v, W_o, h)
-    if A.shape != A_ref.shape:
-        raise Wrong(f"A has shape {A.shape}; stack one (n, n) map per head: "
-                    f"{A_ref.shape}")
-    d_k = d // h
-    cols = [slice(i * d_k, (i + 1) * d_k) for i in range(h)]
-    unscaled = np.stack([attention(X @ W_q[:, c], X @ W_k[:, c], X @ W_v[:, c],
-                                   scale=1.0)[1] for c in cols])
-    full = np.stack([attention(X @ W_q[:, c], X @ W_k[:, c], X @ W_v[:, c],
-                               scale=1 / np.sqrt(d))[1] for c in cols])
-    inter = [slice(i, None, h) for i in range(h)]
-    interleaved = np.stack([attention(X @ W_q[:, c], X @ W_k[:, c],
-                                      X @ W_v[:, c])[1] for c in inter])
-    if not np.allclose(A, A_ref):
-        if np.allclose(A, full):
-            raise Wrong(f"each head's scores are divided by √d = √{d}; a head "
-                        f"has width d_k = d/h = {d_k}, so divide by "
-                        f"√{d_k}")
-        if np.allclose(A, unscaled):
-            raise Wrong("the scores are not scaled: divide each head's "
-                        "scores by √d_k")
-        if np.allclose(A, interleaved):
-            raise Wrong("head i should use the contiguous columns "
-                        "i·d_k … (i+1)·d_k − 1, not every h-th column")
-        raise Wrong("the attention maps differ from the reference; head i "
-                    "uses columns i·d_k … (i+1)·d_k − 1 of W_q, W_k and W_v")
-    if Y.shape != Y_ref.shape:
-        if Y.shape == (n, d):
-            raise Wrong(f"Y has shape {Y.shape}: the concatenated heads still "
-                        f"need the output projection, @ W_o")
-        raise Wrong(f"Y has shape {Y.shape}, expected {Y_ref.shape}")
-    if not np.allclose(Y, Y_ref):
-        heads = [attention(X @ W_q[:, c], X @ W_k[:, c], X @ W_v[:, c])[0]
-                 for c in cols]
-        if np.allclose(Y, np.concatenate(heads[::-1], axis=1) @ W_o):
-            raise Wrong("the heads are concatenated in reverse order")
-        raise Wrong("the maps are right but Y is not: concatenate the head "
-                    "outputs side by side (axis 1), then multiply by W_o")
+def _equivalent_cases(rng):
+    cases = []
+    for h, w, d_out in ((3, 2, 4), (4, 3, 5)):
+        d = h * w
+        cases.append({
+            "X": rng.standard_normal((5, d)),
+            "W_q": rng.standard_normal((d, d)), "W_k": rng.standard_normal(
+                (d, d)), "W_v": rng.standard_normal((d, d)),
+            "W_o": rng.standard_normal((d, d_out)), "h": h,
+            "order": _permutation(rng, h), "G": _invertible(rng, h, w)})
+    return cases
+
+
+def _equivalent_run(equivalent_weights, X, W_q, W_k, W_v, W_o, h, order, G):
+    return call(equivalent_weights, W_q, W_k, W_v, W_o, h, order, G,
+                what="equivalent_weights")
+
+
+def _transform(W_q, W_k, W_v, W_o, h, order, G, key="inv_T", out="inv",
+               rows=True):
+    """The transformed weights, or one of the mistakes the judge names."""
+    w = W_q.shape[1] // h
+
+    def block(W, i):
+        return W[:, i * w:(i + 1) * w]
+
+    G_inv = np.linalg.inv(G)                                  # (h, w, w)
+    on_keys = {"inv_T": np.swapaxes(G_inv, -1, -2), "inv": G_inv,
+               "same": np.broadcast_to(np.eye(w), G.shape)}[key]
+    on_out = {"inv": G_inv, "inv_T": np.swapaxes(G_inv, -1, -2),
+              "same": np.broadcast_to(np.eye(w), G.shape)}[out]
+    q, k, v, o = [], [], [], []
+    for i, old in enumerate(order):
+        q.append(block(W_q, old) @ G[i])
+        k.append(block(W_k, old) @ on_keys[i])
+        v.append(block(W_v, old) @ G[i])
+        o.append(on_out[i] @ W_o[(old if rows else i) * w:
+                                 ((old if rows else i) + 1) * w])
+    return (np.concatenate(q, axis=1), np.concatenate(k, axis=1),
+            np.concatenate(v, axis=1), np.concatenate(o, axis=0))
+
+
+def _equivalent_judge(out, X, W_q, W_k, W_v, W_o, h, order, G):
+    given = (W_q, W_k, W_v, W_o)
+    new = returned_arrays(out, 4, "equivalent_weights should return four "
+                                  "arrays (W_q, W_k, W_v, W_o)")
+    for name, got, old in zip(("W_q", "W_k", "W_v", "W_o"), new, given):
+        if got.shape != old.shape:
+            raise Wrong(f"the new {name} has shape {got.shape}; it should "
+                        f"keep the shape of the old one, {old.shape}")
+    if not all(np.all(np.isfinite(W)) for W in new):
+        raise Wrong("the new weights contain NaN or inf")
+    Y, A = multi_head_attention(X, *given, h)
+    Y_new, A_new = multi_head_attention(X, *new, h)
+
+    def close(a, b):
+        return np.allclose(a, b, rtol=1e-7, atol=1e-9)
+
+    if not close(A_new, A[order]):
+        if close(A_new, A[np.argsort(order)]):
+            raise Wrong(f"the heads are permuted the other way round: with "
+                        f"order = {order.tolist()}, new head i must be old "
+                        f"head order[i], but yours puts old head i at place "
+                        f"order[i]")
+        if close(A_new, A):
+            raise Wrong("your maps come out in the old order: new head i "
+                        "must be old head order[i]")
+        for key, why in (("same", "the queries were multiplied by G[i] but "
+                                  "the keys were not changed to compensate"),
+                         ("inv", "the keys need G[i]⁻ᵀ, not G[i]⁻¹: "
+                                 "(X W_q G)(X W_k G⁻ᵀ)ᵀ = X W_q G G⁻¹ W_kᵀ "
+                                 "Xᵀ")):
+            _, A_alt = multi_head_attention(
+                X, *_transform(*given, h, order, G, key=key), h)
+            if close(A_new, A_alt):
+                raise Wrong(f"the attention maps change: {why}")
+        raise Wrong("the attention maps of your layer are not the old maps "
+                    "in the new order; check which columns of W_q and W_k "
+                    "each new head takes and how G[i] enters")
+    if not close(Y_new, Y):
+        for kwargs, why in (
+                ({"rows": False}, "the row blocks of W_o must move with "
+                                  "their heads: head i's output meets rows "
+                                  "i·w … (i+1)·w − 1"),
+                ({"out": "same"}, "the values were multiplied by G[i], so "
+                                  "that head's rows of W_o need G[i]⁻¹ on "
+                                  "the left"),
+                ({"out": "inv_T"}, "the rows of W_o need G[i]⁻¹, not "
+                                   "G[i]⁻ᵀ: (A X W_v G)(G⁻¹ W_o) = A X W_v "
+                                   "W_o")):
+            Y_alt, _ = multi_head_attention(
+                X, *_transform(*given, h, order, G, **kwargs), h)
+            if close(Y_new, Y_alt):
+                raise Wrong(f"the maps are right but the outputs change: "
+                            f"{why}")
+        raise Wrong("the maps are right but the outputs change; check the "
+                    "value projections and the rows of W_o")
     return None
 
 
-check_multi_head = Exercise(
-    "ex-multihead-loop", kind="Implement", points=1,
-    answers=("my_multi_head",), cases=_loop_cases, run=_loop_run,
-    judge=_loop_judge,
-    references=("selfattention.attention.multi_head_attention",), seed=32,
-    success="one attention per head on its own columns, scaled by √(d/h), "
-            "concatenated and projected by W_o.",
-    doc="Exercise 3.2: multi-head attention as a loop over heads.")
+check_equivalent = Exercise(
+    "ex-multihead-equivalent", kind="Prove", points=3,
+    answers=("equivalent_weights",), cases=_equivalent_cases,
+    run=_equivalent_run, judge=_equivalent_judge, seed=32,
+    written="prove that the new layer has the same outputs, and say what "
+            "this means for the count of 4d² parameters",
+    success="the outputs are unchanged and the maps come out in the new "
+            "order: heads are unordered, and only W_Q⁽ⁱ⁾W_K⁽ⁱ⁾ᵀ and "
+            "W_V⁽ⁱ⁾W_O⁽ⁱ⁾ matter.",
+    doc="Exercise 3.2: reorder the heads and change each head's basis "
+        "without changing the layer.")
 
 
 # ------------------------------------------------------------------ 3.3
-def mha_parameter_count(d: int, h: int, bias: bool = True) -> int:
-    """Parameters of ``torch.nn.MultiheadAttention(d, h, bias=bias)``.
+def retrieval_task(rng, size: int, n: int = 8, k: int = 4):
+    """Sequences for the two-key retrieval task of exercise 3.3.
 
-    Four ``d × d`` projections, ``4d²`` weights whatever ``h`` is, plus one
-    bias vector of length ``d`` for each projection if ``bias`` (chapter 3).
+    Each of ``size`` sequences has ``n`` tokens of width ``4 + k``: a
+    one-hot colour (token 0 has colour 0; one token has colour 1, one has
+    colour 2, at random places; the others colour 3) followed by a random
+    payload of ``k`` standard normals. The target is the payload of the
+    colour-1 token followed by that of the colour-2 token.
+
+    Returns
+    -------
+    X : ndarray, shape (size, n, 4 + k)
+    target : ndarray, shape (size, 2k)
     """
-    return 4 * d * d + (4 * d if bias else 0)
+    places = np.argsort(rng.random((size, n - 1)), axis=1)[:, :2] + 1
+    colours = np.full((size, n), 3)
+    colours[:, 0] = 0
+    rows = np.arange(size)
+    colours[rows, places[:, 0]], colours[rows, places[:, 1]] = 1, 2
+    payload = rng.standard_normal((size, n, k))
+    X = np.concatenate([np.eye(4)[colours], payload], axis=-1)
+    target = np.concatenate([payload[rows, places[:, 0]],
+                             payload[rows, places[:, 1]]], axis=-1)
+    return X, target
 
 
-def _params_cases(rng):
-    fixed = [(512, 8, True), (512, 8, False), (64, 4, True), (96, 3, False),
-             (96, 1, True), (96, 32, True)]
-    drawn = []
-    for _ in range(2):
-        h = int(rng.integers(2, 17))
-        drawn.append((h * int(rng.integers(2, 65)), h, bool(rng.random() < .5)))
-    return [{"d": d, "h": h, "bias": bias} for d, h, bias in fixed + drawn]
+_ONE_HEAD_FLOOR = 0.25      # one head, trained for long: about 0.38
+_MANY_HEADS_CEILING = 0.1   # two heads or more: below 0.001 in 200 steps
 
 
-def _params_run(my_parameter_count, d, h, bias):
-    return call(my_parameter_count, d, h, bias, what="my_parameter_count")
+def _heads_cases(rng):
+    seed = int(rng.integers(0, 2 ** 31))
+    more = int(rng.choice([2, 4, 8]))
+    return [{"h": 1, "seed": seed}, {"h": more, "seed": seed + 1}]
 
 
-def _params_judge(got, d, h, bias):
+def _heads_run(retrieval_error, h, seed):
+    return call(retrieval_error, h, seed, what="retrieval_error")
+
+
+def _heads_judge(out, h, seed):
     try:
-        if isinstance(got, str) or not np.isfinite(float(got)):
+        if isinstance(out, (str, Opaque, bool)) or out is None:
             raise TypeError
-        got = int(got)
-    except (TypeError, ValueError, OverflowError):
-        raise Wrong(f"my_parameter_count should return an integer, got "
-                    f"{type_name(got)}") from None
-    want = mha_parameter_count(d, h, bias)
-    if got == want:
-        return None
-    where = f"for d = {d}, h = {h}, bias = {bias}"
-    d_k = d // h
-    if got in (3 * d * d, 3 * d * d + (3 * d if bias else 0)):
-        raise Wrong(f"{where} you count {got}: the output projection W_o "
-                    f"is missing (another d × d)")
-    if got == want * h or got == 4 * d * d_k + (4 * d if bias else 0):
-        raise Wrong(f"{where} you count {got}: the h heads share out the "
-                    f"width, each d × d/h, so the total does not depend "
-                    f"on h")
-    if bias and got == 4 * d * d:
-        raise Wrong(f"{where} the biases are missing: one vector of "
-                    f"length d per projection")
-    if bias and got == 4 * d * d + 3 * d:
-        raise Wrong(f"{where} the output projection's bias (length d) "
-                    f"is missing")
-    if not bias and got == 4 * d * d + 4 * d:
-        raise Wrong(f"{where} there are no biases when bias=False")
-    raise Wrong(f"{where} you count {got}, expected {want}")
+        error = float(np.asarray(out, dtype=float))
+    except (TypeError, ValueError):
+        raise Wrong(f"retrieval_error should return one number, got "
+                    f"{type_name(out)}") from None
+    if not math.isfinite(error) or error < 0:
+        raise Wrong(f"retrieval_error({h}, {seed}) returned {error}; a "
+                    f"relative squared error is a number ≥ 0")
+    if error > 1.5:
+        raise Wrong(f"retrieval_error({h}, {seed}) = {error:.3g}: a layer "
+                    f"that always outputs zeros scores 1. Divide the summed "
+                    f"squared error by the summed squared target, on fresh "
+                    f"test sequences")
+    if h == 1 and error < _ONE_HEAD_FLOOR:
+        raise Wrong(f"one head reaches {error:.3g}, below what a single "
+                    f"weighted average can do on this task (about 0.38 "
+                    f"after long training). Is the error measured on fresh "
+                    f"sequences, against the target of retrieval_task?")
+    if h > 1 and error > _MANY_HEADS_CEILING:
+        raise Wrong(f"with h = {h} heads the error is {error:.3g}; a layer "
+                    f"of {h} heads can solve the task (below 0.01). Train "
+                    f"longer or with a larger learning rate, and read the "
+                    f"output of token 0")
+    return None
 
 
-check_parameter_count = Exercise(
-    "ex-multihead-params", kind="Derive", points=1,
-    answers=("my_parameter_count",), cases=_params_cases, run=_params_run,
-    judge=_params_judge,
-    references=("selfattention.exercises.multihead.mha_parameter_count",),
-    seed=33,
-    success="4d² weights whatever h is, plus 4d biases.",
-    doc="Exercise 3.3: parameters of nn.MultiheadAttention(d, h, bias=...).")
+check_heads = Exercise(
+    "ex-multihead-heads", kind="Experiment", points=3,
+    answers=("retrieval_error",), cases=_heads_cases, run=_heads_run,
+    judge=_heads_judge, seed=33,
+    written="what did you measure for h = 1, 2, 4, 8, and why does one head "
+            "fail where two succeed at the same width?",
+    success="one head stays far from the target, several heads of the same "
+            "total width reach it.",
+    doc="Exercise 3.3: one attention layer of width 8 with h heads, trained "
+        "to retrieve two payloads at once; the test error for each h.")
