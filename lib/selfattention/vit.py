@@ -178,7 +178,8 @@ def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
             torch.manual_seed(seed)                  # stays untouched
             model = TinyViT(X.shape[1], X.shape[2], d, h, depth, d_mlp,
                             position=position).double()
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0,
+                                fused=True)
         sched = torch.optim.lr_scheduler.OneCycleLR(
             opt, max_lr=lr, pct_start=0.1,
             total_steps=epochs * math.ceil(len(X) / batch_size))
