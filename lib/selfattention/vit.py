@@ -1,7 +1,7 @@
 """The tiny vision transformer of chapters 5, 6 and 11, and its data.
 
 Chapter 6 builds :class:`Block` and :class:`TinyViT` line by line and
-:mod:`selfattention.interpret` reads what they learn. Each 8 × 8 digit is
+``selfattention.interpret`` reads what they learn. Each 8 × 8 digit is
 cut into 2 × 2-pixel patches, 16 tokens of 4 pixels. :func:`train` is
 deterministic: float64, its own seeds, one thread, global state restored.
 """
