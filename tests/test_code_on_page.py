@@ -35,6 +35,8 @@ MUST_SHOW = {
                  "selfattention.masks.local_mask",
                  "selfattention.masks.neighborhood_mask",
                  "selfattention.masks.window_mask"],
+    "06_transformer": ["selfattention.vit.Block",
+                       "selfattention.vit.TinyViT"],
     "07_cost": ["selfattention.blockwise.online_softmax_update",
                 "selfattention.blockwise.blockwise_attention"],
     "08_windows": ["selfattention.windows.window_partition",

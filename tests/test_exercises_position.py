@@ -56,29 +56,60 @@ def test_sinusoidal_check(answer, status, words):
         assert word in fb.message
 
 
-def right_unshuffle(Y_shuffled, perm):
-    return Y_shuffled[np.argsort(perm)]
+def right_unshuffle(Y_shuffled, A_shuffled, perm):
+    inv = np.argsort(perm)
+    return Y_shuffled[inv], A_shuffled[inv][:, inv]
+
+
+def scatter_unshuffle(Y_shuffled, A_shuffled, perm):
+    Y, A = np.empty_like(Y_shuffled), np.empty_like(A_shuffled)
+    Y[perm] = Y_shuffled                     # row k came from token perm[k]
+    A[np.ix_(perm, perm)] = A_shuffled
+    return Y, A
+
+
+def rows_only(Y, A, perm):
+    inv = np.argsort(perm)
+    return Y[inv], A[inv]
+
+
+def columns_only(Y, A, perm):
+    inv = np.argsort(perm)
+    return Y[inv], A[:, inv]
 
 
 @pytest.mark.parametrize("answer, status, words", [
     (right_unshuffle, "correct", []),
+    (scatter_unshuffle, "correct", []),
     (None, "not done", ["empty"]),
-    (lambda Y, perm: Y, "wrong", ["shuffled order"]),
-    (lambda Y, perm: Y[perm], "wrong", ["a second time"]),
-    (lambda Y, perm: Y[:5], "wrong", ["shape"]),
-    (lambda Y, perm: 2 * Y[np.argsort(perm)], "wrong", ["never change"]),
+    (lambda Y, A, perm: None, "not done", ["None"]),
+    (lambda Y, A, perm: Y[np.argsort(perm)], "wrong", ["pair (Y, A)"]),
+    (lambda Y, A, perm: (Y, A), "wrong", ["shuffled order"]),
+    (lambda Y, A, perm: (Y[perm], A), "wrong", ["a second time"]),
+    (lambda Y, A, perm: (Y[:5], A), "wrong", ["shape"]),
+    (lambda Y, A, perm: (2 * Y[np.argsort(perm)], A), "wrong",
+     ["never change"]),
+    (rows_only, "wrong", ["columns"]),
+    (columns_only, "wrong", ["rows are not"]),
+    (lambda Y, A, perm: (Y[np.argsort(perm)], A[perm][:, perm]), "wrong",
+     ["second time to A"]),
+    (lambda Y, A, perm: (Y[np.argsort(perm)], A.T), "wrong",
+     ["only moves"]),
 ])
 def test_unshuffle_check(answer, status, words):
     fb = checks.check_unshuffle.feedback(answer)
-    assert fb.status == status
+    assert fb.status == status, fb.message
     for word in words:
         assert word in fb.message
 
 
 def test_unshuffle_case_is_equivariant():
     X, perm, f = checks.unshuffle_case()
-    assert np.allclose(f(X[perm]), f(X)[perm])
+    Y, A = f(X)
+    Y_s, A_s = f(X[perm])
+    assert np.allclose(Y_s, Y[perm]) and np.allclose(A_s, A[perm][:, perm])
     assert not np.array_equal(perm, np.arange(len(perm)))
+    assert checks.check_unshuffle.written
 
 
 def transposed_bias(table, rows, cols):
@@ -111,3 +142,40 @@ def test_bias_check(answer, status, words):
     assert fb.status == status
     for word in words:
         assert word in fb.message
+
+
+# ------------------------------------------------------------ experiment
+def test_position_experiment_public_case_is_the_chapters_run():
+    assert checks.check_positions.public_cases() == [
+        {"kind": "sinusoidal", "seed": 0}]
+    kinds = {case["kind"] for seed in range(30) for case in
+             checks.check_positions.draw(np.random.default_rng(seed))}
+    assert kinds == set(checks.KINDS)
+
+
+@pytest.mark.parametrize("kind, out, status, words", [
+    ("learned", (0.92, 0.17), "correct", []),
+    ("sinusoidal", (0.9, 0.12), "correct", []),
+    ("none", (0.6, 0.6), "correct", []),
+    ("none", (0.6, 0.58), "wrong", ["same answers"]),
+    ("none", (0.93, 0.93), "wrong", ["35% to 75%"]),
+    ("sinusoidal", (0.61, 0.61), "wrong", ["moved with the patches"]),
+    ("learned", (0.6, 0.1), "wrong", ["at least 75%"]),
+    ("learned", (0.92, 0.9), "wrong", ["shuffled digits"]),
+    ("learned", (92, 17), "wrong", ["shares"]),
+    ("learned", 0.92, "wrong", ["pair"]),
+])
+def test_position_experiment_judge(kind, out, status, words):
+    cases = [{"kind": kind, "seed": 7}]
+    answer = lambda k, s: out                     # noqa: E731
+    ex = checks.check_positions
+    fb = ex.assess(ex.attempt([answer], cases), cases)
+    assert fb.status == status, fb.message
+    for word in words:
+        assert word in fb.message
+
+
+def test_position_experiment_check_reports_not_done():
+    fb = checks.check_positions.feedback(lambda kind, seed: None)
+    assert fb.status == "not done"
+    assert checks.check_positions.feedback(None).status == "not done"

@@ -6,10 +6,11 @@ import numpy as np
 
 from ..attention import attention
 from ..position import relative_position_bias, sinusoidal_1d
-from .core import Exercise, Wrong, call, returned_array
+from .core import (Exercise, Wrong, call, expect_shape, returned_array,
+                   returned_arrays)
 
 __all__ = ["check_sinusoidal", "check_unshuffle", "check_bias",
-           "unshuffle_case"]
+           "check_positions", "unshuffle_case"]
 
 
 # ------------------------------------------------------------------ 5.1
@@ -79,7 +80,7 @@ def _unshuffle_arrays(rng, n: int = 12, d: int = 6):
     perm = rng.permutation(n)
 
     def f(X):
-        return attention(X @ W_q, X @ W_k, X @ W_v)[0]
+        return attention(X @ W_q, X @ W_k, X @ W_v)   # outputs, weights
 
     return X, perm, f
 
@@ -88,47 +89,67 @@ def unshuffle_case():
     """The arrays of exercise 5.2: ``(X, perm, f)``.
 
     ``X`` holds 12 random tokens of width 6, ``perm`` a permutation of them
-    and ``f`` a self-attention layer with fixed random weights.
+    and ``f`` a self-attention layer with fixed random weights, returning
+    its outputs (n, d) and its weights (n, n).
     """
     return _unshuffle_arrays(np.random.default_rng(52))
 
 
 def _unshuffle_cases(rng):
-    X, perm, f = _unshuffle_arrays(rng)
-    return [{"Y_shuffled": f(X[perm]), "perm": perm}]
+    cases = []
+    for n in (12, int(rng.integers(5, 20))):
+        X, perm, f = _unshuffle_arrays(rng, n=n)
+        Y_shuffled, A_shuffled = f(X[perm])
+        cases.append({"Y_shuffled": Y_shuffled, "A_shuffled": A_shuffled,
+                      "perm": perm})
+    return cases
 
 
-def _unshuffle_run(unshuffle, Y_shuffled, perm):
-    return call(unshuffle, Y_shuffled, perm, what="unshuffle")
+def _unshuffle_run(unshuffle, Y_shuffled, A_shuffled, perm):
+    return call(unshuffle, Y_shuffled, A_shuffled, perm, what="unshuffle")
 
 
-def _unshuffle_judge(out, Y_shuffled, perm):
-    out = returned_array(out, "unshuffle")
-    Y = np.empty_like(Y_shuffled)
-    Y[perm] = Y_shuffled                   # what f(X) is, by equivariance
-    if out.shape != Y.shape:
-        raise Wrong(f"unshuffle returned shape {out.shape}; expected the "
-                    f"shape of the outputs, {Y.shape}")
-    if np.allclose(out, Y):
+def _unshuffle_judge(out, Y_shuffled, A_shuffled, perm):
+    Y_out, A_out = returned_arrays(out, 2, "unshuffle should return the "
+                                           "pair (Y, A)")
+    inv = np.argsort(perm)                 # row k of f(X[perm]) is token
+    Y, A = Y_shuffled[inv], A_shuffled[inv][:, inv]      # perm[k] of f(X)
+    expect_shape(Y_out, "Y", Y.shape, "(n, d)")
+    expect_shape(A_out, "A", A.shape, "(n, n)")
+    if not np.allclose(Y_out, Y):
+        if np.allclose(Y_out, Y_shuffled):
+            raise Wrong("Y is still in shuffled order: row k of "
+                        "f(X[perm]) belongs to token perm[k]")
+        if np.allclose(Y_out, Y_shuffled[perm]):
+            raise Wrong("you applied perm a second time to Y; undo it "
+                        "instead: place row k at position perm[k] (or index "
+                        "with np.argsort(perm))")
+        raise Wrong("the rows of Y are not those of f(X); each output row "
+                    "should only move, never change")
+    if np.allclose(A_out, A):
         return None
-    if np.allclose(out, Y_shuffled):
-        raise Wrong("the rows are still in shuffled order: row k of "
-                    "f(X[perm]) belongs to token perm[k]")
-    if np.allclose(out, Y_shuffled[perm]):
-        raise Wrong("you applied perm a second time; undo it instead: "
-                    "place row k at position perm[k] (or index with "
-                    "np.argsort(perm))")
-    raise Wrong("the rows are not those of f(X); each output row should "
-                "only move, never change")
+    if np.allclose(A_out, A_shuffled[inv]):
+        raise Wrong("the rows of A are back in place but its columns are "
+                    "not: the keys were shuffled too, A' = P A Pᵀ")
+    if np.allclose(A_out, A_shuffled[:, inv]):
+        raise Wrong("the columns of A are back in place but its rows are "
+                    "not: the queries were shuffled too, A' = P A Pᵀ")
+    if np.allclose(A_out, A_shuffled[perm][:, perm]):
+        raise Wrong("you applied perm a second time to A; undo it with "
+                    "np.argsort(perm) on both axes")
+    raise Wrong("A is not f(X)'s weights: each weight only moves, to the "
+                "row of its query and the column of its key")
 
 
 check_unshuffle = Exercise(
-    "ex-position-unshuffle", kind="Derive", points=1,
+    "ex-position-unshuffle", kind="Prove", points=2,
     answers=("unshuffle",), cases=_unshuffle_cases, run=_unshuffle_run,
     judge=_unshuffle_judge, seed=52,
-    success="the outputs of the shuffled tokens, put back in place, are "
-            "exactly f(X).",
-    doc="Exercise 5.2: recover f(X) from f(X[perm]) and perm.")
+    written="prove f(PX) = P f(X) and A(PX) = P A(X) Pᵀ for one head",
+    written_points=2,
+    success="the outputs and the weights of the shuffled tokens, put back "
+            "in place, are exactly those of f(X).",
+    doc="Exercise 5.2: recover f(X) and its weights from f(X[perm]).")
 
 
 # ------------------------------------------------------------------ 5.3
@@ -167,7 +188,7 @@ def _bias_judge(B, table, rows, cols):
 
 
 check_bias = Exercise(
-    "ex-position-bias", kind="Implement", points=1,
+    "ex-position-bias", kind="Implement", points=2,
     answers=("my_bias",), cases=_bias_cases, run=_bias_run,
     judge=_bias_judge,
     references=("selfattention.position.relative_position_bias",
@@ -175,3 +196,69 @@ check_bias = Exercise(
     success="every pair of patches reads the table entry of its own "
             "offset.",
     doc="Exercise 5.3: expand a table of per-offset biases into B.")
+
+
+# ------------------------------------------------------------------ 5.4
+KINDS = ("learned", "sinusoidal", "none")
+#: What the tiny ViT trained for 10 epochs gives over training seeds: the
+#: least accuracy on intact digits with positions, the most on shuffled
+#: ones, and the range without positions.
+WITH_POSITIONS, SHUFFLED, WITHOUT = 0.75, 0.35, (0.35, 0.75)
+
+
+def _positions_cases(rng):
+    # The public draw (seed 150 below) gives ("sinusoidal", 0), the run the
+    # chapter's solution reports: the chapter trains that model only once.
+    return [{"kind": KINDS[int(rng.integers(3))],
+             "seed": int(rng.integers(0, 100))}]
+
+
+def _positions_run(position_experiment, kind, seed):
+    return call(position_experiment, kind, seed, what="position_experiment")
+
+
+def _positions_judge(out, kind, seed):
+    intact, shuffled = (float(a) for a in returned_arrays(
+        out, 2, "position_experiment should return the pair (accuracy on "
+                "intact digits, accuracy on shuffled digits)"))
+    run = f"for kind={kind!r}, seed={seed}"
+    if not (0 <= intact <= 1 and 0 <= shuffled <= 1):
+        raise Wrong(f"{run} the accuracies are {intact:g} and {shuffled:g}; "
+                    f"give shares in [0, 1]")
+    if kind == "none":
+        if intact != shuffled:
+            raise Wrong(f"{run} the accuracies differ ({intact:.1%} and "
+                        f"{shuffled:.1%}); a model without any position "
+                        f"gives the same answers for shuffled patches: train "
+                        f"with position=False and add no codes")
+        if not WITHOUT[0] <= intact <= WITHOUT[1]:
+            raise Wrong(f"{run} the accuracy is {intact:.1%}; without "
+                        f"positions the chapter's model trained for 10 "
+                        f"epochs reaches {WITHOUT[0]:.0%} to "
+                        f"{WITHOUT[1]:.0%}")
+        return None
+    if kind == "sinusoidal" and intact == shuffled:
+        raise Wrong(f"{run} shuffling changes nothing: the codes moved with "
+                    f"the patches; shuffle the patches first, then append "
+                    f"each slot's code")
+    if intact < WITH_POSITIONS:
+        raise Wrong(f"{run} the accuracy on intact digits is {intact:.1%}; "
+                    f"with positions the chapter's model trained for 10 "
+                    f"epochs reaches at least {WITH_POSITIONS:.0%}")
+    if shuffled > SHUFFLED:
+        raise Wrong(f"{run} the accuracy on shuffled digits is "
+                    f"{shuffled:.1%}; a model that uses positions falls "
+                    f"below {SHUFFLED:.0%} when each digit's patches are "
+                    f"shuffled (shuffle the test patches, not the slots)")
+
+
+check_positions = Exercise(
+    "ex-position-experiment", kind="Experiment", points=3,
+    answers=("position_experiment",), cases=_positions_cases,
+    run=_positions_run, judge=_positions_judge, seed=150,
+    written="how do learned and sinusoidal positions compare, and what "
+            "does that say about ViT's Table 8?",
+    written_points=2,
+    success="the tiny ViT trained with learned, sinusoidal or no positions,"
+            " measured on intact and shuffled digits.",
+    doc="Exercise 5.4: learned against sinusoidal 2-D positions.")
