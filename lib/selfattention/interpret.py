@@ -1,0 +1,138 @@
+"""Reading a trained tiny ViT: where it attends, what it uses (6 and 11).
+
+``maps`` is always the stack :func:`selfattention.vit.forward` returns,
+shape (N, L, h, 1+n, 1+n): token 0 is the class token, token ``1 + j`` the
+patch ``j`` of a row-major ``grid`` of ``patch``-pixel patches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.stats import rankdata
+
+from ._validate import (boundary, floats, grid, integer, ints, number,
+                        optional, positive_int)
+from .vit import _MODEL, _fits_model, _one_per_image, _tensor, accuracy
+
+__all__ = ["patch_distances", "mean_attention_distance", "cls_attention",
+           "rollout", "head_ablation", "logit_gradient", "remove_patches",
+           "rank_correlation"]
+
+
+def _maps_fit(args) -> None:
+    m, n = args["maps"].shape, np.prod(args.get("grid", (-1, 1)))
+    if m[-1] != m[-2] or ("grid" in args and m[-1] != 1 + n):
+        raise ValueError(f"maps must have shape (N, L, h, 1+n, 1+n) with n "
+                         f"patches in the grid, got {m}")
+
+
+_MAPS = floats(ndim=5)
+
+
+# ------------------------------------------------------------------ where
+@boundary(grid=grid(), patch=positive_int())
+def patch_distances(grid, patch):
+    """Distances in pixels between patch centres, shape (n, n), n = H·W."""
+    r, c = np.divmod(np.arange(grid[0] * grid[1]), grid[1])
+    return patch * np.hypot(r[:, None] - r, c[:, None] - c)
+
+
+@boundary(maps=_MAPS, grid=grid(), patch=positive_int(), checks=(_maps_fit,))
+def mean_attention_distance(maps, grid, patch):
+    """Attention-weighted distance from query to key patches, (L, h).
+
+    In pixels, over images and patch queries (Dosovitskiy et al. 2021, Fig.
+    7); each patch query's weights on the patches renormalised (chapter 6).
+    """
+    P = maps[:, :, :, 1:, 1:]                            # (N, L, h, n, n)
+    P = P / P.sum(-1, keepdims=True)
+    return (P * patch_distances(grid, patch)).sum(-1).mean(axis=(0, 3))
+
+
+@boundary(maps=_MAPS, layer=integer(), checks=(_maps_fit,))
+def cls_attention(maps, layer=-1):
+    """The class token's weights on the patches, head-averaged, (N, n)."""
+    return maps[:, layer, :, 0, 1:].mean(axis=1)
+
+
+def _a_share(args) -> None:
+    if not 0 <= args["residual"] <= 1:
+        raise ValueError(f"residual must lie in [0, 1], got "
+                         f"{args['residual']!r}")
+
+
+@boundary(maps=_MAPS, residual=number(), checks=(_maps_fit, _a_share))
+def rollout(maps, residual=0.5):
+    """Attention rollout (Abnar and Zuidema, 2020), (N, 1+n, 1+n).
+
+    Per layer ``residual·I + (1 - residual)·Ā`` (``Ā``: the heads' mean),
+    rows renormalised, layers multiplied with the last on the left.
+    """
+    N, L, h, m, _ = maps.shape
+    R = np.broadcast_to(np.eye(m), (N, m, m))
+    for layer in range(L):
+        A = (1 - residual) * maps[:, layer].mean(axis=1) + residual * np.eye(m)
+        R = (A / A.sum(-1, keepdims=True)) @ R          # (N, m, m)
+    return R
+
+
+# ------------------------------------------------------------------ what
+@boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
+          checks=(_fits_model, _one_per_image("y")))
+def head_ablation(model, X, y):
+    """Accuracy with each head removed before ``W_O``, shape (L, h)."""
+    L, h = len(model.blocks), model.blocks[0].h
+    out = np.empty((L, h))
+    for layer, head in np.ndindex(L, h):
+        keep = np.ones((L, h))
+        keep[layer, head] = 0.0
+        out[layer, head] = accuracy(model, X, y, keep)
+    return out
+
+
+@boundary(model=_MODEL, X=floats(ndim=3), target=optional(ints(ndim=1)),
+          checks=(_fits_model, _one_per_image("target")))
+def logit_gradient(model, X, target=None):
+    """Gradient of each image's ``target`` logit (default: the predicted
+    class) with respect to its tokens, shape (N, n, d_in)."""
+    x = _tensor(X).requires_grad_(True)
+    logits, _ = model(x)
+    t = logits.argmax(1) if target is None else torch.from_numpy(target)
+    logits.gather(1, t[:, None]).sum().backward()
+    return x.grad.numpy()
+
+
+@boundary(X=floats(ndim=3), scores=floats(ndim=2), k=integer(0),
+          value=floats(ndim=0), checks=(_one_per_image("scores"),))
+def remove_patches(X, scores, k, value=0.0):
+    """``X`` with each image's ``k`` top-scoring patches set to ``value``.
+
+    Ties go to the lower patch index (a stable sort), on every machine.
+    """
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    X = X.copy()
+    X[np.arange(len(X))[:, None], order] = value
+    return X
+
+
+def _same_shape(args) -> None:
+    if args["a"].shape != args["b"].shape or args["a"].shape[-1] < 2:
+        raise ValueError(f"a and b must have the same shape, with at least 2 "
+                         f"items per row, got {args['a'].shape} and "
+                         f"{args['b'].shape}")
+
+
+@boundary(a=floats(min_ndim=1), b=floats(min_ndim=1), checks=(_same_shape,))
+def rank_correlation(a, b):
+    """Spearman's rank correlation of ``a`` and ``b`` along the last axis.
+
+    Ties share their mean rank (``scipy.stats.rankdata``); a row of ties
+    gives NaN. Shape: that of ``a`` without its last axis.
+    """
+    ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
+    ra -= ra.mean(-1, keepdims=True)
+    rb -= rb.mean(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (ra * rb).sum(-1) / np.sqrt((ra**2).sum(-1) * (rb**2).sum(-1))
+    return rho[()]
