@@ -11,7 +11,8 @@ from .core import (Exercise, Opaque, Wrong, answered, call, returned_array,
                    type_name)
 
 __all__ = ["check_same_output_row", "check_faithfulness",
-           "check_reading_heads", "reading_heads", "digit_patches"]
+           "check_input_x_gradient", "check_reading_heads", "reading_heads",
+           "digit_patches"]
 
 
 # ------------------------------------------------------------------ 11.1
@@ -78,33 +79,32 @@ check_same_output_row = Exercise(
 
 
 # ------------------------------------------------------------------ 11.2
-def _linear_predict(W, b):
+def _linear_predict(W):
     """A linear classifier of patch tokens: ``(N, n, p) -> (N,)`` labels."""
-    W, b = np.asarray(W, dtype=float), np.asarray(b, dtype=float)
+    W = np.asarray(W, dtype=float)
 
     def predict(X):
         X = np.asarray(X, dtype=float)
-        return (X.reshape(len(X), -1) @ W + b).argmax(-1)
+        return (X.reshape(len(X), -1) @ W).argmax(-1)
 
     return predict
 
 
 def _faithfulness_cases(rng):
-    N, n, p, classes = 500, 16, 4, 4
-    X = rng.uniform(0.2, 1.0, (N, n, p))
-    X[rng.random((N, n)) < 0.5] = 0.0                    # blank patches
+    N, n, p, classes = 1000, 16, 4, 4
+    strength = rng.uniform(0.05, 1.0, (N, n, 1))         # faint to bold
+    X = rng.uniform(0.5, 1.0, (N, n, p)) * strength
+    X[rng.random((N, n)) < 0.45] = 0.0                   # blank patches
     W = rng.standard_normal((n * p, classes))
-    b = np.zeros(classes)
-    y = _linear_predict(W, b)(X)                         # clean: all right
-    seeds = rng.choice(2 ** 31, size=4, replace=False)
-    return [{"X": X, "y": y, "W": W, "b": b,
-             "scores": rng.standard_normal((N, n)), "k": int(k),
-             "seeds": [int(s) for s in seeds]}
-            for k in rng.choice([1, 2, 3], size=2, replace=False)]
+    y = _linear_predict(W)(X)                            # clean: all right
+    seeds = rng.choice(2 ** 31, size=8, replace=False)
+    return [{"X": X, "y": y, "W": W, "scores": rng.standard_normal((N, n)),
+             "k": int(k), "seeds": [int(s) for s in seeds]}
+            for k in (1, 2)]
 
 
-def _faithfulness_run(faithfulness, X, y, W, b, scores, k, seeds):
-    predict = _linear_predict(W, b)
+def _faithfulness_run(faithfulness, X, y, W, scores, k, seeds):
+    predict = _linear_predict(W)
     return tuple(call(faithfulness, predict, X.copy(), y, scores, k, s,
                       what="faithfulness") for s in seeds + seeds[:1])
 
@@ -116,18 +116,42 @@ def _removed_accuracy(predict, X, y, chosen):
     return float(np.mean(predict(X) == y))
 
 
-def _random_accuracy(predict, X, y, k, ink_only):
+def _draw_probabilities(ink, subsets, how):
+    """Probability of drawing each k-subset of patches (rows of
+    ``subsets``): uniformly, or one patch after another with probability
+    proportional to its ink."""
+    if how != "weighted":
+        return np.full(len(subsets), 1 / len(subsets))
+    w = ink / ink.sum()
+    total = np.zeros(len(subsets))
+    for order in itertools.permutations(range(subsets.shape[1])):
+        seq = subsets[:, order]                          # one draw order
+        prob, left = np.ones(len(subsets)), np.ones(len(subsets))
+        for t in range(seq.shape[1]):
+            prob *= w[seq[:, t]] / left
+            left = left - w[seq[:, t]]
+        total += prob
+    return total
+
+
+def _random_accuracy(predict, X, y, k, how):
     """Mean and standard deviation of the accuracy after blanking ``k``
-    patches drawn at random (every k-subset equally likely), exactly."""
+    random patches of each image, exactly: ``how`` is "weighted" (ink
+    patches, drawn in proportion to their ink), "uniform" (ink patches,
+    uniformly) or "any" (any patch, uniformly)."""
     p = np.empty(len(X))
     for i, x in enumerate(X):
-        pool = np.flatnonzero(np.abs(x).sum(-1) > 0) if ink_only \
-            else np.arange(len(x))
-        subsets = np.array(list(itertools.combinations(pool, min(k, len(
-            pool)))), dtype=int).reshape(-1, min(k, len(pool)))
+        ink = np.abs(x).sum(-1)                          # (n,)
+        pool = np.arange(len(x)) if how == "any" else np.flatnonzero(ink)
+        size = min(k, len(pool))
+        if size == 0:                                    # nothing to blank
+            p[i] = float(predict(x[None])[0] == y[i])
+            continue
+        subsets = np.array(list(itertools.combinations(pool, size)))
         copies = np.repeat(x[None], len(subsets), axis=0)
         copies[np.arange(len(subsets))[:, None], subsets] = 0.0
-        p[i] = np.mean(predict(copies) == y[i])
+        p[i] = _draw_probabilities(ink, subsets, how) @ (
+            predict(copies) == y[i])
     return p.mean(), math.sqrt(np.sum(p * (1 - p))) / len(p)
 
 
@@ -145,66 +169,177 @@ def _pair(out, what):
     return pair
 
 
-def _faithfulness_judge(outs, X, y, W, b, scores, k, seeds):
+def _check_ranked(got, predict, X, y, scores, k):
+    order = np.argsort(-scores, axis=1, kind="stable")
+    close = 0.5 / len(X)
+    if abs(got - _removed_accuracy(predict, X, y, order[:, :k])) <= close:
+        return
+    if abs(got - _removed_accuracy(predict, X, y, order[:, -k:])) <= close:
+        raise Wrong(f"k = {k}: you blanked the k lowest-scoring patches; "
+                    f"blank the k highest")
+    if k > 1 and abs(got - _removed_accuracy(
+            predict, X, y, order[:, :k - 1])) <= close:
+        raise Wrong(f"k = {k}: your ranked accuracy is that of k - 1 "
+                    f"removed patches")
+    raise Wrong(f"k = {k}: blanking the {k} highest-scoring patches leaves "
+                f"a different accuracy than the one you return ({got:.3f}); "
+                f"set every value of those patches to 0")
+
+
+def _faithfulness_judge(outs, X, y, W, scores, k, seeds):
     if not isinstance(outs, (tuple, list)) or len(outs) != len(seeds) + 1:
         raise Wrong("faithfulness could not be run on every seed")
     pairs = [_pair(o, "faithfulness") for o in outs]
-    predict = _linear_predict(W, b)
-    order = np.argsort(-scores, axis=1, kind="stable")
-    ranked = _removed_accuracy(predict, X, y, order[:, :k])
-    N = len(X)
-    if any(abs(r - ranked) > 0.5 / N for r, _ in pairs):
-        got = pairs[0][0]
-        if abs(got - _removed_accuracy(predict, X, y, order[:, -k:])) \
-                <= 0.5 / N:
-            raise Wrong(f"k = {k}: you blanked the k lowest-scoring "
-                        f"patches; blank the k highest")
-        if k > 1 and abs(got - _removed_accuracy(
-                predict, X, y, order[:, :k - 1])) <= 0.5 / N:
-            raise Wrong(f"k = {k}: your ranked accuracy is that of k - 1 "
-                        f"removed patches")
-        raise Wrong(f"k = {k}: blanking the {k} highest-scoring patches "
-                    f"leaves a different accuracy than the one you return "
-                    f"({got:.3f}); set every value of those patches to 0")
+    predict = _linear_predict(W)
+    for ranked, _ in pairs:
+        _check_ranked(ranked, predict, X, y, scores, k)
+    N, S = len(X), len(seeds)
     controls = np.array([c for _, c in pairs])
     if abs(controls[-1] - controls[0]) > 0.5 / N:
         raise Wrong("the same seed gave two different controls: draw the "
                     "random patches from np.random.default_rng(seed)")
     controls = controls[:-1]
-    mean_ink, sd_ink = _random_accuracy(predict, X, y, k, ink_only=True)
-    mean_any, sd_any = _random_accuracy(predict, X, y, k, ink_only=False)
-    sd_mean = sd_ink / math.sqrt(len(controls))
-    far = np.abs(controls - mean_ink) > 5 * sd_ink + 0.5 / N
-    if abs(controls.mean() - mean_ink) <= 4 * sd_mean + 0.5 / N \
-            and not far.any():
-        if np.ptp(controls) == 0 and sd_ink * N >= 5:
-            raise Wrong("the control gives the same accuracy for every "
-                        "seed: its patches must be drawn with the seed")
+    expected = {how: _random_accuracy(predict, X, y, k, how)
+                for how in ("weighted", "uniform", "any")}
+
+    def near(how):        # the mean over seeds, within 4 of its sd
+        mean, sd = expected[how]
+        return abs(controls.mean() - mean) <= 4 * sd / math.sqrt(S) + 0.5 / N
+
+    mean, sd = expected["weighted"]
+    if np.ptp(controls) == 0 and sd * N >= 5:
+        raise Wrong("the control gives the same accuracy for every seed: "
+                    "its patches must be drawn with the seed")
+    if near("weighted") and np.all(np.abs(controls - mean)
+                                   <= 5 * sd + 0.5 / N):
         return None
-    if abs(controls.mean() - mean_any) <= 4 * sd_any / math.sqrt(
-            len(controls)) + 0.5 / N:
-        raise Wrong(f"k = {k}: your control's accuracy, "
-                    f"{controls.mean():.3f} on average, is what blanking "
-                    f"random patches of any kind gives; many of them are "
-                    f"blank already. Draw among the ink patches")
-    raise Wrong(f"k = {k}: your control's accuracy, {controls.mean():.3f} "
-                f"on average over {len(controls)} seeds, is too far from "
-                f"what k random ink patches give; draw k of each image's "
-                f"ink patches uniformly (all of them if it has fewer)")
+    got = f"{controls.mean():.3f} on average over {S} seeds"
+    if near("uniform"):
+        raise Wrong(f"k = {k}: your control's accuracy, {got}, is what "
+                    f"drawing ink patches uniformly gives; draw each patch "
+                    f"with a probability proportional to its ink")
+    if near("any"):
+        raise Wrong(f"k = {k}: your control's accuracy, {got}, is what "
+                    f"blanking random patches of any kind gives; many of "
+                    f"them are blank already. Draw among the ink patches")
+    raise Wrong(f"k = {k}: your control's accuracy, {got}, is too far from "
+                f"what k ink patches drawn in proportion to their ink give "
+                f"(all of them if an image has fewer)")
 
 
 check_faithfulness = Exercise(
     "ex-misconceptions-faithfulness", kind="Experiment", points=3,
     answers=("faithfulness",), cases=_faithfulness_cases,
     run=_faithfulness_run, judge=_faithfulness_judge, seed=112,
-    written="on the tiny ViT, how far is the layer-2 map from your "
-            "control and from occlusion, and what does blanking fail to "
+    written="on the tiny ViT, does blanking the layer-2 map's top patches "
+            "hurt more than your control, and what can blanking not "
             "measure?",
     written_points=2,
-    success="the ranked removal is exact and the control matches random "
-            "ink patches on every seed.",
+    success="the ranked removal is exact and the control matches ink "
+            "patches drawn in proportion to their ink, on every seed.",
     doc="Exercise 11.2: accuracy after blanking the top-k patches and k "
-        "random ink patches, for any classifier and seed.")
+        "ink patches drawn in proportion to their ink, for any classifier "
+        "and seed.")
+
+
+# ------------------------------------------------------------------ 11.3
+def _small_vit(seed):
+    """An untrained two-layer TinyViT of width 16, the same for a seed."""
+    import torch
+
+    from ..vit import TinyViT
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = TinyViT(n=16, d_in=4, d=16, h=2, depth=2, d_mlp=16)
+    return model.double().eval()
+
+
+def _gradient_cases(rng):
+    cases = []
+    for N in (5, 8):
+        X = rng.uniform(0.0, 1.0, (N, 16, 4))
+        X[rng.random((N, 16)) < 0.3] = 0.0                # blank patches
+        cases.append({"X": X, "seed": int(rng.integers(2 ** 31))})
+    return cases
+
+
+def _gradient_run(my_input_x_gradient, X, seed):
+    out = call(my_input_x_gradient, _small_vit(seed), X,
+               what="my_input_x_gradient")
+    if hasattr(out, "detach") and hasattr(out, "numpy"):
+        out = out.detach().numpy()                        # a torch tensor
+    return out
+
+
+def _gradients(X, seed):
+    """The logits (N, classes) of the case's model and the gradient of
+    each logit with respect to the tokens, (classes, N, n, d_in)."""
+    import torch
+
+    model = _small_vit(seed)
+    x = torch.from_numpy(X).requires_grad_(True)
+    logits, _ = model(x)
+    grads = [torch.autograd.grad(logits[:, c].sum(), x, retain_graph=True)[0]
+             .numpy() for c in range(logits.shape[1])]
+    return logits.detach().numpy(), np.stack(grads)
+
+
+def _gradient_judge(out, X, seed):
+    out = returned_array(out, "my_input_x_gradient", "an array (N, n)")
+    N, n, d_in = X.shape
+    logits, G = _gradients(X, seed)
+    rows = np.arange(N)
+    pred = logits.argmax(1)
+    g = G[pred, rows]                                     # (N, n, d_in)
+    want = (X * g).sum(-1)                                # (N, n)
+    if out.shape == (N, n, d_in) and np.allclose(out, X * g, atol=1e-9):
+        raise Wrong("you return x · gradient for every value; sum it over "
+                    "each patch's values, one number per patch")
+    if out.shape != (N, n):
+        raise Wrong(f"my_input_x_gradient returned shape {out.shape}; "
+                    f"expected (N, n) = {(N, n)}, one number per patch")
+    if np.allclose(out, want, rtol=1e-6, atol=1e-9):
+        return None
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    dlogp = g - np.einsum("cn,cnpd->npd", p.T, G)         # d log p_pred
+    guesses = [
+        (np.abs(want), "take the signed sum: the chapter takes |·| only "
+                       "when it ranks patches"),
+        (np.linalg.norm(g, axis=-1), "this is the gradient's norm per "
+                                     "patch (saliency); multiply the "
+                                     "gradient by the input and sum"),
+        (g.sum(-1), "you summed the gradient alone; multiply it by the "
+                    "input values first"),
+        ((X * G[0]).sum(-1), "you differentiated the logit of class 0; "
+                             "take each image's predicted class"),
+        ((X * G.sum(0)).sum(-1), "you differentiated the sum of all "
+                                 "logits; take each image's predicted "
+                                 "class"),
+        ((X * dlogp).sum(-1), "you differentiated the log-probability; "
+                              "differentiate the predicted logit itself"),
+        ((X * p[rows, pred][:, None, None] * dlogp).sum(-1),
+         "you differentiated the probability; differentiate the "
+         "predicted logit itself"),
+    ]
+    for value, message in guesses:
+        if value.shape == out.shape and np.allclose(out, value, rtol=1e-6,
+                                                    atol=1e-9):
+            raise Wrong(message)
+    raise Wrong(f"the values differ from x · d logit / d x summed per patch "
+                f"by up to {np.abs(out - want).max():.3g}")
+
+
+check_input_x_gradient = Exercise(
+    "ex-misconceptions-gradient", kind="Implement", points=2,
+    answers=("my_input_x_gradient",), cases=_gradient_cases,
+    run=_gradient_run, judge=_gradient_judge,
+    references=("selfattention.interpret.logit_gradient",), seed=113,
+    success="the predicted logit's gradient times the input, summed over "
+            "each patch.",
+    doc="Exercise 11.3: input × gradient per patch with autograd, for any "
+        "TinyViT.")
 
 
 # ------------------------------------------------------------------ 11.4
