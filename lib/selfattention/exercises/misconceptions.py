@@ -435,5 +435,5 @@ check_reading_heads = Exercise(
     written_points=1,
     success="both signs are right.",
     doc="Exercise 11.4: the sign of the rank correlation between attention "
-        "and |input × gradient| for a head that reads ink and one that "
-        "reads empty space.")
+        "and the size of input × gradient, for a head that reads ink and one "
+        "that reads empty space.")
