@@ -2,59 +2,343 @@
 
 import numpy as np
 import pytest
+import torch
 
-from selfattention.attention import softmax
 from selfattention.exercises import misconceptions as checks
+from selfattention.exercises.core import CORRECT, FOR_REVIEW, NOT_DONE, WRONG
 
 
+def graded(exercise, *answers, seed=12345):
+    """The grader's verdict on hidden cases drawn from ``seed``."""
+    cases = exercise.draw(np.random.default_rng(seed))
+    return exercise.assess(exercise.attempt(answers, cases), cases)
 
-def right(S, mask):
-    return softmax(np.where(mask, S, -np.inf))
+
+# ------------------------------------------------------------ same output
+def null_direction(a, V, ones=True):
+    rows = np.vstack([V.T, np.ones(len(a))]) if ones else V.T
+    return np.linalg.svd(rows)[2][-1]              # u with rows @ u = 0
 
 
-def zero_then_renormalise(S, mask):
-    W = softmax(S) * mask
-    return W / W.sum(axis=-1, keepdims=True)
+def same_output_row(a, V):
+    u = null_direction(a, V)
+    t = np.min(a[u < 0] / -u[u < 0])               # largest step, b >= 0
+    return a + t * u
+
+
+def half_step(a, V):
+    return 0.5 * (a + same_output_row(a, V))
+
+
+def too_far(a, V):
+    return 2 * same_output_row(a, V) - a
 
 
 @pytest.mark.parametrize("answer, status, words", [
-    (right, "correct", []),
-    (zero_then_renormalise, "correct", []),
-    (None, "not done", ["empty"]),
-    (lambda S, m: None, "not done", ["returned None"]),
-    (lambda S, m: softmax(S) * m, "wrong", ["zeroing", "-inf", "sum to"]),
-    (lambda S, m: softmax(np.where(m, S, 0.0)), "wrong", ["exp(0)"]),
-    (lambda S, m: softmax(np.where(~m, S, -np.inf)), "wrong", ["True means"]),
-    (lambda S, m: right(S, m)[:2], "wrong", ["shape"]),
-    (lambda S, m: right(S, m) * np.nan, "wrong", ["NaN"]),
-    (lambda S, m: 0.5 * right(S, m), "wrong", ["not one"]),
-    (lambda S, m: "weights", "wrong", ["array"]),
+    (same_output_row, CORRECT, []),
+    (None, NOT_DONE, ["empty"]),
+    (lambda a, V: None, NOT_DONE, ["returned None"]),
+    (lambda a, V: a, WRONG, ["same row"]),
+    (half_step, WRONG, ["reaches zero"]),
+    (too_far, WRONG, ["negative", "too far"]),
+    (lambda a, V: a + 0.01 * null_direction(a, V, ones=False), WRONG,
+     ["sum(u) = 0", "row of ones"]),
+    (lambda a, V: np.eye(len(a))[0], WRONG, ["differs", "u @ V = 0"]),
+    (lambda a, V: 2 * a, WRONG, ["sum to"]),
+    (lambda a, V: a[:-1], WRONG, ["shape"]),
+    (lambda a, V: "b", WRONG, ["attention row"]),
 ])
-def test_masked_softmax_check(answer, status, words):
-    fb = checks.check_masked_softmax.feedback(answer)
-    assert fb.status == status
+def test_same_output_row(answer, status, words):
+    fb = checks.check_same_output_row.feedback(answer)
+    assert fb.status == status, fb.message
     for word in words:
         assert word in fb.message
 
 
-A = [0.5, 0.5, 0.0, 0.0, 0.0]
-B = [0.0, 0.0, 0.5, 0.5, 0.0]
+@pytest.mark.parametrize("seed", range(5))
+def test_same_output_row_on_hidden_cases(seed):
+    assert graded(checks.check_same_output_row, same_output_row,
+                  seed=seed).status == CORRECT
 
 
-@pytest.mark.parametrize("a, b, status, words", [
-    (A, B, "correct", []),
-    (B, A, "correct", []),
-    (None, B, "not done", ["`a`"]),
-    (A, ..., "not done", ["`b`"]),
-    (A, A, "wrong", ["no key in common"]),
-    (A, [0.0, 0.0, 1.0, 0.0, 0.0], "wrong", ["must be equal"]),
-    ([1.0, -0.5, 0.5, 0.0, 0.0], B, "wrong", ["negative"]),
-    ([0.5, 0.5, 0.5, 0.0, 0.0], B, "wrong", ["sum to"]),
-    (A, [0.0, 0.5, 0.5], "wrong", ["shape (5,)"]),
-    ("abc", B, "wrong", ["five numbers"]),
+def test_same_output_cases_leave_room():
+    for case in checks.check_same_output_row.public_cases():
+        n, d_v = case["V"].shape
+        assert n > d_v + 1 and np.all(case["a"] > 0)
+
+
+# ------------------------------------------------------------ faithfulness
+def blank(X, chosen):
+    X = X.copy()
+    X[np.arange(len(X))[:, None], chosen] = 0.0
+    return X
+
+
+def ranked_accuracy(predict, X, y, scores, k):
+    order = np.argsort(-scores, axis=1)
+    return float(np.mean(predict(blank(X, order[:, :k])) == y))
+
+
+def drawn(X, k, rng, weighted=True):
+    """k ink patches of each image, drawn in proportion to their ink (or
+    uniformly); all of them when an image has fewer."""
+    chosen = np.zeros((len(X), k), dtype=int)
+    for i, x in enumerate(X):
+        ink = np.abs(x).sum(-1)
+        pool = np.flatnonzero(ink)
+        p = ink[pool] / ink[pool].sum() if weighted and len(pool) else None
+        pick = rng.choice(pool, size=min(k, len(pool)), replace=False, p=p)
+        chosen[i] = np.resize(pick, k) if len(pick) else 0
+    return chosen
+
+
+def control_accuracy(predict, X, y, chosen):
+    return float(np.mean(predict(blank(X, chosen)) == y))
+
+
+def faithfulness(predict, X, y, scores, k, seed):
+    """The Gumbel top-k trick: the k largest log(ink) + Gumbel noise are a
+    draw without replacement in proportion to ink (blank patches last)."""
+    rng = np.random.default_rng(seed)
+    ink = np.abs(X).sum(-1)                                   # (N, n)
+    with np.errstate(divide="ignore"):
+        keys = np.log(ink) + rng.gumbel(size=ink.shape)
+    chosen = np.argsort(-keys, axis=1)[:, :k]
+    return (ranked_accuracy(predict, X, y, scores, k),
+            control_accuracy(predict, X, y, chosen))
+
+
+def faithfulness_by_choice(predict, X, y, scores, k, seed):
+    chosen = drawn(X, k, np.random.default_rng(seed))
+    return (ranked_accuracy(predict, X, y, scores, k),
+            control_accuracy(predict, X, y, chosen))
+
+
+def uniform_ink(predict, X, y, scores, k, seed):
+    chosen = drawn(X, k, np.random.default_rng(seed), weighted=False)
+    return (ranked_accuracy(predict, X, y, scores, k),
+            control_accuracy(predict, X, y, chosen))
+
+
+def any_patch(predict, X, y, scores, k, seed):
+    rng = np.random.default_rng(seed)
+    chosen = np.array([rng.choice(X.shape[1], size=k, replace=False)
+                       for _ in range(len(X))])
+    return (ranked_accuracy(predict, X, y, scores, k),
+            control_accuracy(predict, X, y, chosen))
+
+
+def lowest_first(predict, X, y, scores, k, seed):
+    return faithfulness(predict, X, y, -scores, k, seed)
+
+
+def one_fewer(predict, X, y, scores, k, seed):
+    return (ranked_accuracy(predict, X, y, scores, k - 1),
+            faithfulness(predict, X, y, scores, k, seed)[1])
+
+
+def unseeded(predict, X, y, scores, k, seed):
+    return faithfulness(predict, X, y, scores, k,
+                        int(np.random.default_rng().integers(2 ** 31)))
+
+
+def fixed_seed(predict, X, y, scores, k, seed):
+    return faithfulness(predict, X, y, scores, k, 0)
+
+
+def too_many(predict, X, y, scores, k, seed):
+    chosen = drawn(X, 3 * k, np.random.default_rng(seed))
+    return (ranked_accuracy(predict, X, y, scores, k),
+            control_accuracy(predict, X, y, chosen))
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (faithfulness, CORRECT, []),
+    (None, NOT_DONE, ["empty"]),
+    (lambda *args: None, NOT_DONE, ["returned None"]),
+    (uniform_ink, WRONG, ["uniformly", "proportional"]),
+    (any_patch, WRONG, ["any kind", "ink patches"]),
+    (lowest_first, WRONG, ["lowest-scoring"]),
+    (unseeded, WRONG, ["same seed"]),
+    (fixed_seed, WRONG, ["every seed"]),
+    (too_many, WRONG, ["too far"]),
+    (lambda *args: (1.0, 2.0), WRONG, ["between 0 and 1"]),
+    (lambda *args: 0.5, WRONG, ["pair"]),
 ])
-def test_same_output_check(a, b, status, words):
-    fb = checks.check_same_output.feedback(a, b)
-    assert fb.status == status
+def test_faithfulness(answer, status, words):
+    fb = checks.check_faithfulness.feedback(answer)
+    assert fb.status == status, fb.message
     for word in words:
         assert word in fb.message
+
+
+def test_faithfulness_off_by_one_is_named():
+    # k = 1 has no "k - 1" to compare with: judge the case with k = 2 alone
+    ex = checks.check_faithfulness
+    cases = [c for c in ex.public_cases() if c["k"] > 1]
+    assert cases
+    fb = ex.assess(ex.attempt([one_fewer], cases), cases)
+    assert fb.status == WRONG and "k - 1" in fb.message
+
+
+@pytest.mark.parametrize("answer, seed", [
+    (faithfulness, 0), (faithfulness, 1), (faithfulness, 2),
+    (faithfulness_by_choice, 3)])
+def test_faithfulness_right_answer_passes_hidden_seeds(answer, seed):
+    """The tolerance is honest: right controls pass hidden draws."""
+    fb = graded(checks.check_faithfulness, answer, seed=seed)
+    assert fb.status == CORRECT, fb.message
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_faithfulness_uniform_control_fails_hidden_seeds(seed):
+    fb = graded(checks.check_faithfulness, uniform_ink, seed=seed)
+    assert fb.status == WRONG and "uniformly" in fb.message
+
+
+def test_faithfulness_cases_have_blank_patches():
+    for case in checks.check_faithfulness.public_cases():
+        blank_share = np.mean(np.abs(case["X"]).sum(-1) == 0)
+        assert 0.35 < blank_share < 0.55
+        assert len(set(case["seeds"])) == len(case["seeds"])
+
+
+# ------------------------------------------------------------ reading heads
+def test_reading_heads_gradient_matches_finite_differences():
+    X = checks.digit_patches()[:20]
+    heads = checks.reading_heads(X)
+    u = np.full(4, 0.25)
+
+    def logit(X, sign):
+        s = sign * 2.0 * X.sum(-1)
+        a = np.exp(s - s.max(-1, keepdims=True))
+        return (a / a.sum(-1, keepdims=True) * (X @ u)).sum(-1)
+
+    h = 1e-6
+    for name, sign in (("ink", 1.0), ("empty", -1.0)):
+        a, ixg = heads[name]
+        assert np.allclose(a.sum(-1), 1)
+        for j in range(16):                 # d/dt logit(x with x_j·(1+t))
+            up, down = X.copy(), X.copy()
+            up[:, j] *= 1 + h
+            down[:, j] *= 1 - h
+            fd = (logit(up, sign) - logit(down, sign)) / (2 * h)
+            assert np.allclose(fd, ixg[:, j], atol=1e-7)
+
+
+def test_blank_patches_have_no_input_x_gradient():
+    X = checks.digit_patches()[:50]
+    blank_patch = np.abs(X).sum(-1) == 0
+    for _a, ixg in checks.reading_heads(X).values():
+        assert np.all(ixg[blank_patch] == 0)
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    ((1, -1), CORRECT, []),
+    (np.array([1, -1]), CORRECT, []),
+    ((1, 1), WRONG, ["at least one"]),
+    ((-1, 1), WRONG, ["at least one"]),
+    (None, NOT_DONE, ["predicted_signs"]),
+    ((1, 0), WRONG, ["+1 or -1"]),
+    ((0.5, -1), WRONG, ["two signs"]),
+    ("+-", WRONG, ["two signs"]),
+    ((1, -1, 1), WRONG, ["two signs"]),
+])
+def test_reading_heads_signs(answer, status, words):
+    fb = checks.check_reading_heads.feedback(answer)
+    assert fb.status == status, fb.message
+    for word in words:
+        assert word in fb.message
+
+
+# ------------------------------------------------------------ input × grad
+def input_x_gradient(model, X, of=None):
+    x = torch.from_numpy(X).requires_grad_(True)
+    logits, _ = model(x)
+    target = logits.argmax(1) if of is None else of(logits)
+    picked = target if target.ndim == 1 and target.dtype.is_floating_point \
+        else logits.gather(1, target[:, None])[:, 0]
+    picked.sum().backward()
+    return x.grad.numpy(), (X * x.grad.numpy()).sum(-1)
+
+
+def right_ixg(model, X):
+    return input_x_gradient(model, X)[1]
+
+
+def library_ixg(model, X):
+    from selfattention import interpret
+    return (X * interpret.logit_gradient(model, X)).sum(-1)
+
+
+def of_log_probability(logits):
+    return torch.log_softmax(logits, 1).gather(
+        1, logits.argmax(1)[:, None])[:, 0]
+
+
+def of_probability(logits):
+    return torch.softmax(logits, 1).gather(
+        1, logits.argmax(1)[:, None])[:, 0]
+
+
+@pytest.mark.parametrize("answer, status, words", [
+    (right_ixg, CORRECT, []),
+    (lambda m, X: torch.from_numpy(right_ixg(m, X)), CORRECT, []),
+    (library_ixg, FOR_REVIEW, ["logit_gradient"]),
+    (None, NOT_DONE, ["empty"]),
+    (lambda m, X: None, NOT_DONE, ["returned None"]),
+    (lambda m, X: np.abs(right_ixg(m, X)), WRONG, ["signed"]),
+    (lambda m, X: np.linalg.norm(input_x_gradient(m, X)[0], axis=-1), WRONG,
+     ["saliency"]),
+    (lambda m, X: input_x_gradient(m, X)[0].sum(-1), WRONG, ["input"]),
+    (lambda m, X: X * input_x_gradient(m, X)[0], WRONG, ["sum it"]),
+    (lambda m, X: input_x_gradient(m, X, lambda z: torch.zeros(
+        len(z), dtype=torch.int64))[1], WRONG, ["class 0"]),
+    (lambda m, X: input_x_gradient(m, X, lambda z: z.sum(1))[1], WRONG,
+     ["sum of all"]),
+    (lambda m, X: input_x_gradient(m, X, of_log_probability)[1], WRONG,
+     ["log-probability"]),
+    (lambda m, X: input_x_gradient(m, X, of_probability)[1], WRONG,
+     ["the probability"]),
+    (lambda m, X: right_ixg(m, X)[:, :4], WRONG, ["shape"]),
+    (lambda m, X: 1.01 * right_ixg(m, X), WRONG, ["differ"]),
+])
+def test_input_x_gradient(answer, status, words):
+    fb = checks.check_input_x_gradient.feedback(answer)
+    assert fb.status == status, fb.message
+    for word in words:
+        assert word in fb.message
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_input_x_gradient_on_hidden_cases(seed):
+    fb = graded(checks.check_input_x_gradient, right_ixg, seed=seed)
+    assert fb.status == CORRECT, fb.message
+
+
+def test_input_x_gradient_of_a_linear_model_is_exact():
+    """On a model that is linear in x with no bias, x · grad sums to the
+    logit (Euler): a reference independent of autograd's bookkeeping."""
+    class Linear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W = torch.nn.Parameter(torch.randn(64, 3,
+                                                    dtype=torch.float64))
+
+        def forward(self, x):
+            return x.reshape(len(x), -1) @ self.W, None
+
+    torch.manual_seed(0)
+    model = Linear()
+    X = np.random.default_rng(0).random((4, 16, 4))
+    logits = model(torch.from_numpy(X))[0].detach().numpy()
+    assert np.allclose(right_ixg(model, X).sum(1), logits.max(1))
+
+
+def test_faithfulness_judge_handles_an_image_without_ink():
+    ex = checks.check_faithfulness
+    case = ex.public_cases()[1]
+    case["X"][0] = 0.0                          # a blank image
+    case["y"] = checks._linear_predict(case["W"])(case["X"])
+    fb = ex.assess(ex.attempt([faithfulness], [case]), [case])
+    assert fb.status == CORRECT, fb.message

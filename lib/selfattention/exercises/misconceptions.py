@@ -2,110 +2,438 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 
-from ..attention import softmax
 from .core import (Exercise, Opaque, Wrong, answered, call, returned_array,
                    type_name)
 
-__all__ = ["check_masked_softmax", "same_output_values", "check_same_output"]
+__all__ = ["check_same_output_row", "check_faithfulness",
+           "check_input_x_gradient", "check_reading_heads", "reading_heads",
+           "digit_patches"]
 
 
-# ------------------------------------------------------------------ 10.1
-def _mask_cases(rng):
-    S = 2.0 * rng.standard_normal((5, 7))
-    mask = rng.random((5, 7)) < 0.5
-    mask[np.arange(5), rng.integers(0, 7, 5)] = True     # no empty row
-    return [{"S": S, "mask": mask}]
+# ------------------------------------------------------------------ 11.1
+def _same_output_cases(rng):
+    cases = []
+    for n, d_v in ((5, 2), (8, 3), (17, 8), (int(rng.integers(4, 12)), 1)):
+        scores = 2.0 * rng.standard_normal(n)
+        a = np.exp(scores - scores.max())
+        cases.append({"a": a / a.sum(), "V": rng.standard_normal((n, d_v))})
+    return cases
 
 
-def _mask_run(masked_softmax, S, mask):
-    return call(masked_softmax, S, mask, what="masked_softmax")
+def _same_output_run(same_output_row, a, V):
+    return call(same_output_row, a, V, what="same_output_row")
 
 
-def _mask_judge(A, S, mask):
-    A = returned_array(A, "masked_softmax", "an array of weights")
-    if A.shape != S.shape:
-        raise Wrong(f"masked_softmax returned shape {A.shape}; the weights "
-                    f"have the shape of the scores, {S.shape}")
-    if not np.all(np.isfinite(A)):
-        raise Wrong("some weights are NaN or infinite; exp(-inf) = 0 is "
-                    "fine, but check for -inf - (-inf) or 0/0")
-    ref = softmax(np.where(mask, S, -np.inf))
-    if np.allclose(A, ref):
-        return None
-    if np.allclose(A, softmax(np.where(~mask, S, -np.inf))):
-        raise Wrong("you masked the wrong keys: in this book True means "
-                    "'this query may use this key'")
-    sums = A.sum(axis=-1)
-    if np.allclose(A, softmax(S) * mask):
-        raise Wrong(f"the rows sum to {np.round(sums, 2).tolist()}, not one: "
-                    f"zeroing weights after the softmax leaves the rest "
-                    f"unnormalised. Set masked scores to -inf before it")
-    if np.abs(A[~mask]).max() > 1e-12:
-        raise Wrong("keys the mask forbids still get weight; a score of 0 is "
-                    "not forbidden (exp(0) = 1): use -inf")
-    if not np.allclose(sums, 1):
-        raise Wrong(f"the rows sum to {np.round(sums, 2).tolist()}, not one")
-    raise Wrong("masked keys get zero weight and rows sum to one, but the "
-                "weights differ from softmax over the allowed scores")
-
-
-check_masked_softmax = Exercise(
-    "ex-misconceptions-mask", kind="Implement", points=1,
-    answers=("masked_softmax",), cases=_mask_cases, run=_mask_run,
-    judge=_mask_judge,
-    references=("selfattention.attention.attention",), seed=101,
-    success="masked keys get exactly zero weight and every row still sums "
-            "to one.",
-    doc="Exercise 11.1: attention weights that respect a boolean mask.")
-
-
-# ------------------------------------------------------------------ 10.2
-def same_output_values() -> np.ndarray:
-    """The five value vectors of exercise 10.2, shape (5, 2)."""
-    return np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0],
-                     [0.5, 0.5]])
-
-
-def _weights(w, name):
-    answered(w, "five weights", name)
-    try:
-        if isinstance(w, (str, Opaque)):
-            raise TypeError
-        w = np.asarray(w, dtype=float)
-    except (TypeError, ValueError):
-        raise Wrong(f"{name} should be five numbers, got "
-                    f"{type_name(w)}") from None
-    if w.shape != (5,):
-        raise Wrong(f"{name} should hold one weight per value, shape (5,), "
-                    f"got shape {w.shape}")
-    if (w < -1e-12).any():
-        raise Wrong(f"{name} has a negative weight; a softmax never gives one")
-    if not np.isclose(w.sum(), 1):
-        raise Wrong(f"the weights of {name} sum to {w.sum():.3g}; attention "
-                    f"weights sum to one")
-    return w
-
-
-def _same_output_judge(pair):
-    a, b = pair
-    a, b = _weights(a, "a"), _weights(b, "b")
-    V = same_output_values()
-    ya, yb = a @ V, b @ V
-    if not np.allclose(ya, yb):
-        raise Wrong(f"a @ V = {np.round(ya, 3).tolist()} but b @ V = "
-                    f"{np.round(yb, 3).tolist()}; the outputs must be equal")
-    shared = np.flatnonzero((a > 1e-12) & (b > 1e-12))
-    if len(shared):
-        raise Wrong(f"a and b both give weight to key(s) "
-                    f"{shared.tolist()}; find two rows with no key in common")
+def _same_output_judge(b, a, V):
+    b = returned_array(b, "same_output_row", "an attention row")
+    n = len(a)
+    if b.shape != a.shape:
+        raise Wrong(f"same_output_row returned shape {b.shape}; an attention "
+                    f"row over the n = {n} keys has shape {a.shape}")
+    if not np.all(np.isfinite(b)):
+        raise Wrong("b holds NaN or infinite weights")
+    y = a @ V
+    gap = float(np.abs(b @ V - y).max())
+    if not math.isclose(b.sum(), 1.0, abs_tol=1e-8):
+        if gap <= 1e-8 * (1 + np.abs(y).max()) or np.allclose(
+                (b - a) @ V, 0, atol=1e-8):
+            raise Wrong(f"the weights of b sum to {b.sum():.4g}: the step "
+                        f"u you added keeps u @ V = 0 but not sum(u) = 0. "
+                        f"Add a row of ones to the constraints")
+        raise Wrong(f"the weights of b sum to {b.sum():.4g}, not one")
+    if gap > 1e-8 * (1 + np.abs(y).max()):
+        raise Wrong(f"b @ V differs from a @ V by up to {gap:.3g}; move a "
+                    f"only along a direction u with u @ V = 0 (for n = {n} "
+                    f"keys and d_v = {V.shape[1]})")
+    if b.min() < -1e-9:
+        raise Wrong(f"b has a negative weight ({b.min():.3g}): you stepped "
+                    f"too far. Stop where the first weight reaches zero")
+    dropped = (a > 1e-6) & (b <= 1e-9)
+    if np.allclose(b, a, atol=1e-9):
+        raise Wrong("b is the same row as a; find a different one")
+    if not dropped.any():
+        raise Wrong(f"b is a valid row with the same output (it moves "
+                    f"{0.5 * np.abs(b - a).sum():.3f} of the weight), but "
+                    f"every key still has weight: keep going along the same "
+                    f"direction until one weight of b reaches zero")
     return None
 
 
-check_same_output = Exercise(
-    "ex-misconceptions-same-output", kind="Prove", points=1,
-    answers=("a", "b"), judge=_same_output_judge,
-    success="two attention rows with no key in common give the same "
-            "output.",
-    doc="Exercise 11.2: two disjoint attention rows with the same output.")
+check_same_output_row = Exercise(
+    "ex-misconceptions-same-output", kind="Prove", points=2,
+    answers=("same_output_row",), cases=_same_output_cases,
+    run=_same_output_run, judge=_same_output_judge, seed=111,
+    written="why does such a row exist whenever n > d_v + 1, and what does "
+            "that mean for the class token's 17 weights per head of "
+            "width 8?",
+    written_points=1,
+    success="b is a different attention row, with a key dropped, and "
+            "b @ V = a @ V.",
+    doc="Exercise 11.1: a different attention row with the same output, "
+        "constructed from V.")
+
+
+# ------------------------------------------------------------------ 11.2
+def _linear_predict(W):
+    """A linear classifier of patch tokens: ``(N, n, p) -> (N,)`` labels."""
+    W = np.asarray(W, dtype=float)
+
+    def predict(X):
+        X = np.asarray(X, dtype=float)
+        return (X.reshape(len(X), -1) @ W).argmax(-1)
+
+    return predict
+
+
+def _faithfulness_cases(rng):
+    N, n, p, classes = 1000, 16, 4, 4
+    strength = rng.uniform(0.05, 1.0, (N, n, 1))         # faint to bold
+    X = rng.uniform(0.5, 1.0, (N, n, p)) * strength
+    X[rng.random((N, n)) < 0.45] = 0.0                   # blank patches
+    W = rng.standard_normal((n * p, classes))
+    y = _linear_predict(W)(X)                            # clean: all right
+    seeds = rng.choice(2 ** 31, size=8, replace=False)
+    return [{"X": X, "y": y, "W": W, "scores": rng.standard_normal((N, n)),
+             "k": int(k), "seeds": [int(s) for s in seeds]}
+            for k in (1, 2)]
+
+
+def _faithfulness_run(faithfulness, X, y, W, scores, k, seeds):
+    predict = _linear_predict(W)
+    return tuple(call(faithfulness, predict, X.copy(), y, scores, k, s,
+                      what="faithfulness") for s in seeds + seeds[:1])
+
+
+def _removed_accuracy(predict, X, y, chosen):
+    """Accuracy after blanking ``chosen`` (N, k) patches of each image."""
+    X = X.copy()
+    X[np.arange(len(X))[:, None], chosen] = 0.0
+    return float(np.mean(predict(X) == y))
+
+
+def _draw_probabilities(ink, subsets, how):
+    """Probability of drawing each k-subset of patches (rows of
+    ``subsets``): uniformly, or one patch after another with probability
+    proportional to its ink."""
+    if how != "weighted":
+        return np.full(len(subsets), 1 / len(subsets))
+    w = ink / ink.sum()
+    total = np.zeros(len(subsets))
+    for order in itertools.permutations(range(subsets.shape[1])):
+        seq = subsets[:, order]                          # one draw order
+        prob, left = np.ones(len(subsets)), np.ones(len(subsets))
+        for t in range(seq.shape[1]):
+            prob *= w[seq[:, t]] / left
+            left = left - w[seq[:, t]]
+        total += prob
+    return total
+
+
+def _random_accuracy(predict, X, y, k, how):
+    """Mean and standard deviation of the accuracy after blanking ``k``
+    random patches of each image, exactly: ``how`` is "weighted" (ink
+    patches, drawn in proportion to their ink), "uniform" (ink patches,
+    uniformly) or "any" (any patch, uniformly)."""
+    p = np.empty(len(X))
+    for i, x in enumerate(X):
+        ink = np.abs(x).sum(-1)                          # (n,)
+        pool = np.arange(len(x)) if how == "any" else np.flatnonzero(ink)
+        size = min(k, len(pool))
+        if size == 0:                                    # nothing to blank
+            p[i] = float(predict(x[None])[0] == y[i])
+            continue
+        subsets = np.array(list(itertools.combinations(pool, size)))
+        copies = np.repeat(x[None], len(subsets), axis=0)
+        copies[np.arange(len(subsets))[:, None], subsets] = 0.0
+        p[i] = _draw_probabilities(ink, subsets, how) @ (
+            predict(copies) == y[i])
+    return p.mean(), math.sqrt(np.sum(p * (1 - p))) / len(p)
+
+
+def _pair(out, what):
+    try:
+        if isinstance(out, (str, Opaque)) or len(out) != 2:
+            raise TypeError
+        pair = tuple(float(v) for v in out)
+    except (TypeError, ValueError):
+        raise Wrong(f"{what} should return a pair (ranked, control) of "
+                    f"accuracies, got {type_name(out)}") from None
+    if not all(0 <= v <= 1 for v in pair):
+        raise Wrong(f"{what} returned {pair}; accuracies are fractions "
+                    f"between 0 and 1")
+    return pair
+
+
+def _check_ranked(got, predict, X, y, scores, k):
+    order = np.argsort(-scores, axis=1, kind="stable")
+    close = 0.5 / len(X)
+    if abs(got - _removed_accuracy(predict, X, y, order[:, :k])) <= close:
+        return
+    if abs(got - _removed_accuracy(predict, X, y, order[:, -k:])) <= close:
+        raise Wrong(f"k = {k}: you blanked the k lowest-scoring patches; "
+                    f"blank the k highest")
+    if k > 1 and abs(got - _removed_accuracy(
+            predict, X, y, order[:, :k - 1])) <= close:
+        raise Wrong(f"k = {k}: your ranked accuracy is that of k - 1 "
+                    f"removed patches")
+    raise Wrong(f"k = {k}: blanking the {k} highest-scoring patches leaves "
+                f"a different accuracy than the one you return ({got:.3f}); "
+                f"set every value of those patches to 0")
+
+
+def _faithfulness_judge(outs, X, y, W, scores, k, seeds):
+    if not isinstance(outs, (tuple, list)) or len(outs) != len(seeds) + 1:
+        raise Wrong("faithfulness could not be run on every seed")
+    pairs = [_pair(o, "faithfulness") for o in outs]
+    predict = _linear_predict(W)
+    for ranked, _ in pairs:
+        _check_ranked(ranked, predict, X, y, scores, k)
+    N, S = len(X), len(seeds)
+    controls = np.array([c for _, c in pairs])
+    if abs(controls[-1] - controls[0]) > 0.5 / N:
+        raise Wrong("the same seed gave two different controls: draw the "
+                    "random patches from np.random.default_rng(seed)")
+    controls = controls[:-1]
+    expected = {how: _random_accuracy(predict, X, y, k, how)
+                for how in ("weighted", "uniform", "any")}
+
+    def near(how):        # the mean over seeds, within 4 of its sd
+        mean, sd = expected[how]
+        return abs(controls.mean() - mean) <= 4 * sd / math.sqrt(S) + 0.5 / N
+
+    mean, sd = expected["weighted"]
+    if np.ptp(controls) == 0 and sd * N >= 5:
+        raise Wrong("the control gives the same accuracy for every seed: "
+                    "its patches must be drawn with the seed")
+    if near("weighted") and np.all(np.abs(controls - mean)
+                                   <= 5 * sd + 0.5 / N):
+        return None
+    got = f"{controls.mean():.3f} on average over {S} seeds"
+    if near("uniform"):
+        raise Wrong(f"k = {k}: your control's accuracy, {got}, is what "
+                    f"drawing ink patches uniformly gives; draw each patch "
+                    f"with a probability proportional to its ink")
+    if near("any"):
+        raise Wrong(f"k = {k}: your control's accuracy, {got}, is what "
+                    f"blanking random patches of any kind gives; many of "
+                    f"them are blank already. Draw among the ink patches")
+    raise Wrong(f"k = {k}: your control's accuracy, {got}, is too far from "
+                f"what k ink patches drawn in proportion to their ink give "
+                f"(all of them if an image has fewer)")
+
+
+check_faithfulness = Exercise(
+    "ex-misconceptions-faithfulness", kind="Experiment", points=3,
+    answers=("faithfulness",), cases=_faithfulness_cases,
+    run=_faithfulness_run, judge=_faithfulness_judge, seed=112,
+    written="on the tiny ViT, does blanking the layer-2 map's top patches "
+            "hurt more than your control, and what can blanking not "
+            "measure?",
+    written_points=2,
+    success="the ranked removal is exact and the control matches ink "
+            "patches drawn in proportion to their ink, on every seed.",
+    doc="Exercise 11.2: accuracy after blanking the top-k patches and k "
+        "ink patches drawn in proportion to their ink, for any classifier "
+        "and seed.")
+
+
+# ------------------------------------------------------------------ 11.3
+def _small_vit(seed):
+    """An untrained two-layer TinyViT of width 16, the same for a seed."""
+    import torch
+
+    from ..vit import TinyViT
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = TinyViT(n=16, d_in=4, d=16, h=2, depth=2, d_mlp=16)
+    return model.double().eval()
+
+
+def _gradient_cases(rng):
+    cases = []
+    for N in (5, 8):
+        X = rng.uniform(0.0, 1.0, (N, 16, 4))
+        X[rng.random((N, 16)) < 0.3] = 0.0                # blank patches
+        cases.append({"X": X, "seed": int(rng.integers(2 ** 31))})
+    return cases
+
+
+def _gradient_run(my_input_x_gradient, X, seed):
+    out = call(my_input_x_gradient, _small_vit(seed), X,
+               what="my_input_x_gradient")
+    if hasattr(out, "detach") and hasattr(out, "numpy"):
+        out = out.detach().numpy()                        # a torch tensor
+    return out
+
+
+def _gradients(X, seed):
+    """The logits (N, classes) of the case's model and the gradient of
+    each logit with respect to the tokens, (classes, N, n, d_in)."""
+    import torch
+
+    model = _small_vit(seed)
+    x = torch.from_numpy(X).requires_grad_(True)
+    logits, _ = model(x)
+    grads = [torch.autograd.grad(logits[:, c].sum(), x, retain_graph=True)[0]
+             .numpy() for c in range(logits.shape[1])]
+    return logits.detach().numpy(), np.stack(grads)
+
+
+def _gradient_judge(out, X, seed):
+    out = returned_array(out, "my_input_x_gradient", "an array (N, n)")
+    N, n, d_in = X.shape
+    logits, G = _gradients(X, seed)
+    rows = np.arange(N)
+    pred = logits.argmax(1)
+    g = G[pred, rows]                                     # (N, n, d_in)
+    want = (X * g).sum(-1)                                # (N, n)
+    if out.shape == (N, n, d_in) and np.allclose(out, X * g, atol=1e-9):
+        raise Wrong("you return x · gradient for every value; sum it over "
+                    "each patch's values, one number per patch")
+    if out.shape != (N, n):
+        raise Wrong(f"my_input_x_gradient returned shape {out.shape}; "
+                    f"expected (N, n) = {(N, n)}, one number per patch")
+    if np.allclose(out, want, rtol=1e-6, atol=1e-9):
+        return None
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    dlogp = g - np.einsum("cn,cnpd->npd", p.T, G)         # d log p_pred
+    guesses = [
+        (np.abs(want), "take the signed sum: the chapter takes |·| only "
+                       "when it ranks patches"),
+        (np.linalg.norm(g, axis=-1), "this is the gradient's norm per "
+                                     "patch (saliency); multiply the "
+                                     "gradient by the input and sum"),
+        (g.sum(-1), "you summed the gradient alone; multiply it by the "
+                    "input values first"),
+        ((X * G[0]).sum(-1), "you differentiated the logit of class 0; "
+                             "take each image's predicted class"),
+        ((X * G.sum(0)).sum(-1), "you differentiated the sum of all "
+                                 "logits; take each image's predicted "
+                                 "class"),
+        ((X * dlogp).sum(-1), "you differentiated the log-probability; "
+                              "differentiate the predicted logit itself"),
+        ((X * p[rows, pred][:, None, None] * dlogp).sum(-1),
+         "you differentiated the probability; differentiate the "
+         "predicted logit itself"),
+    ]
+    for value, message in guesses:
+        if value.shape == out.shape and np.allclose(out, value, rtol=1e-6,
+                                                    atol=1e-9):
+            raise Wrong(message)
+    raise Wrong(f"the values differ from x · d logit / d x summed per patch "
+                f"by up to {np.abs(out - want).max():.3g}")
+
+
+check_input_x_gradient = Exercise(
+    "ex-misconceptions-gradient", kind="Implement", points=2,
+    answers=("my_input_x_gradient",), cases=_gradient_cases,
+    run=_gradient_run, judge=_gradient_judge,
+    references=("selfattention.interpret.logit_gradient",), seed=113,
+    success="the predicted logit's gradient times the input, summed over "
+            "each patch.",
+    doc="Exercise 11.3: input × gradient per patch with autograd, for any "
+        "TinyViT.")
+
+
+# ------------------------------------------------------------------ 11.4
+def digit_patches():
+    """All 1,797 digits as tokens of 2 × 2-pixel patches, (N, 16, 4).
+
+    Pixels are scaled to [0, 1]; token ``4·r + c`` is the patch at row
+    ``r``, column ``c`` of the 4 × 4 grid.
+    """
+    from sklearn.datasets import load_digits
+
+    images = load_digits().images / 16.0                 # (N, 8, 8)
+    N = len(images)
+    g = images.reshape(N, 4, 2, 4, 2).transpose(0, 1, 3, 2, 4)
+    return g.reshape(N, 16, 4)                           # (N, 16, 4)
+
+
+def reading_heads(X, beta=2.0):
+    """The two one-query heads of exercise 11.4 on patch tokens.
+
+    Each head scores a patch by its ink ``s_j = ±β·sum(x_j)`` (``+``: the
+    head that reads ink, ``-``: the head that reads empty space), takes
+    ``a = softmax(s)`` and outputs ``logit = sum_j a_j·mean(x_j)``.
+
+    Parameters
+    ----------
+    X : ndarray, shape (N, n, p)
+        Patch tokens.
+    beta : float
+        How sharply each head prefers its patches.
+
+    Returns
+    -------
+    dict
+        ``{"ink": (a, ixg), "empty": (a, ixg)}``: weights ``a`` (N, n) and
+        input × gradient of the logit per patch ``ixg`` (N, n).
+    """
+    X = np.asarray(X, dtype=float)
+    u = np.full(X.shape[-1], 1.0 / X.shape[-1])
+    r = X @ u                                            # (N, n) readout
+    heads = {}
+    for name, sign in (("ink", 1.0), ("empty", -1.0)):
+        s = sign * beta * X.sum(-1)                      # (N, n) scores
+        a = np.exp(s - s.max(-1, keepdims=True))
+        a /= a.sum(-1, keepdims=True)
+        y = (a * r).sum(-1, keepdims=True)               # (N, 1) logit
+        grad = a[..., None] * u + (sign * beta * a * (r - y))[..., None]
+        heads[name] = (a, (X * grad).sum(-1))            # (N, n) each
+    return heads
+
+
+def _median_rho_sign(a, b):
+    from scipy.stats import rankdata
+
+    ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
+    ra -= ra.mean(-1, keepdims=True)
+    rb -= rb.mean(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (ra * rb).sum(-1) / np.sqrt((ra ** 2).sum(-1)
+                                          * (rb ** 2).sum(-1))
+    return int(np.sign(np.nanmedian(rho)))
+
+
+def _signs_judge(signs):
+    answered(signs, "a pair of signs (ink head, empty head), each +1 or -1",
+             "predicted_signs")
+    try:
+        if isinstance(signs, (str, Opaque)) or len(signs) != 2:
+            raise TypeError
+        got = tuple(int(s) for s in signs)
+        if any(s != float(t) for s, t in zip(got, signs)):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise Wrong(f"predicted_signs should be two signs, +1 or -1, got "
+                    f"{type_name(signs)}") from None
+    if any(s not in (1, -1) for s in got):
+        raise Wrong(f"each sign is +1 or -1, got {got}")
+    heads = reading_heads(digit_patches())
+    want = tuple(_median_rho_sign(a, np.abs(ixg))
+                 for a, ixg in (heads["ink"], heads["empty"]))
+    if got != want:
+        raise Wrong("at least one of the two signs is not what the digits "
+                    "give; compute both correlations and explain the one "
+                    "you missed")
+    return None
+
+
+check_reading_heads = Exercise(
+    "ex-misconceptions-signs", kind="Predict", points=1,
+    answers=("predicted_signs",), judge=_signs_judge,
+    written="why do the two signs differ, and is the head that reads empty "
+            "space unimportant?",
+    written_points=1,
+    success="both signs are right.",
+    doc="Exercise 11.4: the sign of the rank correlation between attention "
+        "and the size of input × gradient, for a head that reads ink and one "
+        "that reads empty space.")
