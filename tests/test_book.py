@@ -8,6 +8,8 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
+from selfattention_course.assign import find_exercises
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -99,9 +101,23 @@ def test_chapter_follows_the_template(path):
     assert re.search(r"^\(ch-[a-z-]+\)=\n# ", md, re.M), "chapter label + title"
     assert "**After this chapter you can**" in md, "learning objectives"
     assert "## Try it" in md and "## Exercises" in md and "## Summary" in md
-    exercises = re.findall(r":::\{exercise\}[^\n]*\n:label: (ex-[a-z0-9-]+)",
-                           md)
-    assert len(exercises) >= 2, "at least 2 exercises"
+    titled = re.findall(r":::\{exercise\} ([A-Z][a-z]+): [^\n]*\((\d+) "
+                        r"points?\)\n:label: (ex-[a-z0-9-]+)", md)
+    exercises = [label for _, _, label in titled]
+    assert len(exercises) == md.count(":::{exercise}"), \
+        "every exercise is titled 'Kind: what (N points)'"
+    assert len(exercises) >= 3, "at least 3 exercises"
+    kinds = {kind for kind, _, _ in titled}
+    assert kinds & {"Derive", "Prove"}, "a Derive or Prove exercise"
+    assert "Experiment" in kinds, "an Experiment"
+    declared = find_exercises()
+    for kind, points, label in titled:
+        ex = declared[label][2]
+        assert kind == ex.kind, f"{label}: titled {kind}, declared {ex.kind}"
+        total = ex.points + ex.written_points
+        assert float(points) == total, (
+            f"{label}: titled ({points} points), declared {total:g} "
+            f"(code {ex.points:g} + written {ex.written_points:g})")
     starts = re.findall(r":::\{solution-start\} (ex-[a-z0-9-]+)", md)
     assert starts == exercises, "every exercise has one gated solution"
     assert md.count(":::{solution-end}") == len(exercises)
