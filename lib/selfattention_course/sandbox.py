@@ -1,8 +1,9 @@
 """Running one grading job in isolation.
 
-A job is a folder the grader prepares (the notebook, the hidden cases, the
-list of exercises); the sandbox sees it read-only at ``/job`` and runs
-:mod:`selfattention_course.runner` there, which executes the notebook and the
+A job is a folder the grader prepares (the notebook, the list of
+exercises); the sandbox sees it read-only at ``/job`` and runs
+:mod:`selfattention_course.runner` there, which reads the hidden cases from
+its standard input (they are in no file), executes the notebook and the
 harvest and writes one frame (:mod:`selfattention_course.wire`) to its
 standard output. The grader reads at most a fixed number of bytes of it
 within the wall-clock limit, then kills whatever is left.
@@ -14,7 +15,12 @@ Backends:
     the Python installation, the environment that holds this package and
     the job, all read-only; a private ``/tmp`` of bounded size; new PID,
     network (loopback only), IPC and UTS namespaces; an empty environment
-    but for a few variables; killed with the grader. Run as root, bubblewrap
+    but for a few variables; killed with the grader. The runner is the
+    first process of its PID namespace (``--as-pid-1``): no process of the
+    notebook can signal it, and none can reach the pipes to the grader
+    through another process's ``/proc`` entry. Started through ``choom``,
+    the job's processes are the first the out-of-memory killer ends (run
+    as root, a notebook cannot undo that). Run as root, bubblewrap
     works privileged and the job drops to a user id of its own
     (``setpriv``, no capabilities), so process limits count that job only;
     run as another user, bubblewrap uses a user namespace.
@@ -38,6 +44,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -105,8 +112,12 @@ class Backend:
         return f"selfattention-grade-{os.getpid()}-{slot}-" \
                f"{secrets.token_hex(4)}"
 
-    def run(self, job: Path, slot: int, limits: Limits) -> Outcome:
-        """Run the job; return at most ``limits.result_bytes`` of output."""
+    def run(self, job: Path, slot: int, limits: Limits,
+            given: bytes = b"") -> Outcome:
+        """Run the job; return at most ``limits.result_bytes`` of output.
+
+        ``given`` goes to the runner's standard input (the hidden cases).
+        """
         token = self.token(slot)
         cmd = self.command(job, slot, limits)
         if isinstance(self, Container):
@@ -114,9 +125,12 @@ class Backend:
         start = time.monotonic()
         deadline = start + limits.notebook_seconds + 20   # start-up, harvest
         process = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True,
             env=self.environment(job), close_fds=True)
+        feeder = threading.Thread(target=_feed, args=(process.stdin, given),
+                                  daemon=True)
+        feeder.start()
         out, err = bytearray(), bytearray()
         problem = None
         with selectors.DefaultSelector() as sel:
@@ -157,6 +171,7 @@ class Backend:
             self.kill(process, token)
             process.wait()
         self.kill(process, token)        # nothing of the job outlives it
+        feeder.join(timeout=10)
         process.stdout.close()
         process.stderr.close()
         seconds = time.monotonic() - start
@@ -175,6 +190,19 @@ class Backend:
     def runner(self, job_dir: str) -> list[str]:
         return [self.python, "-I", "-m", "selfattention_course.runner",
                 job_dir]
+
+
+def _feed(stream, data: bytes) -> None:
+    """Write ``data`` to a child's standard input, then close it."""
+    try:
+        stream.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except (BrokenPipeError, OSError):
+            pass
 
 
 # ------------------------------------------------------------------ bubblewrap
@@ -204,6 +232,7 @@ class Bubblewrap(Backend):
                        "bwrap")
     setpriv: str = field(default_factory=lambda: shutil.which("setpriv") or
                          "setpriv")
+    choom: str | None = field(default_factory=lambda: shutil.which("choom"))
     # Run as root, job ``slot`` runs as user ``uid_base + slot``: a range
     # drawn for each grader, so that concurrent runs share no process count.
     uid_base: int = field(default_factory=lambda: 100_000 + 64 *
@@ -230,7 +259,7 @@ class Bubblewrap(Backend):
     def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
         cmd = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc",
                "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
-               "--new-session", "--clearenv",
+               "--as-pid-1", "--new-session", "--clearenv",
                "--ro-bind", "/usr", "/usr"]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(top):
@@ -261,7 +290,8 @@ class Bubblewrap(Backend):
             cmd[1:1] = ["--unshare-user", "--uid", "65534", "--gid", "65534",
                         "--disable-userns"]
             cmd += ["--"]
-        return cmd + self.runner(JOB_MOUNT)
+        first = [self.choom, "-n", "1000", "--"] if self.choom else []
+        return first + cmd + self.runner(JOB_MOUNT)
 
     def works(self) -> bool:
         """Whether bubblewrap can start a sandbox here (a quick probe)."""
@@ -295,7 +325,8 @@ class Container(Backend):
 
     def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
         memory = str(limits.memory_bytes)
-        cmd = [self.engine, "run", "--rm", "--network", "none",
+        cmd = [self.engine, "run", "--rm", "--interactive",
+               "--network", "none",
                "--read-only", "--cap-drop", "ALL",
                "--security-opt", "no-new-privileges",
                "--user", "65534:65534",
