@@ -31,8 +31,15 @@ __all__ = ["Row", "neutral", "md_text", "fenced", "clean_text", "write",
            "replace_folder"]
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]!|~])")
+# Control characters, and the invisible ones that reorder or hide text
+# (bidirectional overrides and isolates, zero-width characters).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029"
+                      r"\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]!|~#])")
+# Characters from which renderers build links out of bare text (GitHub's
+# and markdown-it's autolinks: www.x.y, http://, a@b.c, x.com): escaped,
+# they split the text, so that no renderer sees a link in it.
+_AUTOLINK = re.compile(r"([.:@/])")
 
 
 @dataclass
@@ -67,9 +74,15 @@ def neutral(cell: str) -> str:
 
 
 def md_text(text: str) -> str:
-    """``text`` for Markdown: no markup, links, images or HTML render."""
-    text = clean_text(text).replace("\n", " ")
+    """``text`` for Markdown: no markup, links, images or HTML render.
+
+    Markup characters are escaped, and so are the characters that make a
+    bare address a link (``.``, ``:``, ``@``, ``/``); ``&``, ``<`` and ``>``
+    become entities.
+    """
+    text = clean_text(text).replace("\n", " ").replace("\t", " ")
     text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = _AUTOLINK.sub(r"\\\1", text)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">",
                                                                   "&gt;")
 
@@ -147,11 +160,13 @@ def write(out: Path, rows: list[Row], students: list[str], graded: list,
     try:
         (fresh / GRADEBOOK).write_text(csv_text(rows), encoding="utf-8")
         names: dict[str, str] = {}
+        taken: set[str] = set()          # case-folded: macOS, Windows
         for student in students:
             name = safe_file_name(student)
-            while name in names.values():
+            while name.casefold() in taken:
                 name += "_"
             names[student] = name
+            taken.add(name.casefold())
             counted = {g.chapter: g for g in graded
                        if g.student == student and g.counted}
             page = feedback_page(student, [r for r in rows
