@@ -332,12 +332,15 @@ for _ in range(4):
          data={"state": {}, "buffer_paths": [["a"]]})
 ''',
         # Text that a Markdown viewer would turn into links, HTML or
-        # reversed text in the feedback.
+        # reversed text in the feedback, and text that UTF-8 cannot encode
+        # (which once stopped the whole gradebook from being written).
         "feedback-text": '''
 def my_softmax(S):
     raise ValueError("see https://x.example/login, www.x.example, a@x.example"
-                     " <b>bold</b> [link](https://x.example) \\u202ereversed")
-answer = ("www.x.example", "https://x.example")
+                     " <b>bold</b> [link](https://x.example) \\u202ereversed"
+                     " \\ud800")
+answer = ("www.x.example", "https://x.example\\udcff")
+raise RuntimeError("a lone surrogate \\ud83d")
 ''',
         # The instructor's session keyring, inherited by every process.
         "keyring": f'''
@@ -595,6 +598,9 @@ def test_student_text_renders_as_text(run):
     assert "x.example" in html
     assert "<a" not in html and "<b>" not in html and "<img" not in html
     assert "\u202e" not in page and "\u202e" not in run["csv"]
+    # Lone surrogates became "?" instead of stopping the whole gradebook.
+    assert "RuntimeError" in page
+    assert "reversed ?" in rows_of(run, "feedback-text")[0].feedback
 
 
 def test_names_that_look_alike_stay_apart(run):

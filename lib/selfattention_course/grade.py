@@ -313,7 +313,7 @@ class Grader:
                 "count_processes": self.backend.name != "none"}
         (job / JOB_FILE).write_text(json.dumps(spec), encoding="utf-8")
         (job / JOB_NOTEBOOK).write_text(nbformat.writes(_clean(nb)),
-                                        encoding="utf-8")
+                                        encoding="utf-8", errors="replace")
         for path in job.iterdir():
             path.chmod(0o644)
         return cases, wire.pack(parts)

@@ -266,12 +266,13 @@ def run(job_dir: Path, cases: bytes = b"") -> bytes:
                             wire.MAX_BUNDLE)
         if data is not None:
             parts.append((PART_HARVEST.format(index=index), data))
-    executed = nbformat.writes(nb).encode()
+    # "replace": text a notebook made of lone surrogates cannot stop this.
+    executed = nbformat.writes(nb).encode("utf-8", "replace")
     if len(executed) > limits["notebook_output_bytes"] + 4 * 2 ** 20:
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = []
-        executed = nbformat.writes(nb).encode()
+        executed = nbformat.writes(nb).encode("utf-8", "replace")
     parts.insert(0, (PART_REPORT, json.dumps(report).encode()))
     parts.append((PART_EXECUTED, executed))
     return wire.pack(parts)
