@@ -18,12 +18,15 @@ Backends:
     but for a few variables; killed with the grader. The runner is the
     first process of its PID namespace (``--as-pid-1``): no process of the
     notebook can signal it, and none can reach the pipes to the grader
-    through another process's ``/proc`` entry. Started through ``choom``,
-    the job's processes are the first the out-of-memory killer ends (run
-    as root, a notebook cannot undo that). Run as root, bubblewrap
-    works privileged and the job drops to a user id of its own
-    (``setpriv``, no capabilities), so process limits count that job only;
-    run as another user, bubblewrap uses a user namespace.
+    through another process's ``/proc`` entry. A seccomp filter refuses
+    the key management calls (keyrings are not separated by namespaces,
+    and a job's user id may be a real user's elsewhere). Started through
+    ``choom``, the job's processes are the first the out-of-memory killer
+    ends (run as root with ``CAP_SYS_RESOURCE``, a notebook cannot undo
+    that). Run as root, bubblewrap works privileged and the job drops to a
+    user id of its own (``setpriv``, no capabilities), so process limits
+    count that job only; run as another user, bubblewrap uses a user
+    namespace.
 ``docker`` / ``podman``
     The same job in a container of the image built from this package's
     ``Dockerfile``: no network, read-only root, a bounded ``/tmp``, no
@@ -99,8 +102,13 @@ class Backend:
     python: str = field(default_factory=lambda: sys.executable)
     python_path: list[str] = field(default_factory=list)
 
-    def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
+    def command(self, job: Path, slot: int, limits: Limits,
+                filter_fd: int | None = None) -> list[str]:
         raise NotImplementedError
+
+    def syscall_filter(self) -> int | None:
+        """A file descriptor holding a seccomp program for the job."""
+        return None
 
     def kill(self, process: subprocess.Popen, token: str) -> None:
         try:
@@ -119,15 +127,21 @@ class Backend:
         ``given`` goes to the runner's standard input (the hidden cases).
         """
         token = self.token(slot)
-        cmd = self.command(job, slot, limits)
+        filter_fd = self.syscall_filter()
+        cmd = self.command(job, slot, limits, filter_fd)
         if isinstance(self, Container):
             cmd = cmd[:2] + ["--name", token] + cmd[2:]
         start = time.monotonic()
         deadline = start + limits.notebook_seconds + 20   # start-up, harvest
-        process = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
-            env=self.environment(job), close_fds=True)
+        try:
+            process = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True,
+                env=self.environment(job), close_fds=True,
+                pass_fds=() if filter_fd is None else (filter_fd,))
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
         feeder = threading.Thread(target=_feed, args=(process.stdin, given),
                                   daemon=True)
         feeder.start()
@@ -205,6 +219,68 @@ def _feed(stream, data: bytes) -> None:
             pass
 
 
+# ------------------------------------------------------------------ seccomp
+# The key management calls (add_key, request_key, keyctl) by machine, native
+# and 32-bit compatible: keyrings are the one kernel object that namespaces
+# do not separate, and a user id drawn for a job may be a real user's.
+_KEY_CALLS = {
+    "x86_64": ((0xC000003E, (248, 249, 250)), (0x40000003, (286, 287, 288))),
+    "aarch64": ((0xC00000B7, (217, 218, 219)), (0x40000028, (309, 310, 311))),
+}
+_X32 = 0x40000000                    # x86_64's x32 calls: refused as a whole
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """A classic BPF seccomp program that refuses the key management calls
+    with EPERM and allows everything else; None for an unknown machine."""
+    import struct
+
+    machine = machine or os.uname().machine
+    if machine not in _KEY_CALLS:
+        return None
+    allow, deny = 0x7FFF0000, 0x00050000 | 1       # RET_ALLOW, ERRNO(EPERM)
+    code: list[tuple] = []                          # (op, k, jt, jf) labels
+
+    def load(offset):
+        code.append((0x20, offset, None, None))     # ld [offset]
+
+    def jump(op, k, true, false):
+        code.append((op, k, true, false))
+
+    for arch, calls in _KEY_CALLS[machine]:
+        mine = f"next{arch}"
+        load(4)                                      # seccomp_data.arch
+        jump(0x15, arch, None, mine)                 # jeq
+        load(0)                                      # seccomp_data.nr
+        if machine == "x86_64" and arch == 0xC000003E:
+            jump(0x35, _X32, "deny", None)           # jge
+        for number in calls:
+            jump(0x15, number, "deny", None)
+        code.append(("ret", allow, None, None))
+        code.append(("label", mine, None, None))
+    code.append(("ret", allow, None, None))
+    code.append(("label", "deny", None, None))
+    code.append(("ret", deny, None, None))
+    places, index = {}, 0
+    for op, k, _, _ in code:
+        if op == "label":
+            places[k] = index
+        else:
+            index += 1
+    out, index = [], 0
+    for op, k, true, false in code:
+        if op == "label":
+            continue
+        if op == "ret":
+            out.append(struct.pack("<HBBI", 0x06, 0, 0, k))
+        else:
+            skip = [0 if t is None else places[t] - index - 1
+                    for t in (true, false)]
+            out.append(struct.pack("<HBBI", op, skip[0], skip[1], k))
+        index += 1
+    return b"".join(out)
+
+
 # ------------------------------------------------------------------ bubblewrap
 def _package_roots() -> list[str]:
     """Folders that must be visible for this package and the book's."""
@@ -256,7 +332,17 @@ class Bubblewrap(Backend):
                 out.append(real)
         return sorted(out)
 
-    def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
+    def syscall_filter(self) -> int | None:
+        program = seccomp_program()
+        if program is None:
+            return None
+        read, write = os.pipe()
+        os.write(write, program)                 # a few hundred bytes
+        os.close(write)
+        return read
+
+    def command(self, job: Path, slot: int, limits: Limits,
+                filter_fd: int | None = None) -> list[str]:
         cmd = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc",
                "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
                "--as-pid-1", "--new-session", "--clearenv",
@@ -281,6 +367,8 @@ class Bubblewrap(Backend):
                 "--tmpfs", SCRATCH, "--chdir", SCRATCH]
         for key, value in _sandbox_env(self.python).items():
             cmd += ["--setenv", key, value]
+        if filter_fd is not None:
+            cmd += ["--seccomp", str(filter_fd)]
         if self.privileged:
             uid = str(self.uid_base + slot)
             cmd += ["--", self.setpriv, f"--reuid={uid}", f"--regid={uid}",
@@ -323,7 +411,8 @@ class Container(Backend):
     engine: str = "docker"
     image: str = "selfattention-grader"
 
-    def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
+    def command(self, job: Path, slot: int, limits: Limits,
+                filter_fd: int | None = None) -> list[str]:
         memory = str(limits.memory_bytes)
         cmd = [self.engine, "run", "--rm", "--interactive",
                "--network", "none",
@@ -370,7 +459,8 @@ class Unisolated(Backend):
 
     name: str = "none"
 
-    def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
+    def command(self, job: Path, slot: int, limits: Limits,
+                filter_fd: int | None = None) -> list[str]:
         return self.runner(str(job))
 
     def environment(self, job: Path) -> dict:
