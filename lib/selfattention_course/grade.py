@@ -406,10 +406,11 @@ class Grader:
     def grade_all(self, submissions: list[Submission]) -> list[Graded]:
         """Grade every submission, ``jobs`` at a time, in order.
 
-        With more than one job, a notebook whose run a time limit or a
-        crash cut short is graded once more at the end, alone: another
-        notebook graded beside it (one that keeps every core busy, or
-        fills the memory) could have caused it. The second result counts.
+        With more than one job, a notebook whose kernel died, or ran into
+        a time limit with less than half a processor, is graded once more
+        at the end, alone: another notebook graded beside it (one that
+        keeps every core busy, or fills the memory) could have caused it.
+        The second result counts.
         """
         slots: queue.Queue[int] = queue.Queue()
         for slot in range(self.jobs):
@@ -459,7 +460,7 @@ def _cut_short(why_none, report: dict) -> bool:
         return True
     starved = [stopped.get("share")] if why == "timeout" else []
     starved += [shares.get(key) for key, status in harvest.items()
-                if status in ("timeout", "stuck")]
+                if status == "timeout"]
     if why == "deadline" or "deadline" in harvest.values():
         cpu, wall = report.get("cpu"), report.get("seconds")
         ok = isinstance(cpu, (int, float)) and \

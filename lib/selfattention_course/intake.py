@@ -279,9 +279,9 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
     for student, budget in budgets.items():
         if budget.skipped:
             found.append(Submission(student, "", problem=(
-                f"{budget.skipped} more entries were not read: one student "
-                f"may hand in {MAX_PER_STUDENT} notebooks, in folders of at "
-                f"most {MAX_ENTRIES} entries")))
+                f"more entries were not read: one student may hand in at "
+                f"most {MAX_PER_STUDENT} notebooks, in folders of at most "
+                f"{MAX_ENTRIES} entries in all")))
     return found
 
 

@@ -512,13 +512,9 @@ def _ignore(signum, frame) -> None:
     pass
 
 
-def wire_limit() -> int:
+def main(argv: list[str] | None = None) -> int:
     from .wire import MAX_BUNDLE
 
-    return MAX_BUNDLE
-
-
-def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     job_dir = Path(argv[0])
     job = json.loads((job_dir / JOB_FILE).read_text(encoding="utf-8"))
@@ -527,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1",
                  "SIGUSR2", "SIGALRM"):
         signal.signal(getattr(signal, name), _ignore)
-    cases = _read_input(len(job["exercises"]) * (wire_limit() + 4096))
+    cases = _read_input(len(job["exercises"]) * (MAX_BUNDLE + 4096))
     _harden(job["limits"], count_processes=job.get("count_processes", True))
     frame = run(job_dir, cases)
     out = sys.stdout.buffer
