@@ -262,13 +262,17 @@ def test_the_bubblewrap_command_isolates_as_described(tmp_path):
                for b in binds)
     user = Bubblewrap(privileged=False).command(tmp_path, 3, limits)
     assert "--unshare-user" in user and "setpriv" not in " ".join(user)
+    for cmd in (root, user):            # the runner is the first process
+        assert "--as-pid-1" in cmd and "--seccomp" not in cmd
+    filtered = " ".join(Bubblewrap().command(tmp_path, 0, limits, 7))
+    assert "--seccomp 7 " in filtered
 
 
 def test_the_container_command_isolates_as_described(tmp_path):
     cmd = Container(engine="podman").command(tmp_path, 0, Limits())
     text = " ".join(cmd)
     for part in ("--network none", "--read-only", "--cap-drop ALL",
-                 "--pids-limit 128", "--user 65534:65534",
+                 "--pids-limit 128", "--user 65534:65534", "--interactive",
                  f"source={tmp_path},target=/job,readonly"):
         assert part in text
     assert cmd[0] == "podman" and cmd[-2:] == ["selfattention_course.runner",

@@ -2,17 +2,23 @@
 
 Every submission below is chapter 1's student notebook with one cell added
 (or a hostile file), and tries one way to score without solving anything,
-or to escape, hang or flood the grader. They are graded in one run, two at
-a time, beside the chapter itself handed in by an honest student (full
-marks) and the student notebook left as given (0). Each hostile one must
-get 0 points and a row that says what happened; the instructor's checkout
-must be unchanged; no process of the run may survive it; a listener on a
-loopback port must receive nothing; the gradebook keeps its columns.
+or to escape, hang or flood the grader, or to harm the instructor or the
+classmates graded beside it. They are graded in one run, two at a time,
+beside the chapter itself handed in by an honest student (full marks) and
+the student notebook left as given (0). Each hostile one must get 0 points
+and a row that says what happened; the instructor's checkout and session
+keyring must stay out of reach; no process of the run may survive it; a
+listener on a loopback port must receive nothing; the gradebook keeps its
+columns. The tests after the run check the pieces that do not need a
+sandbox: fingerprints of copied code, NaN, Markdown, names, parsing.
 """
 
 import csv
+import ctypes
 import hashlib
+import json
 import os
+import platform
 import socket
 import stat
 import threading
@@ -23,7 +29,8 @@ import nbformat
 import pytest
 
 from selfattention_course import assign
-from selfattention_course.grade import grade_folder
+from selfattention_course.grade import MAX_CELLS, Grader, grade_folder
+from selfattention_course.intake import MAX_PER_STUDENT
 from selfattention_course.names import COLUMNS
 from selfattention_course.sandbox import Bubblewrap, Limits
 
@@ -36,12 +43,15 @@ ROWS = [row for label in LABELS for row in
         [label] + [f"{label} (written)"] * (label in WRITTEN)]
 MARKER = "hostile-marker-7f3a"
 SECRET = "SELFATTENTION_INSTRUCTOR_SECRET"      # set in the grader only
+KEY = b"selfattention-instructor-key"           # in the grader's keyring
+KEYCTL = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}.get(
+    platform.machine())                          # add_key, request_key, keyctl
 JOBS = 2
 BACKEND = Bubblewrap()               # its jobs run as uid_base, uid_base + 1
 
-# CI must run these: there a missing bubblewrap is a failure, not a skip.
-pytestmark = pytest.mark.skipif(not BACKEND.works() and not os.environ.get(
-    "CI"), reason="bubblewrap cannot run here")
+# CI must run the graded class: there a missing bubblewrap is a failure,
+# not a skip.
+NO_SANDBOX = not BACKEND.works() and not os.environ.get("CI")
 
 
 def routes(port: int, gradebook: Path) -> dict[str, str]:
@@ -218,6 +228,8 @@ for _ in range(200):
 ''',
         # An endless loop in a cell, and one in an answer.
         "endless-cell": '''
+import signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)      # an interrupt does nothing
 while True:
     pass
 ''',
@@ -227,9 +239,12 @@ def my_tempered_attention(Q, K, V, tau):
         pass
 ''',
         # The runner killed; its output forged; results planted in advance.
+        # The runner is the sandbox's first process: these signals do not
+        # reach it, and the notebook goes on to be graded.
         "kill-runner": '''
 import os, signal
-os.kill(os.getppid(), signal.SIGKILL)
+for sig in (signal.SIGKILL, signal.SIGSTOP):
+    os.kill(os.getppid(), sig)
 os.kill(-1, signal.SIGKILL)
 ''',
         "forge-channel": '''
@@ -248,6 +263,100 @@ for name in ("harvest", "harvest-0"):
     for i in range(3):
         with open(f"/tmp/{name}/{i}.bin", "wb") as out:
             out.write(fake)
+''',
+        # The answers are the copies of the library's functions that the
+        # chapter shows on its page, and so defines in the notebook.
+        "copies": '''
+def my_tempered_attention(Q, K, V, tau):
+    return attention(Q / tau[..., None], K, V)
+def my_limits(Q, K, V):
+    return softmax(Q @ K.T) @ V, V
+''',
+        # The hidden cases looked for before the harvest; a helper process
+        # (detached) that answers with the library; a process started by an
+        # answer while it runs.
+        "early-look": '''
+import glob, os, pickle, struct
+import selfattention.attention as A
+print("cases seen", len(glob.glob("/job/*cases*") + glob.glob("/tmp/**/*cases*",
+                                                         recursive=True)))
+ask_r, ask_w = os.pipe()
+get_r, get_w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.close(ask_w); os.close(get_r)
+        inp, out = os.fdopen(ask_r, "rb"), os.fdopen(get_w, "wb")
+        while True:
+            Q, K, V, tau = pickle.loads(
+                inp.read(struct.unpack("q", inp.read(8))[0]))
+            data = pickle.dumps(A.attention(Q / tau[..., None], K, V))
+            out.write(struct.pack("q", len(data)) + data)
+            out.flush()
+    os._exit(0)
+os.close(ask_r); os.close(get_w)
+ask, get = os.fdopen(ask_w, "wb"), os.fdopen(get_r, "rb")
+def my_tempered_attention(Q, K, V, tau):
+    data = pickle.dumps((Q, K, V, tau))
+    ask.write(struct.pack("q", len(data)) + data)
+    ask.flush()
+    return pickle.loads(get.read(struct.unpack("q", get.read(8))[0]))
+def my_limits(Q, K, V):
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.write(w, pickle.dumps((A.attention(Q * 1e6, K, V)[0],
+                                  A.attention(Q * 0, K, V)[0])))
+        os._exit(0)
+    os.close(w)
+    return pickle.loads(os.read(r, 1 << 20))
+''',
+        # A classmate graded at the same time starved of processor time.
+        "cpu-hog": '''
+import os, time
+end = time.time() + 12
+for _ in range(30):
+    if os.fork() == 0:
+        os.setsid()                  # each in a scheduling group of its own
+        while time.time() < end:
+            pass
+        os._exit(0)
+time.sleep(6)
+''',
+        # Outputs that slip under the limits or run in the instructor's
+        # viewer: HTML, JavaScript, SVG, deep JSON, widget buffers.
+        "rich-output": '''
+from IPython.display import HTML, SVG, Javascript, display
+from ipykernel.comm import Comm
+display(HTML("<script>alert(1)</script><a href='https://x.example'>x</a>"))
+display(Javascript("alert(2)"))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(3)'
+            '</script></svg>'))
+deep = [[[[[[[[["x" * 2 ** 20] * 4]]]]]]]]
+for _ in range(6):
+    display({"application/json": {"a": deep}}, raw=True)
+for _ in range(4):
+    Comm(target_name="jupyter.widget", buffers=[b"x" * 2 ** 23],
+         data={"state": {}, "buffer_paths": [["a"]]})
+''',
+        # Text that a Markdown viewer would turn into links, HTML or
+        # reversed text in the feedback, and text that UTF-8 cannot encode
+        # (which once stopped the whole gradebook from being written).
+        "feedback-text": '''
+def my_tempered_attention(Q, K, V, tau):
+    raise ValueError("see https://x.example/login, www.x.example, a@x.example"
+                     " <b>bold</b> [link](https://x.example) \\u202ereversed"
+                     " \\ud800")
+def predict_moved(query, shift):
+    return ("www.x.example", "https://x.example\\udcff")
+''',
+        # The instructor's session keyring, inherited by every process.
+        "keyring": f'''
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+found = libc.syscall({(KEYCTL or (0, 0, 0))[1]}, b"user", {KEY!r}, None, 0)
+buffer = ctypes.create_string_buffer(256)
+size = libc.syscall({(KEYCTL or (0, 0, 0))[2]}, 11, found, buffer, 256)
+print("key", found, buffer.raw[:max(size, 0)])
 ''',
     }
 
@@ -288,7 +397,34 @@ def build_submissions(tmp: Path, port: int, gradebook: Path) -> Path:
                  stat.S_IFCHR | 0o600, os.makedev(1, 3))
     # A loose notebook: a flat folder counts it for a student of that name.
     (subs / "loose.ipynb").write_bytes(student.read_bytes())
+    # Names that look alike once cleaned, or differ only in case; a student
+    # who hands in too many notebooks; too many cells; a text on which a
+    # careless regular expression takes quadratic time.
+    for name in ("twin\nname", "twin\tname", "Case", "case"):
+        (subs / name).mkdir()
+        (subs / name / "homework.ipynb").write_text("{}")
+    (subs / "many").mkdir()
+    for i in range(MAX_PER_STUDENT + 5):
+        (subs / "many" / f"copy{i:02d}.ipynb").write_text("{}")
+    cells = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")
+                                            for _ in range(MAX_CELLS + 1)])
+    (subs / "cells").mkdir()
+    nbformat.write(cells, subs / "cells" / "homework.ipynb")
+    bomb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        ":" * 2_000_000), nbformat.v4.new_markdown_cell("`" * 2_000_000)])
+    (subs / "colons").mkdir()
+    nbformat.write(bomb, subs / "colons" / "homework.ipynb")
     return subs
+
+
+def instructor_key() -> int | None:
+    """A key in a session keyring of the grader (the instructor's)."""
+    if KEYCTL is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall(KEYCTL[2], 1, b"selfattention-test-session")  # join
+    key = libc.syscall(KEYCTL[0], b"user", KEY, b"instructor-only", 15, -3)
+    return key if key > 0 else None
 
 
 def checkout_digest() -> str:
@@ -327,6 +463,8 @@ def job_processes() -> list[str]:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
+    if NO_SANDBOX:
+        pytest.skip("bubblewrap cannot run here")
     tmp = tmp_path_factory.mktemp("hostile")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -354,6 +492,7 @@ def run(tmp_path_factory):
     subs = build_submissions(tmp, port, out)
     before = checkout_digest()
     os.environ[SECRET] = "instructor-only"
+    key = instructor_key()
     limits = Limits(cell_seconds=10, notebook_seconds=90, harvest_seconds=10,
                     memory_bytes=3 * 2 ** 30)
     start = time.monotonic()
@@ -372,7 +511,8 @@ def run(tmp_path_factory):
             "book": {(r.student, r.exercise): r for r in rows},
             "out": out, "seconds": seconds, "survivors": survivors,
             "received": received, "changed": checkout_digest() != before,
-            "limits": limits, "csv": (out / "gradebook.csv").read_text()}
+            "limits": limits, "csv": (out / "gradebook.csv").read_text(),
+            "key": key, "info": json.loads((out / "run.json").read_text())}
 
 
 def rows_of(run, student):
@@ -404,13 +544,88 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
 
 @pytest.mark.parametrize("student, words", [
     ("library-answers", ["For review", "attention.attention"]),
+    ("copies", ["For review", "attention.attention"]),
     ("endless-answer", ["time limit"]),
-    ("kill-runner", ["Not graded"]),
+    ("kill-runner", ["Not attempted"]),
+    ("early-look", ["Not yet"]),
 ])
 def test_the_first_row_says_what_happened(run, student, words):
     row = run["book"][student, LABELS[0]]
     for word in words:
         assert word in row.feedback, row.feedback
+
+
+def test_a_copy_of_a_function_not_asked_for_is_not_for_review(run):
+    # my_limits may use softmax: the exercise asks for something else.
+    row = run["book"]["copies", LABELS[1]]
+    assert row.feedback.startswith("Not yet"), row.feedback
+
+
+def test_hidden_cases_and_helpers_are_out_of_reach(run):
+    assert printed(run, "early-look").split()[:3] == ["cases", "seen", "0"]
+    assert run["book"]["early-look", LABELS[1]].feedback.startswith(
+        "Not yet")                      # its fork failed inside the answer
+    assert any("were stopped before its answers" in p
+               for p in run["graded"]["early-look"].problems)
+
+
+def test_the_instructors_keyring_is_out_of_reach(run):
+    if run["key"] is None:
+        pytest.skip("no keyring here")
+    text = printed(run, "keyring")
+    assert "instructor-only" not in text and text.startswith("key -1")
+
+
+def test_classmates_of_the_hog_are_graded_fairly(run):
+    # Whoever ran beside it and was starved into a time limit was graded
+    # again alone (see the test of the retry below): every notebook that
+    # is not hostile still gets its expected rows (the tests above).
+    assert isinstance(run["info"]["graded_again_alone"], int)
+    assert rows_of(run, "cpu-hog")[0].feedback.startswith("Not attempted")
+
+
+def test_rich_outputs_are_capped_and_defused(run):
+    graded = run["graded"]["rich-output"]
+    assert any("over the limit" in p for p in graded.problems)
+    path = run["out"] / "executed" / "rich-output" / "01_definition.ipynb"
+    assert path.stat().st_size < run["limits"].notebook_output_bytes
+    nb = nbformat.read(path, as_version=4)
+    outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
+    for part in ("<script", "alert(", "text/html", "javascript",
+                 "image/svg"):
+        assert part not in outputs, part
+    assert "widgets" not in nb.metadata
+
+
+def test_student_text_renders_as_text(run):
+    from markdown_it import MarkdownIt
+
+    page = (run["out"] / "feedback" / "feedback-text.md").read_text()
+    html = MarkdownIt("gfm-like").render(page)     # links bare addresses
+    assert "x.example" in html
+    assert "<a" not in html and "<b>" not in html and "<img" not in html
+    assert "\u202e" not in page and "\u202e" not in run["csv"]
+    # Lone surrogates became "?" instead of stopping the whole gradebook.
+    assert "reversed ?" in rows_of(run, "feedback-text")[0].feedback
+
+
+def test_names_that_look_alike_stay_apart(run):
+    students = {r.student for r in run["rows"]}
+    twins = [s for s in students if s.startswith("twin?name")]
+    assert len(twins) == 2 and "Case" in students and "case" in students
+    pages = [p.name.casefold() for p in (run["out"] / "feedback").iterdir()]
+    assert len(pages) == len(set(pages)) == len(students)
+
+
+def test_parsing_bombs_and_floods_end_with_clear_rows(run):
+    rows = [r.feedback for r in rows_of(run, "many") if not r.chapter]
+    assert len(rows) == MAX_PER_STUDENT + 1
+    assert any("more entries were not read" in f for f in rows)
+    (cells,) = [r for r in rows_of(run, "cells") if not r.chapter]
+    assert cells.feedback.startswith("Refused") and "cells" in cells.feedback
+    (bomb,) = [r for r in rows_of(run, "colons") if not r.chapter]
+    assert "not one of the chapters" in bomb.feedback
+    assert run["graded"]["colons"].seconds < 5
 
 
 def test_runs_that_stop_are_reported_to_the_student(run):
@@ -496,3 +711,357 @@ def test_the_walls_held_where_the_notebooks_pushed(run):
     stopped = printed(run, "fork-bomb").split()
     assert stopped[:3] == ["fork", "stopped", "after"]
     assert int(stopped[3]) < run["limits"].processes
+
+
+# ------------------------------------------------------------ the pieces
+# These need no sandbox: what the grader does with what a notebook sends.
+
+def _compiled(source: str, filename: str, **names) -> dict:
+    space = dict(names)
+    exec(compile(source, filename, "exec"), space)
+    return space
+
+
+def test_the_copy_a_chapter_shows_is_recognised():
+    import inspect
+    import linecache
+    import math
+
+    import numpy as np
+
+    from selfattention.attention import attention, softmax
+    from selfattention.exercises import definition
+    from selfattention.exercises.core import (CORRECT, FOR_REVIEW,
+                                              fingerprint)
+
+    source = inspect.getsource(attention.__wrapped__)
+    body = source[source.index("def "):]
+    head, _, rest = body.partition('"""')
+    _, _, rest = rest.partition('"""')
+    page = head + '"""A summary line only."""' + rest
+    reference = fingerprint(attention.__wrapped__.__code__)
+    for number, (text, status) in enumerate((
+            ("# lib/selfattention/attention.py\n" + page, FOR_REVIEW),
+            ("# lib/selfattention/attention.py\nimport numpy as np\n\n\n"
+             + page, FOR_REVIEW),
+            (page, CORRECT),                     # retyped by the student
+            ("# my own attention\n" + page, CORRECT))):
+        name = f"/tmp/ipykernel_0/cell{number}.py"  # as IPython keeps cells
+        lines = text.splitlines(True)
+        linecache.cache[name] = (len(text), None, lines, name)
+        try:
+            copy = _compiled(text, name, np=np, math=math,
+                             softmax=softmax)["attention"]
+            assert fingerprint(copy.__code__) == reference
+
+            def answer(Q, K, V, tau, copy=copy):
+                return copy(Q / tau[..., None], K, V)
+
+            feedback = definition.check_tempered_attention.feedback(answer)
+        finally:
+            del linecache.cache[name]
+        assert feedback.status == status, (number, feedback)
+
+
+def test_a_students_own_code_is_not_taken_for_a_copy():
+    import math
+
+    import numpy as np
+
+    from selfattention.exercises import definition
+    from selfattention.exercises.core import CORRECT
+
+    own = _compiled('''
+def my_tempered_attention(Q, K, V, tau):
+    S = Q @ np.swapaxes(K, -1, -2) / (math.sqrt(Q.shape[-1]) * tau[..., None])
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+def mine(Q, K, V, tau):
+    Z = np.einsum("bqd,bkd->bqk", Q / tau[..., None], K) / Q.shape[-1] ** 0.5
+    Z = np.exp(Z - Z.max(axis=-1, keepdims=True))
+    Z = Z / Z.sum(axis=-1, keepdims=True)
+    return Z @ V, Z
+''', "/tmp/ipykernel_0/cell.py", np=np, math=math)
+    for name in ("my_tempered_attention", "mine"):
+        feedback = definition.check_tempered_attention.feedback(own[name])
+        assert feedback.status == CORRECT, feedback
+
+
+@pytest.mark.parametrize("output", [
+    float("nan"), [float("nan")], ("x", float("nan")), "NaN",
+    __import__("numpy").array([1.0, float("nan")]),
+    __import__("numpy").array([" nan", "1"])])
+def test_nan_never_passes_even_a_careless_judge(output):
+    import numpy as np
+
+    from selfattention.exercises.core import CORRECT, WRONG, Exercise, Wrong
+
+    def careless(out):                  # NaN > tol is False: it would pass
+        values = np.asarray(out if not isinstance(out, tuple) else out[1:],
+                            dtype=float)
+        if np.any(np.abs(values - 1.0) > 1e-9):
+            raise Wrong("not one")
+
+    ex = Exercise("ex-test-nan", kind="Predict", points=1,
+                  answers=("answer",), judge=careless)
+    assess = ex.assess({"outcomes": [{"output": output}], "called": [],
+                        "tampered": False}, [{}])
+    assert assess.status == WRONG and "NaN" in assess.message
+    right = ex.assess({"outcomes": [{"output": 1.0}], "called": [],
+                       "tampered": False}, [{}])
+    assert right.status == CORRECT
+
+
+@pytest.mark.parametrize("text", [
+    "see https://x.example/a?b=c, www.x.example and a@x.example",
+    "<b>bold</b> <img src=x onerror=alert(1)> <https://x.example>",
+    "[link](https://x.example) ![img](https://x.example/i.png) x.example",
+    "`code` *em* _em_ # heading | table | ~~strike~~ \u202ereversed\u200b",
+])
+def test_student_text_never_renders_as_markup(text):
+    import mistune
+    from markdown_it import MarkdownIt
+
+    from selfattention_course.gradebook import md_text
+
+    line = f"- **ex** (0 / 1): Not yet: {md_text(text)}"
+    for html in (MarkdownIt("gfm-like").render(line),
+                 mistune.create_markdown(plugins=["url", "strikethrough",
+                                                  "table"])(line)):
+        for tag in ("<a", "<img", "<b>", "<code", "<em", "<h1", "<del",
+                    "<table"):
+            assert tag not in html, (tag, html)
+        assert "\u202e" not in html and "\u200b" not in html
+
+
+def test_names_that_would_look_alike_stay_distinct():
+    from selfattention_course.intake import student_name
+
+    pairs = [("ab\ncd", "ab\tcd"), ("x" * 90 + "1", "x" * 90 + "2"),
+             ("\u00e9mile", "e\u0301mile"), ("ann\u200b", "ann")]
+    for a, b in pairs:
+        assert student_name(a) != student_name(b)
+        for name in (a, b):
+            shown = student_name(name)
+            assert shown.isprintable() and len(shown) <= 64
+    assert student_name("ann") == "ann" and student_name("Zoë") == "Zoë"
+
+
+def test_exercise_labels_are_found_in_linear_time():
+    from selfattention_course.assign import EXERCISE_RE
+
+    for bomb in (":" * 2_000_000, "`" * 2_000_000, ":::{exercise}\n" * 10 ** 5):
+        start = time.monotonic()
+        assert not list(EXERCISE_RE.finditer(bomb))
+        assert time.monotonic() - start < 2
+    text = "::::{exercise} Implement: x (1 point)\n:label: ex-a-b\n"
+    assert [m.group("label") for m in EXERCISE_RE.finditer(text)] == [
+        "ex-a-b"]
+
+
+def test_of_two_notebooks_of_one_chapter_the_lower_counts():
+    from selfattention_course.grade import Graded, assemble
+    from selfattention_course.gradebook import Row
+
+    chapters = {"01_definition": {"exercises": [
+        {"label": "ex-a", "points": 1}, {"label": "ex-b", "points": 1}]}}
+
+    def graded(name, points):
+        g = Graded("ann", name, chapter="01_definition")
+        g.rows = [Row("ann", "01_definition", label, p, 1.0, "")
+                  for label, p in zip(("ex-a", "ex-b"), points)]
+        return g
+
+    for order in ((graded("best.ipynb", (1, 1)), graded("x.ipynb", (1, 0))),
+                  (graded("x.ipynb", (1, 0)), graded("best.ipynb", (1, 1)))):
+        rows, _, notes, _ = assemble(list(order), chapters)
+        assert sum(r.points for r in rows) == 1
+        assert "x.ipynb (1 points) counts" in notes["ann"][0]
+
+
+def test_the_size_of_an_output_counts_all_of_it():
+    from selfattention_course.runner import _size
+
+    deep = [[[[[[[[["x" * 1000]]]]]]]]]
+    assert _size({"content": {"data": {"application/json": deep}}}) > 1000
+    assert _size({"content": {}, "buffers": [b"y" * 5000]}) >= 5000
+    nested = current = []
+    for _ in range(100_000):
+        current.append([])
+        current = current[0]
+    assert _size({"content": nested}) >= 2 ** 40     # cannot be stored
+
+
+def test_an_executed_notebook_keeps_text_and_bitmaps_only():
+    from selfattention_course.grade import _safe_executed
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
+    nb.metadata["widgets"] = {"state": "x" * 100}
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data={
+        "text/html": "<script>alert(1)</script>", "text/plain": "x",
+        "image/png": "iVBORw0KGgo=", "application/javascript": "alert(2)",
+        "image/svg+xml": "<svg onload=alert(3)/>"}, metadata={"a": 1}),
+        nbformat.v4.new_output("display_data", data={
+            "text/html": "<b>only html</b>"})]
+    text = _safe_executed(nb)
+    for part in ("alert", "<script", "<svg", "<b>", "widgets"):
+        assert part not in text
+    kept = nbformat.reads(text, as_version=4).cells[0].outputs
+    assert set(kept[0].data) == {"text/plain", "image/png"}
+    assert "removed" in kept[1].data["text/plain"]
+
+
+def test_the_hidden_cases_go_to_the_runner_and_to_no_file(tmp_path):
+    from selfattention_course import wire
+    from selfattention_course.sandbox import Unisolated
+
+    assign.build([CHAPTER], tmp_path / "a")
+    grader = Grader(tmp_path / "a" / "grader" / "manifest.json",
+                    Unisolated(), Limits(), seed=3)
+    job = tmp_path / "job"
+    job.mkdir()
+    nb = nbformat.read(CHAPTER, as_version=4)
+    cases, given = grader._write_job(job, nb, "ann",
+                                     grader.chapters["01_definition"])
+    assert sorted(p.name for p in job.iterdir()) == ["job.json",
+                                                     "notebook.ipynb"]
+    parts = wire.unpack(given)
+    assert sorted(parts) == [f"cases-{i}.bin" for i in range(len(cases))]
+    again = wire.load_cases(parts["cases-0.bin"])
+    assert again[0]["S"].tobytes() == cases[0][0]["S"].tobytes()
+
+
+def test_processes_left_behind_are_stopped(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "strays.py"
+    script.write_text('''
+import ctypes, os, sys, time
+from selfattention_course.runner import _stop_strays
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)          # a child subreaper
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, str(os.getpid()).encode())
+        while True:
+            time.sleep(1)
+    os._exit(0)
+pid = int(os.read(r, 20))
+time.sleep(0.2)
+count = _stop_strays(set())
+time.sleep(0.2)
+print(count, os.path.exists(f"/proc/{pid}"))
+''')
+    done = subprocess.run([sys.executable, str(script)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.split() == ["1", "False"], done.stderr
+
+
+class _Scripted:
+    """A backend whose runs end as told: (student, run) -> report."""
+
+    name = "scripted"
+
+    def __init__(self, reports):
+        self.reports, self.runs = reports, {}
+
+    def run(self, job, slot, limits, given=b""):
+        from selfattention_course import wire
+        from selfattention_course.sandbox import Outcome
+
+        student = json.loads((job / "job.json").read_text())["student"]
+        count = self.runs[student] = self.runs.get(student, 0) + 1
+        report = self.reports[student][min(count, 2) - 1]
+        nb = nbformat.read(job / "notebook.ipynb", as_version=4)
+        return Outcome(wire.pack([("report", json.dumps(report).encode()),
+                                  ("executed", nbformat.writes(nb).encode())
+                                  ]))
+
+    def describe(self):
+        return self.name
+
+
+def test_a_run_cut_short_beside_another_is_graded_again_alone(
+        tmp_path, monkeypatch):
+    from selfattention_course.intake import Submission
+
+    assign.build([CHAPTER], tmp_path / "a")
+    def stopped(share):
+        return {"cell": 3, "why": "timeout", "share": share}
+
+    starved = {"stopped": stopped(0.05), "cpu": 9.0, "seconds": 20.0}
+    spinning = {"stopped": stopped(0.97), "cpu": 18.0, "seconds": 20.0}
+    answer = {"stopped": None, "harvest": {"0": "ok", "1": "timeout"},
+              "shares": {"1": 0.1}, "cpu": 15.0, "seconds": 20.0}
+    fine = {"stopped": None, "cpu": 3.0, "seconds": 4.0}
+    died = {"stopped": {"cell": 3, "why": "dead kernel"}, "cpu": 9.0,
+            "seconds": 10.0}
+    reports = {"starved": [starved, fine], "spinning": [spinning, fine],
+               "fine": [fine, fine], "died": [died, fine],
+               "answer": [answer, fine]}
+    monkeypatch.setattr(Grader, "_write_job", _tagged_write_job)
+    data = CHAPTER.read_bytes()
+    subs = [Submission(s, "nb.ipynb", data) for s in reports]
+    for jobs, again in ((2, {"starved", "died", "answer"}), (1, set())):
+        backend = _Scripted(reports)
+        grader = Grader(tmp_path / "a" / "grader" / "manifest.json",
+                        backend, Limits(), jobs=jobs, echo=lambda *a: None)
+        graded = {g.student: g for g in grader.grade_all(subs)}
+        assert {s for s, n in backend.runs.items() if n == 2} == again
+        assert grader.regraded == len(again)
+        for student in again:
+            assert not any("time limit" in p or "die" in p
+                           for p in graded[student].problems)
+
+
+_WRITE_JOB = Grader._write_job
+
+
+def _tagged_write_job(self, job, nb, student, chapter):
+    """The job, with the student's name for the scripted backend."""
+    cases, given = _WRITE_JOB(self, job, nb, student, chapter)
+    spec = json.loads((job / "job.json").read_text())
+    spec["student"] = student
+    (job / "job.json").write_text(json.dumps(spec))
+    return cases, given
+
+
+def _run_bpf(program: bytes, arch: int, number: int) -> int:
+    """What a classic BPF seccomp program returns for one call."""
+    import struct
+
+    data = struct.pack("<iI", number, arch)       # seccomp_data: nr, arch
+    steps = [struct.unpack("<HBBI", program[i:i + 8])
+             for i in range(0, len(program), 8)]
+    pc, acc = 0, 0
+    while True:
+        op, jt, jf, k = steps[pc]
+        if op == 0x20:                             # ld [k]
+            acc = struct.unpack("<I", data[k:k + 4])[0]
+            pc += 1
+        elif op in (0x15, 0x35):                   # jeq, jge
+            hit = acc == k if op == 0x15 else acc >= k
+            pc += 1 + (jt if hit else jf)
+        else:                                      # ret
+            return k
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_the_syscall_filter_refuses_the_keyrings_only(machine):
+    from selfattention_course.sandbox import _KEY_CALLS, seccomp_program
+
+    program = seccomp_program(machine)
+    allow, deny = 0x7FFF0000, 0x00050001
+    for arch, calls in _KEY_CALLS[machine]:
+        for number in calls:
+            assert _run_bpf(program, arch, number) == deny
+        for number in (0, 1, 2, 57, 59, 60, 200, 247, 251, 300):
+            if number not in calls:
+                assert _run_bpf(program, arch, number) == allow
+    if machine == "x86_64":                        # the x32 calls
+        assert _run_bpf(program, 0xC000003E, 0x40000000 + 250) == deny
+    assert seccomp_program("sparc") is None

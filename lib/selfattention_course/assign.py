@@ -53,7 +53,9 @@ from .names import BEGIN, END, META, STUB, WRITTEN_STUB
 __all__ = ["AssignmentError", "find_exercises", "make_assignment", "build",
            "exercise_table", "update_page", "strip_regions", "main"]
 
-_FENCE = r"(?::{3,}|`{3,})"
+# A directive's fence, matched only from the start of a run of colons or
+# backticks and never given back: a long run cannot cost quadratic time.
+_FENCE = r"(?<![:`])(?::{3,}+|`{3,}+)"
 EXERCISE_RE = re.compile(
     _FENCE + r"\{exercise\}(?P<title>[^\n]*)\n"
     r"(?:[ \t]*:[\w-]+:[^\n]*\n)*?[ \t]*:label:[ \t]*(?P<label>\S+)")

@@ -58,6 +58,14 @@ __all__ = ["Grader", "Graded", "Row", "load_manifest", "identify",
            "grade_folder", "main"]
 
 MAX_NOTEBOOK = 20 * 2 ** 20
+#: Cells a notebook may have (a chapter has fewer than a hundred).
+MAX_CELLS = 2_000
+#: Characters of one written answer that reach the instructor's page.
+MAX_WRITTEN = 20_000
+#: What the grader keeps of an output in the executed notebook: text and
+#: bitmaps; HTML, JavaScript, SVG, widgets and the like could run code in
+#: whatever program the instructor opens it with.
+KEPT_OUTPUT = ("text/plain", "image/png", "image/jpeg")
 
 
 @dataclass
@@ -75,6 +83,9 @@ class Graded:
     refused: bool = False
     counted: bool = False
     seconds: float = 0.0
+    # Whether a time limit or a crash cut the run short, which another job
+    # running at the same time could have caused (see Grader.grade_all).
+    cut_short: bool = False
 
     @property
     def total(self) -> float:
@@ -141,7 +152,38 @@ def _written_answers(nb) -> dict[str, str]:
             body = rest if head.startswith("**Your answer") else text
             body = "" if body.strip() == WRITTEN_STUB else body.strip()
             found[meta["written"]] = found.get(meta["written"], "") + body
+    for label, text in found.items():
+        if len(text) > MAX_WRITTEN:
+            found[label] = (text[:MAX_WRITTEN] + f"\n[the grader cut this "
+                            f"answer at {MAX_WRITTEN} characters]")
     return found
+
+
+def _safe_executed(nb) -> str:
+    """The executed notebook with only text and bitmap outputs."""
+    nb.metadata = {k: v for k, v in nb.metadata.items()
+                   if k in ("kernelspec", "language_info")}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        dropped = 0
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if isinstance(data, dict):
+                kept = {k: v for k, v in data.items() if k in KEPT_OUTPUT
+                        and isinstance(v, (str, list))}
+                dropped += len(kept) < len(data)
+                if not kept:
+                    kept = {"text/plain": "[output removed by the grader]"}
+                out["data"] = kept
+            if "metadata" in out:
+                out["metadata"] = {}
+        if dropped:
+            cell.outputs.append(nbformat.v4.new_output(
+                "stream", name="stderr",
+                text=f"[the grader removed HTML, JavaScript or other rich "
+                     f"parts from {dropped} output(s)]\n"))
+    return nbformat.writes(nb)
 
 
 def _text(value, limit: int = 300) -> str:
@@ -178,6 +220,7 @@ class Grader:
         self.limits = limits
         self.seed = secrets.randbits(64) if seed is None else int(seed)
         self.jobs = max(1, int(jobs))
+        self.regraded = 0
         self.echo = echo
         self.python_path = [str(Path(p).resolve()) for p in python_path]
         # Without figures (matplotlib's non-interactive backend) a notebook
@@ -195,13 +238,15 @@ class Grader:
 
     def grade_one(self, sub: Submission, slot: int, base: Path) -> Graded:
         """Grade one submission; never raises."""
+        start = time.monotonic()
         try:
-            return self._grade_one(sub, slot, base)
+            graded = self._grade_one(sub, slot, base)
         except Exception as err:           # a notebook of an unusual form
             graded = Graded(sub.student, sub.name)
             graded.problems.append(f"{sub.name} could not be graded "
                                    f"({type(err).__name__})")
-            return graded
+        graded.seconds = time.monotonic() - start
+        return graded
 
     def _grade_one(self, sub: Submission, slot: int, base: Path) -> Graded:
         graded = Graded(sub.student, sub.name)
@@ -211,10 +256,15 @@ class Grader:
             return graded
         try:
             nb = nbformat.reads(sub.data.decode("utf-8"), as_version=4)
-            nb.cells                                  # noqa: B018
+            count = len(nb.cells)
         except Exception as err:                    # never quote the file
             graded.problems.append(f"{sub.name} could not be read as a "
                                    f"notebook ({type(err).__name__})")
+            return graded
+        if count > MAX_CELLS:
+            graded.refused = True
+            graded.problems.append(f"{sub.name} has {count} cells, more "
+                                   f"than the {MAX_CELLS} the grader reads")
             return graded
         try:
             stem, how = identify(nb, self.chapters)
@@ -231,27 +281,28 @@ class Grader:
         graded.chapter, graded.matched_by = stem, how
         chapter = self.chapters[stem]
         graded.written = _written_answers(nb)
-        start = time.monotonic()
         job = base / f"job-{slot}-{secrets.token_hex(4)}"
         job.mkdir(mode=0o755)
         try:
-            cases = self._write_job(job, nb, sub.student, chapter)
-            outcome = self.backend.run(job, slot, self.limits)
+            cases, given = self._write_job(job, nb, sub.student, chapter)
+            outcome = self.backend.run(job, slot, self.limits, given)
         finally:
             shutil.rmtree(job, ignore_errors=True)
             shutil.rmtree(job.parent / f"{job.name}-scratch",
                           ignore_errors=True)
-        graded.seconds = time.monotonic() - start
         self._score(graded, chapter, cases, outcome, _clean(nb))
         return graded
 
     def _write_job(self, job: Path, nb, student: str, chapter: dict):
-        exercises, cases = [], []
+        """Write the job folder; return the hidden cases, and the frame
+        that carries them to the runner's standard input (never a file
+        of the job, which the notebook could read)."""
+        exercises, cases, parts = [], [], []
         for index, entry in enumerate(chapter["exercises"]):
             drawn = self.cases_for(student, chapter["file"], entry["label"])
             cases.append(drawn)
             name = f"cases-{index}.bin"
-            (job / name).write_bytes(wire.dump_cases(drawn))
+            parts.append((name, wire.dump_cases(drawn)))
             exercises.append({
                 "label": entry["label"], "ref": entry["ref"],
                 "answers": entry["answers"], "cases": name,
@@ -262,10 +313,10 @@ class Grader:
                 "count_processes": self.backend.name != "none"}
         (job / JOB_FILE).write_text(json.dumps(spec), encoding="utf-8")
         (job / JOB_NOTEBOOK).write_text(nbformat.writes(_clean(nb)),
-                                        encoding="utf-8")
+                                        encoding="utf-8", errors="replace")
         for path in job.iterdir():
             path.chmod(0o644)
-        return cases
+        return cases, wire.pack(parts)
 
     def _score(self, graded: Graded, chapter: dict, cases, outcome,
                nb) -> None:
@@ -284,6 +335,7 @@ class Grader:
                 why_none = ("the run ended without a readable result (exit "
                             f"status {outcome.returncode})")
         stop = _describe_stop(report, nb)
+        graded.cut_short = _cut_short(why_none, report)
         if why_none:
             graded.problems.append(why_none)
         if stop:
@@ -295,6 +347,11 @@ class Grader:
                         isinstance(item[0], int):
                     graded.problems.append(f"cell {item[0] + 1} raised "
                                            f"{_text(item[1], 200)}")
+        strays = report.get("strays")
+        if isinstance(strays, int) and strays > 0:
+            graded.problems.append(
+                f"{strays} process(es) that the notebook started were still "
+                f"running and were stopped before its answers were called")
         truncated = report.get("truncated", [])
         if isinstance(truncated, list) and truncated:
             graded.problems.append(
@@ -340,14 +397,21 @@ class Grader:
         executed = parts.get(PART_EXECUTED)
         if executed is not None:
             try:
-                graded.executed = nbformat.writes(
+                graded.executed = _safe_executed(
                     nbformat.reads(executed.decode("utf-8"), as_version=4))
             except Exception:
                 graded.executed = None
 
     # ------------------------------------------------------------------
     def grade_all(self, submissions: list[Submission]) -> list[Graded]:
-        """Grade every submission, ``jobs`` at a time, in order."""
+        """Grade every submission, ``jobs`` at a time, in order.
+
+        With more than one job, a notebook whose kernel died, or ran into
+        a time limit with less than half a processor, is graded once more
+        at the end, alone: another notebook graded beside it (one that
+        keeps every core busy, or fills the memory) could have caused it.
+        The second result counts.
+        """
         slots: queue.Queue[int] = queue.Queue()
         for slot in range(self.jobs):
             slots.put(slot)
@@ -367,9 +431,43 @@ class Grader:
 
         try:
             with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-                return list(pool.map(one, submissions))
+                graded = list(pool.map(one, submissions))
+            if self.jobs > 1:
+                for i, g in enumerate(graded):
+                    if g.cut_short:
+                        self.regraded += 1
+                        graded[i] = one(submissions[i])
+            return graded
         finally:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _cut_short(why_none, report: dict) -> bool:
+    """Whether another job could have caused the end of this run: the
+    kernel died, or a time limit stopped a kernel that got less than half
+    a processor while it ran into it (a notebook that spins in an endless
+    loop gets a whole one, and deserves no second run)."""
+    if why_none:
+        return True
+    stopped = report.get("stopped")
+    stopped = stopped if isinstance(stopped, dict) else {}
+    harvest = report.get("harvest")
+    harvest = harvest if isinstance(harvest, dict) else {}
+    shares = report.get("shares")
+    shares = shares if isinstance(shares, dict) else {}
+    why = stopped.get("why")
+    if why in ("dead kernel", "start") or "dead" in harvest.values():
+        return True
+    starved = [stopped.get("share")] if why == "timeout" else []
+    starved += [shares.get(key) for key, status in harvest.items()
+                if status == "timeout"]
+    if why == "deadline" or "deadline" in harvest.values():
+        cpu, wall = report.get("cpu"), report.get("seconds")
+        ok = isinstance(cpu, (int, float)) and \
+            isinstance(wall, (int, float)) and wall > 0
+        starved.append(cpu / wall if ok else None)
+    return any(not isinstance(share, (int, float)) or share < 0.5
+               for share in starved)
 
 
 def _harvest_problem(status, stop: str | None) -> str:
@@ -400,11 +498,13 @@ def assemble(graded: list[Graded], chapters: dict, only=None):
             continue
         key = (g.student, g.chapter)
         if key in counted:
-            keep, drop = sorted([counted[key], g], key=lambda x: -x.total)
+            # The lower counts: handing in variants must not pay.
+            keep, drop = sorted([counted[key], g], key=lambda x: x.total)
             notes[g.student].append(
                 f"Two notebooks for {g.chapter}: {keep.name} "
                 f"({keep.total:g} points) counts, not {drop.name} "
-                f"({drop.total:g} points).")
+                f"({drop.total:g} points); the lower counts, so hand in "
+                f"one notebook per chapter.")
             counted[key] = keep
         else:
             counted[key] = g
@@ -470,6 +570,7 @@ def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
             "limits": limits.as_dict(), "jobs": jobs,
             "notebooks": len(graded),
             "graded": sum(bool(g.chapter) for g in graded),
+            "graded_again_alone": grader.regraded,
             "seconds": round(time.monotonic() - started, 2)}
     gradebook.write(out, rows, students, graded, notes, titles, written,
                     info)

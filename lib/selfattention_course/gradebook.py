@@ -31,8 +31,15 @@ __all__ = ["Row", "neutral", "md_text", "fenced", "clean_text", "write",
            "replace_folder"]
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]!|~])")
+# Control characters, and the invisible ones that reorder or hide text
+# (bidirectional overrides and isolates, zero-width characters).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029"
+                      r"\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]!|~#])")
+# Characters from which renderers build links out of bare text (GitHub's
+# and markdown-it's autolinks: www.x.y, http://, a@b.c, x.com): escaped,
+# they split the text, so that no renderer sees a link in it.
+_AUTOLINK = re.compile(r"([.:@/])")
 
 
 @dataclass
@@ -52,9 +59,15 @@ class Row:
         return self.feedback if self.for_student is None else self.for_student
 
 
+def _encodable(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (lone surrogates) as ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def clean_text(text: str, limit: int = 600) -> str:
-    """``text`` without control characters, at most ``limit`` characters."""
-    text = _CONTROL.sub(" ", str(text)).replace("\r", " ")
+    """``text`` without control characters, at most ``limit`` characters,
+    encodable in UTF-8."""
+    text = _CONTROL.sub(" ", _encodable(str(text))).replace("\r", " ")
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -67,16 +80,23 @@ def neutral(cell: str) -> str:
 
 
 def md_text(text: str) -> str:
-    """``text`` for Markdown: no markup, links, images or HTML render."""
-    text = clean_text(text).replace("\n", " ")
+    """``text`` for Markdown: no markup, links, images or HTML render.
+
+    Markup characters are escaped, and so are the characters that make a
+    bare address a link (``.``, ``:``, ``@``, ``/``); ``&``, ``<`` and ``>``
+    become entities.
+    """
+    text = clean_text(text).replace("\n", " ").replace("\t", " ")
     text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = _AUTOLINK.sub(r"\\\1", text)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">",
                                                                   "&gt;")
 
 
 def fenced(text: str) -> str:
     """``text`` verbatim in a Markdown code fence that it cannot close."""
-    text = _CONTROL.sub(" ", text.replace("\r\n", "\n").replace("\t", "    "))
+    text = _CONTROL.sub(" ", _encodable(text).replace("\r\n", "\n")
+                        .replace("\t", "    "))
     longest = max((len(m) for m in re.findall(r"`+|~+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
@@ -145,13 +165,16 @@ def write(out: Path, rows: list[Row], students: list[str], graded: list,
     fresh = parent / f".{out.name}.{secrets.token_hex(6)}.new"
     fresh.mkdir(mode=0o755)
     try:
-        (fresh / GRADEBOOK).write_text(csv_text(rows), encoding="utf-8")
+        text = {"encoding": "utf-8", "errors": "replace"}  # never fails
+        (fresh / GRADEBOOK).write_text(csv_text(rows), **text)
         names: dict[str, str] = {}
+        taken: set[str] = set()          # case-folded: macOS, Windows
         for student in students:
             name = safe_file_name(student)
-            while name in names.values():
+            while name.casefold() in taken:
                 name += "_"
             names[student] = name
+            taken.add(name.casefold())
             counted = {g.chapter: g for g in graded
                        if g.student == student and g.counted}
             page = feedback_page(student, [r for r in rows
@@ -159,21 +182,21 @@ def write(out: Path, rows: list[Row], students: list[str], graded: list,
                                  counted, notes.get(student, []), titles)
             path = fresh / FEEDBACK_DIR / f"{name}.md"
             path.parent.mkdir(exist_ok=True)
-            path.write_text(page, encoding="utf-8")
+            path.write_text(page, **text)
         for g in graded:
             if g.counted and g.executed:
                 path = (fresh / EXECUTED_DIR / names[g.student] /
                         f"{g.chapter}.ipynb")
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(g.executed, encoding="utf-8")
+                path.write_text(g.executed, **text)
         for stem, entries in written.items():
             path = fresh / WRITTEN_DIR / f"{stem}.md"
             path.parent.mkdir(exist_ok=True)
             path.write_text(written_page(stem, titles.get(stem, stem),
-                                         entries), encoding="utf-8")
+                                         entries), **text)
         (fresh / RUN_FILE).write_text(json.dumps(run_info, indent=1,
                                                  sort_keys=True) + "\n",
-                                      encoding="utf-8")
+                                      **text)
         replace_folder(fresh, out)
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)

@@ -10,9 +10,11 @@ in the modules it imported (a check, ``Feedback``, ``Exercise.attempt``)
 is not what runs here.
 
 It reads the answers by name from the notebook's namespace, runs them on
-the hidden cases with ``Exercise.attempt`` (the references' tripwire armed
-with the signatures the grader computed, anything printed thrown away) and
-writes the plain-data result to a file of the runner's scratch folder. The
+the hidden cases (which the runner writes into the result folder just
+before this call, and removes after it) with ``Exercise.attempt`` (the
+references' tripwire armed with the signatures the grader computed,
+anything printed thrown away) and writes the plain-data result to a file
+of the runner's scratch folder. The
 grader judges it in its own process.
 
 This still runs inside a process the student controls, so it proves
@@ -108,7 +110,8 @@ def harvest(job_dir: str, index: int, out_dir: str) -> None:
     module_name, _, name = spec["ref"].partition(":")
     core, wire, module = fresh_modules(module_name)
     exercise = getattr(module, name)
-    cases = wire.load_cases(Path(job_dir, spec["cases"]).read_bytes())
+    # The runner puts the hidden cases next to the result only now.
+    cases = wire.load_cases(Path(out_dir, spec["cases"]).read_bytes())
     namespace = _namespace()
     answers = [namespace[a] if a in namespace else core.Missing(a)
                for a in spec["answers"]]

@@ -12,6 +12,14 @@ Layouts: ``SUBMISSIONS/<student>/<any name>.ipynb`` (subfolders allowed), and
 loose notebooks ``SUBMISSIONS/<name>.ipynb``, which count as the
 submission of a student called ``<name>``. Hidden entries (``.name``, such
 as ``.ipynb_checkpoints``) are skipped.
+
+A student's name is the folder's (or loose file's) name, shown as it is
+when it is printable, short and in Unicode's composed form; any other name
+is shown cleaned and followed by ``~`` and a digest of the real name, so
+two folders whose names would look alike never merge into one student.
+One student may hand in at most :data:`MAX_PER_STUDENT` notebooks and
+:data:`MAX_STUDENT_BYTES` bytes; a folder is read up to
+:data:`MAX_ENTRIES` entries.
 """
 
 from __future__ import annotations
@@ -20,13 +28,18 @@ import hashlib
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Submission", "IntakeError", "collect", "display_name",
-           "safe_file_name"]
+           "student_name", "safe_file_name"]
 
 MAX_DEPTH = 4
+#: Notebooks, bytes and folder entries read for one student.
+MAX_PER_STUDENT = 20
+MAX_STUDENT_BYTES = 60 * 2 ** 20
+MAX_ENTRIES = 10_000
 _KINDS = [(stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"),
@@ -52,6 +65,24 @@ def display_name(name: str, limit: int = 80) -> str:
     """A file or folder name safe to print: no control characters."""
     text = "".join(ch if ch.isprintable() else "?" for ch in name)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogateescape")) \
+        .hexdigest()[:8]
+
+
+def student_name(name: str, limit: int = 64) -> str:
+    """A student's name safe to print, and distinct for distinct ``name``.
+
+    A printable name of at most ``limit`` characters in composed Unicode
+    (NFC) stays as it is; any other is cleaned by :func:`display_name` and
+    followed by ``~`` and a digest of the real name.
+    """
+    if (len(name) <= limit and display_name(name, limit) == name
+            and unicodedata.normalize("NFC", name) == name):
+        return name
+    return display_name(name, limit - 9) + "~" + _digest(name)
 
 
 def safe_file_name(name: str) -> str:
@@ -115,10 +146,47 @@ def _open_dir(name: str, dir_fd: int | None = None) -> int:
     return os.open(name, flags, dir_fd=dir_fd)
 
 
-def _walk(dir_fd: int, student: str, prefix: str, depth: int,
-          max_bytes: int, found: list) -> None:
+class _Budget:
+    """What is left to read of one student's submission."""
+
+    def __init__(self):
+        self.notebooks, self.bytes = MAX_PER_STUDENT, MAX_STUDENT_BYTES
+        self.entries = MAX_ENTRIES
+        self.skipped = 0
+
+
+def _scan(dir_fd: int, budget: _Budget) -> list:
+    """The entries of a folder, sorted, within the budget of entries."""
+    entries = []
     with os.scandir(dir_fd) as it:
-        entries = sorted(it, key=lambda e: e.name)
+        for entry in it:
+            if budget.entries <= 0:
+                budget.skipped += 1
+                break
+            budget.entries -= 1
+            entries.append(entry)
+    return sorted(entries, key=lambda e: e.name)
+
+
+def _take(dir_fd: int, name: str, shown: str, max_bytes: int,
+          student: str, budget: _Budget) -> Submission | None:
+    """Read one notebook within the student's budget (None: over it)."""
+    if budget.notebooks <= 0:
+        budget.skipped += 1
+        return None
+    budget.notebooks -= 1
+    data, problem = _read(dir_fd, name, shown, min(max_bytes, budget.bytes))
+    if data is None and problem and budget.bytes < max_bytes and \
+            "larger than" in problem:
+        problem = (f"{shown} was not read: the notebooks of one student may "
+                   f"hold {MAX_STUDENT_BYTES / 2 ** 20:g} MB in all")
+    budget.bytes -= len(data or b"")
+    return Submission(student, shown, data, problem)
+
+
+def _walk(dir_fd: int, student: str, prefix: str, depth: int,
+          max_bytes: int, found: list, budget: _Budget) -> None:
+    entries = _scan(dir_fd, budget)
     for entry in entries:
         name = entry.name
         if name.startswith("."):
@@ -143,12 +211,13 @@ def _walk(dir_fd: int, student: str, prefix: str, depth: int,
                 continue
             try:
                 _walk(sub, student, prefix + name + "/", depth + 1,
-                      max_bytes, found)
+                      max_bytes, found, budget)
             finally:
                 os.close(sub)
         elif name.endswith(".ipynb"):
-            data, problem = _read(dir_fd, name, shown, max_bytes)
-            found.append(Submission(student, shown, data, problem))
+            taken = _take(dir_fd, name, shown, max_bytes, student, budget)
+            if taken is not None:
+                found.append(taken)
 
 
 def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
@@ -169,9 +238,9 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
         raise IntakeError(f"{folder} is not a folder")
     root = _open_dir(str(folder))
     found: list[Submission] = []
+    budgets: dict[str, _Budget] = {}
     try:
-        with os.scandir(root) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        entries = _scan(root, _class_budget())
         for entry in entries:
             name = entry.name
             if name.startswith("."):
@@ -180,8 +249,9 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
                 mode = entry.stat(follow_symlinks=False).st_mode
             except OSError:
                 continue
-            student = display_name(name.removesuffix(".ipynb")
+            student = student_name(name.removesuffix(".ipynb")
                                    if not stat.S_ISDIR(mode) else name)
+            budget = budgets.setdefault(student, _Budget())
             if stat.S_ISDIR(mode):
                 try:
                     sub = _open_dir(name, root)
@@ -191,7 +261,7 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
                                                     "be opened"))
                     continue
                 try:
-                    _walk(sub, student, "", 1, max_bytes, found)
+                    _walk(sub, student, "", 1, max_bytes, found, budget)
                 finally:
                     os.close(sub)
             elif stat.S_ISLNK(mode):
@@ -200,10 +270,23 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
                     f"{display_name(name)} is a symbolic link; hand in the "
                     f"{what} itself")))
             elif name.endswith(".ipynb"):
-                data, problem = _read(root, name, display_name(name),
-                                      max_bytes)
-                found.append(Submission(student, display_name(name), data,
-                                        problem))
+                taken = _take(root, name, display_name(name), max_bytes,
+                              student, budget)
+                if taken is not None:
+                    found.append(taken)
     finally:
         os.close(root)
+    for student, budget in budgets.items():
+        if budget.skipped:
+            found.append(Submission(student, "", problem=(
+                f"more entries were not read: one student may hand in at "
+                f"most {MAX_PER_STUDENT} notebooks, in folders of at most "
+                f"{MAX_ENTRIES} entries in all")))
     return found
+
+
+def _class_budget() -> _Budget:
+    """The budget of the submissions folder itself: entries only."""
+    budget = _Budget()
+    budget.entries = 100 * MAX_ENTRIES
+    return budget

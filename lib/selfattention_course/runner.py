@@ -1,16 +1,22 @@
 """Inside the sandbox: run a student's notebook, then harvest its answers.
 
 ``python -I -m selfattention_course.runner JOB`` reads the job folder
-(``job.json``, the notebook, the hidden cases), limits its own resources,
+(``job.json``, the notebook) and, from its standard input, the hidden cases
+(which are in no file the notebook could read); limits its own resources,
 makes itself non-dumpable (the kernel, running as the same user, then
-cannot read its memory or its file descriptors through ``/proc``), and
+cannot read its memory or its file descriptors through ``/proc``), leaves
+the session keyring it inherited (so no key of the instructor's session is
+within reach), and
 
 1. runs the notebook cell by cell in a fresh kernel with nbclient, errors
    allowed, with a time limit per cell and for the whole notebook and a
    limit on stored output (the rest is dropped as it arrives);
-2. if the kernel still answers, runs the harvest of each exercise in the
-   same kernel, one at a time and each with its own time limit
-   (:mod:`selfattention_course.harvest`), which writes plain data only;
+2. if the kernel still answers, stops every other process the notebook
+   started and forbids the kernel new processes and threads; then runs the
+   harvest of each exercise in the same kernel, one at a time and each with
+   its own time limit (:mod:`selfattention_course.harvest`), handing it
+   that exercise's hidden cases only now; the harvest writes plain data
+   only;
 3. writes one frame to standard output: a report of the run, the harvested
    bundles and the executed notebook.
 
@@ -22,8 +28,10 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import resource
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -39,8 +47,15 @@ SCRATCH_ENV = "SELFATTENTION_SCRATCH"
 _TEXT = 200
 
 
+# keyctl(2) by machine: Python has no wrapper for it.
+_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219,
+           "riscv64": 219, "i386": 288, "i686": 288, "armv7l": 311,
+           "ppc64le": 271, "s390x": 280}
+
+
 def _harden(limits: dict, count_processes: bool) -> None:
-    """Resource limits for this process and the kernel; non-dumpable."""
+    """Resource limits for this process and the kernel; non-dumpable; a
+    keyring of its own; first in line for the out-of-memory killer."""
     pairs = [(resource.RLIMIT_AS, limits["memory_bytes"]),
              (resource.RLIMIT_FSIZE, limits["file_bytes"]),
              (resource.RLIMIT_CORE, 0)]
@@ -49,11 +64,38 @@ def _harden(limits: dict, count_processes: bool) -> None:
     for which, value in pairs:
         resource.setrlimit(which, (value, value))
     try:
+        with open("/proc/self/oom_score_adj", "w") as out:
+            out.write("1000")
+    except OSError:
+        pass
+    try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # DUMPABLE 0
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)                         # DUMPABLE 0
+        libc.prctl(36, 1, 0, 0, 0)                        # CHILD_SUBREAPER
+        number = _KEYCTL.get(platform.machine().lower())
+        if number is not None:                  # JOIN_SESSION_KEYRING, new
+            libc.syscall(ctypes.c_long(number), ctypes.c_long(1),
+                         ctypes.c_void_p(None))
     except (OSError, AttributeError):
         pass
+
+
+def _read_input(cap: int) -> bytes:
+    """All of standard input (the hidden cases), then /dev/null in its
+    place, so that nothing started later inherits it."""
+    chunks, size = [], 0
+    while size <= cap:
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return b"".join(chunks) if size <= cap else b""
 
 
 def _short(text) -> str:
@@ -78,7 +120,7 @@ def _client_class():
         def process_message(self, msg, cell, cell_index):
             kind = msg.get("msg_type", "")
             if kind not in ("status", "execute_input", "clear_output"):
-                size = _size(msg.get("content"))
+                size = _size(msg)
                 used = self.used_cell.get(cell_index, 0)
                 if (used + size > self.cell_cap
                         or self.used_total + size > self.total_cap):
@@ -99,16 +141,19 @@ def _client_class():
     return CappedClient
 
 
-def _size(content, depth: int = 0) -> int:
-    if isinstance(content, str):
-        return len(content)
-    if depth > 6:
-        return 0
-    if isinstance(content, dict):
-        return sum(_size(v, depth + 1) for v in content.values())
-    if isinstance(content, list):
-        return sum(_size(v, depth + 1) for v in content)
-    return 8
+def _size(msg) -> int:
+    """Bytes a kernel message would add: its content, however deeply
+    nested, and its binary buffers (a widget's)."""
+    try:
+        size = len(json.dumps(msg.get("content"), default=repr))
+    except (TypeError, ValueError, RecursionError):
+        return 1 << 62                      # not storable: over any limit
+    for buffer in msg.get("buffers") or ():
+        try:
+            size += memoryview(buffer).nbytes
+        except TypeError:
+            size += 1 << 20
+    return size
 
 
 def _note(text: str):
@@ -127,8 +172,12 @@ def _errors(cell) -> list[str]:
     return found
 
 
-def run(job_dir: Path) -> bytes:
-    """Run the job; the frame to write to standard output."""
+def run(job_dir: Path, cases: bytes = b"") -> bytes:
+    """Run the job; the frame to write to standard output.
+
+    ``cases`` is a frame of the hidden cases, one part per exercise, named
+    as ``job.json`` names their files.
+    """
     import nbformat
     from nbclient.exceptions import DeadKernelError
 
@@ -136,6 +185,10 @@ def run(job_dir: Path) -> bytes:
 
     started = time.monotonic()
     job = json.loads((job_dir / JOB_FILE).read_text(encoding="utf-8"))
+    try:
+        cases = wire.unpack(cases, len(job["exercises"]), wire.MAX_BUNDLE)
+    except wire.WireError:
+        cases = {}
     limits = job["limits"]
     scratch = Path(os.environ.get(SCRATCH_ENV, SCRATCH))
     work = scratch / Path(WORK_DIR).relative_to(SCRATCH)
@@ -179,7 +232,7 @@ def run(job_dir: Path) -> bytes:
                     cell_cap=limits["cell_output_bytes"],
                     total_cap=limits["notebook_output_bytes"])
     report = {"cells_run": 0, "errors": [], "stopped": None, "harvest": {},
-              "truncated": [], "seconds": 0.0}
+              "shares": {}, "truncated": [], "seconds": 0.0}
     parts = []
     try:
         client.km = client.create_kernel_manager()
@@ -198,9 +251,14 @@ def run(job_dir: Path) -> bytes:
             harvest_dir.mkdir(mode=0o700)
         except OSError:                    # the notebook filled the scratch
             alive = False
+        kernel = _kernel_pid(client)
         if alive:
-            _harvest(client, job, job_dir, harvest_dir, report, deadline)
+            report["strays"] = _stop_strays({kernel}, clamp=kernel)
+            _harvest(client, job, job_dir, harvest_dir, report, deadline,
+                     cases)
+        report["cpu"] = _cpu_seconds(kernel)
         _stop_kernel(client)
+    _stop_strays(set())
     report["truncated"] = sorted(client.truncated)
     report["seconds"] = round(time.monotonic() - started, 3)
     for index in range(len(job["exercises"])):
@@ -208,25 +266,36 @@ def run(job_dir: Path) -> bytes:
                             wire.MAX_BUNDLE)
         if data is not None:
             parts.append((PART_HARVEST.format(index=index), data))
-    executed = nbformat.writes(nb).encode()
+    # "replace": text a notebook made of lone surrogates cannot stop this.
+    executed = nbformat.writes(nb).encode("utf-8", "replace")
     if len(executed) > limits["notebook_output_bytes"] + 4 * 2 ** 20:
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = []
-        executed = nbformat.writes(nb).encode()
+        executed = nbformat.writes(nb).encode("utf-8", "replace")
     parts.insert(0, (PART_REPORT, json.dumps(report).encode()))
     parts.append((PART_EXECUTED, executed))
     return wire.pack(parts)
 
 
+def _share(pid: int | None, cpu: float | None, since: float) -> float | None:
+    """The share of a processor that ``pid`` got since ``since``."""
+    now, wall = _cpu_seconds(pid), time.monotonic() - since
+    if now is None or cpu is None or wall <= 0:
+        return None
+    return round((now - cpu) / wall, 3)
+
+
 def _run_cells(client, nb, report, deadline, DeadKernelError) -> bool:
     """Execute the cells; False once the kernel is gone or stuck."""
+    kernel = _kernel_pid(client)
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         if time.monotonic() >= deadline:
             report["stopped"] = {"cell": index, "why": "deadline"}
             return True
+        cpu, since = _cpu_seconds(kernel), time.monotonic()
         try:
             client.execute_cell(cell, index)
         except DeadKernelError:
@@ -241,7 +310,8 @@ def _run_cells(client, nb, report, deadline, DeadKernelError) -> bool:
         for text in _errors(cell):
             report["errors"].append([index, text])
         if client.timed_out:
-            report["stopped"] = {"cell": index, "why": "timeout"}
+            report["stopped"] = {"cell": index, "why": "timeout",
+                                 "share": _share(kernel, cpu, since)}
             return _responds(client)
         client.timed_out = False
     return True
@@ -283,7 +353,8 @@ HARVEST_CALL = (
     "{{'__name__': '_selfattention_harvest', '__file__': {path!r}}})")
 
 
-def _harvest(client, job, job_dir, harvest_dir, report, deadline) -> None:
+def _harvest(client, job, job_dir, harvest_dir, report, deadline,
+             cases: dict) -> None:
     from . import harvest
 
     path = str(Path(harvest.__file__).resolve())
@@ -296,14 +367,111 @@ def _harvest(client, job, job_dir, harvest_dir, report, deadline) -> None:
         seconds = min(job["limits"]["harvest_seconds"], left)
         call = HARVEST_CALL.format(job=str(job_dir), index=index,
                                    out=str(harvest_dir), path=path)
+        name = job["exercises"][index]["cases"]
+        given = harvest_dir / name
+        try:
+            given.write_bytes(cases[name])
+        except (KeyError, OSError):
+            report["harvest"][index] = "error"
+            continue
+        kernel = _kernel_pid(client)
+        cpu, since = _cpu_seconds(kernel), time.monotonic()
         status = _execute(client, call, seconds)
+        given.unlink(missing_ok=True)
         report["harvest"][index] = status
+        if status == "timeout":
+            report["shares"][index] = _share(kernel, cpu, since)
         if status == "timeout" and not _responds(client):
             status = "stuck"
         if status in ("dead", "stuck"):
             for rest in range(index + 1, count):
                 report["harvest"][rest] = status
             return
+
+
+def _kernel_pid(client) -> int | None:
+    try:
+        return int(client.km.provisioner.process.pid)
+    except Exception:
+        return None
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """Processor time a process and its waited-for children have used."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().decode("ascii", "replace") \
+                .rpartition(")")[2].split()
+        ticks = sum(int(v) for v in fields[11:15])   # utime ... cstime
+        return round(ticks / os.sysconf("SC_CLK_TCK"), 2)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process visible here: pid -> (parent pid, state)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                text = stat.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        fields = text.rpartition(")")[2].split()   # after "pid (comm)"
+        if len(fields) >= 2 and fields[1].isdigit():
+            found[int(entry)] = (int(fields[1]), fields[0])
+    return found
+
+
+def _below(root: int, table: dict) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _stop_strays(keep: set, clamp: int | None = None,
+                 rounds: int = 100) -> int:
+    """Kill every process below this one but ``keep``; how many there were.
+
+    This runner is a child subreaper (or the sandbox's first process), so
+    a process that detached itself from the kernel is still below it.
+    ``clamp``, the kernel, first loses the right to start processes and
+    threads (its limit on processes drops to zero), so nothing it runs
+    later can start a helper.
+    """
+    if clamp is not None:
+        try:
+            resource.prlimit(clamp, resource.RLIMIT_NPROC, (0, 0))
+        except (OSError, ValueError):
+            pass
+    killed: set[int] = set()
+    for _ in range(rounds):
+        table = _processes()
+        mine = [pid for pid in _below(os.getpid(), table) if pid not in keep]
+        alive = [pid for pid in mine if table[pid][1] != "Z"]
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except OSError:
+                pass
+        for pid in mine:                          # reap what is ours
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except OSError:
+                pass
+        if not alive:
+            break
+        time.sleep(0.005)
+    return len(killed)
 
 
 def _stop_kernel(client) -> None:
@@ -340,12 +508,24 @@ def _read_result(path: Path, cap: int) -> bytes | None:
         os.close(fd)
 
 
+def _ignore(signum, frame) -> None:
+    pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .wire import MAX_BUNDLE
+
     argv = sys.argv[1:] if argv is None else argv
     job_dir = Path(argv[0])
     job = json.loads((job_dir / JOB_FILE).read_text(encoding="utf-8"))
+    # Signals a notebook could send this process do nothing (a handler, not
+    # SIG_IGN, which the kernel would inherit and could not be interrupted).
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1",
+                 "SIGUSR2", "SIGALRM"):
+        signal.signal(getattr(signal, name), _ignore)
+    cases = _read_input(len(job["exercises"]) * (MAX_BUNDLE + 4096))
     _harden(job["limits"], count_processes=job.get("count_processes", True))
-    frame = run(job_dir)
+    frame = run(job_dir, cases)
     out = sys.stdout.buffer
     out.write(frame)
     out.flush()

@@ -1,8 +1,9 @@
 """Running one grading job in isolation.
 
-A job is a folder the grader prepares (the notebook, the hidden cases, the
-list of exercises); the sandbox sees it read-only at ``/job`` and runs
-:mod:`selfattention_course.runner` there, which executes the notebook and the
+A job is a folder the grader prepares (the notebook, the list of
+exercises); the sandbox sees it read-only at ``/job`` and runs
+:mod:`selfattention_course.runner` there, which reads the hidden cases from
+its standard input (they are in no file), executes the notebook and the
 harvest and writes one frame (:mod:`selfattention_course.wire`) to its
 standard output. The grader reads at most a fixed number of bytes of it
 within the wall-clock limit, then kills whatever is left.
@@ -14,10 +15,18 @@ Backends:
     the Python installation, the environment that holds this package and
     the job, all read-only; a private ``/tmp`` of bounded size; new PID,
     network (loopback only), IPC and UTS namespaces; an empty environment
-    but for a few variables; killed with the grader. Run as root, bubblewrap
-    works privileged and the job drops to a user id of its own
-    (``setpriv``, no capabilities), so process limits count that job only;
-    run as another user, bubblewrap uses a user namespace.
+    but for a few variables; killed with the grader. The runner is the
+    first process of its PID namespace (``--as-pid-1``): no process of the
+    notebook can signal it, and none can reach the pipes to the grader
+    through another process's ``/proc`` entry. A seccomp filter refuses
+    the key management calls (keyrings are not separated by namespaces,
+    and a job's user id may be a real user's elsewhere). Started through
+    ``choom``, the job's processes are the first the out-of-memory killer
+    ends (run as root with ``CAP_SYS_RESOURCE``, a notebook cannot undo
+    that). Run as root, bubblewrap works privileged and the job drops to a
+    user id of its own (``setpriv``, no capabilities), so process limits
+    count that job only; run as another user, bubblewrap uses a user
+    namespace.
 ``docker`` / ``podman``
     The same job in a container of the image built from this package's
     ``Dockerfile``: no network, read-only root, a bounded ``/tmp``, no
@@ -38,6 +47,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -92,8 +102,13 @@ class Backend:
     python: str = field(default_factory=lambda: sys.executable)
     python_path: list[str] = field(default_factory=list)
 
-    def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
+    def command(self, job: Path, slot: int, limits: Limits,
+                filter_fd: int | None = None) -> list[str]:
         raise NotImplementedError
+
+    def syscall_filter(self) -> int | None:
+        """A file descriptor holding a seccomp program for the job."""
+        return None
 
     def kill(self, process: subprocess.Popen, token: str) -> None:
         try:
@@ -105,18 +120,31 @@ class Backend:
         return f"selfattention-grade-{os.getpid()}-{slot}-" \
                f"{secrets.token_hex(4)}"
 
-    def run(self, job: Path, slot: int, limits: Limits) -> Outcome:
-        """Run the job; return at most ``limits.result_bytes`` of output."""
+    def run(self, job: Path, slot: int, limits: Limits,
+            given: bytes = b"") -> Outcome:
+        """Run the job; return at most ``limits.result_bytes`` of output.
+
+        ``given`` goes to the runner's standard input (the hidden cases).
+        """
         token = self.token(slot)
-        cmd = self.command(job, slot, limits)
+        filter_fd = self.syscall_filter()
+        cmd = self.command(job, slot, limits, filter_fd)
         if isinstance(self, Container):
             cmd = cmd[:2] + ["--name", token] + cmd[2:]
         start = time.monotonic()
         deadline = start + limits.notebook_seconds + 20   # start-up, harvest
-        process = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
-            env=self.environment(job), close_fds=True)
+        try:
+            process = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True,
+                env=self.environment(job), close_fds=True,
+                pass_fds=() if filter_fd is None else (filter_fd,))
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
+        feeder = threading.Thread(target=_feed, args=(process.stdin, given),
+                                  daemon=True)
+        feeder.start()
         out, err = bytearray(), bytearray()
         problem = None
         with selectors.DefaultSelector() as sel:
@@ -157,6 +185,7 @@ class Backend:
             self.kill(process, token)
             process.wait()
         self.kill(process, token)        # nothing of the job outlives it
+        feeder.join(timeout=10)
         process.stdout.close()
         process.stderr.close()
         seconds = time.monotonic() - start
@@ -175,6 +204,81 @@ class Backend:
     def runner(self, job_dir: str) -> list[str]:
         return [self.python, "-I", "-m", "selfattention_course.runner",
                 job_dir]
+
+
+def _feed(stream, data: bytes) -> None:
+    """Write ``data`` to a child's standard input, then close it."""
+    try:
+        stream.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+
+# ------------------------------------------------------------------ seccomp
+# The key management calls (add_key, request_key, keyctl) by machine, native
+# and 32-bit compatible: keyrings are the one kernel object that namespaces
+# do not separate, and a user id drawn for a job may be a real user's.
+_KEY_CALLS = {
+    "x86_64": ((0xC000003E, (248, 249, 250)), (0x40000003, (286, 287, 288))),
+    "aarch64": ((0xC00000B7, (217, 218, 219)), (0x40000028, (309, 310, 311))),
+}
+_X32 = 0x40000000                    # x86_64's x32 calls: refused as a whole
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """A classic BPF seccomp program that refuses the key management calls
+    with EPERM and allows everything else; None for an unknown machine."""
+    import struct
+
+    machine = machine or os.uname().machine
+    if machine not in _KEY_CALLS:
+        return None
+    allow, deny = 0x7FFF0000, 0x00050000 | 1       # RET_ALLOW, ERRNO(EPERM)
+    code: list[tuple] = []                          # (op, k, jt, jf) labels
+
+    def load(offset):
+        code.append((0x20, offset, None, None))     # ld [offset]
+
+    def jump(op, k, true, false):
+        code.append((op, k, true, false))
+
+    for arch, calls in _KEY_CALLS[machine]:
+        mine = f"next{arch}"
+        load(4)                                      # seccomp_data.arch
+        jump(0x15, arch, None, mine)                 # jeq
+        load(0)                                      # seccomp_data.nr
+        if machine == "x86_64" and arch == 0xC000003E:
+            jump(0x35, _X32, "deny", None)           # jge
+        for number in calls:
+            jump(0x15, number, "deny", None)
+        code.append(("ret", allow, None, None))
+        code.append(("label", mine, None, None))
+    code.append(("ret", allow, None, None))
+    code.append(("label", "deny", None, None))
+    code.append(("ret", deny, None, None))
+    places, index = {}, 0
+    for op, k, _, _ in code:
+        if op == "label":
+            places[k] = index
+        else:
+            index += 1
+    out, index = [], 0
+    for op, k, true, false in code:
+        if op == "label":
+            continue
+        if op == "ret":
+            out.append(struct.pack("<HBBI", 0x06, 0, 0, k))
+        else:
+            skip = [0 if t is None else places[t] - index - 1
+                    for t in (true, false)]
+            out.append(struct.pack("<HBBI", op, skip[0], skip[1], k))
+        index += 1
+    return b"".join(out)
 
 
 # ------------------------------------------------------------------ bubblewrap
@@ -204,6 +308,7 @@ class Bubblewrap(Backend):
                        "bwrap")
     setpriv: str = field(default_factory=lambda: shutil.which("setpriv") or
                          "setpriv")
+    choom: str | None = field(default_factory=lambda: shutil.which("choom"))
     # Run as root, job ``slot`` runs as user ``uid_base + slot``: a range
     # drawn for each grader, so that concurrent runs share no process count.
     uid_base: int = field(default_factory=lambda: 100_000 + 64 *
@@ -227,10 +332,20 @@ class Bubblewrap(Backend):
                 out.append(real)
         return sorted(out)
 
-    def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
+    def syscall_filter(self) -> int | None:
+        program = seccomp_program()
+        if program is None:
+            return None
+        read, write = os.pipe()
+        os.write(write, program)                 # a few hundred bytes
+        os.close(write)
+        return read
+
+    def command(self, job: Path, slot: int, limits: Limits,
+                filter_fd: int | None = None) -> list[str]:
         cmd = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc",
                "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
-               "--new-session", "--clearenv",
+               "--as-pid-1", "--new-session", "--clearenv",
                "--ro-bind", "/usr", "/usr"]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(top):
@@ -252,6 +367,8 @@ class Bubblewrap(Backend):
                 "--tmpfs", SCRATCH, "--chdir", SCRATCH]
         for key, value in _sandbox_env(self.python).items():
             cmd += ["--setenv", key, value]
+        if filter_fd is not None:
+            cmd += ["--seccomp", str(filter_fd)]
         if self.privileged:
             uid = str(self.uid_base + slot)
             cmd += ["--", self.setpriv, f"--reuid={uid}", f"--regid={uid}",
@@ -261,7 +378,8 @@ class Bubblewrap(Backend):
             cmd[1:1] = ["--unshare-user", "--uid", "65534", "--gid", "65534",
                         "--disable-userns"]
             cmd += ["--"]
-        return cmd + self.runner(JOB_MOUNT)
+        first = [self.choom, "-n", "1000", "--"] if self.choom else []
+        return first + cmd + self.runner(JOB_MOUNT)
 
     def works(self) -> bool:
         """Whether bubblewrap can start a sandbox here (a quick probe)."""
@@ -293,9 +411,11 @@ class Container(Backend):
     engine: str = "docker"
     image: str = "selfattention-grader"
 
-    def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
+    def command(self, job: Path, slot: int, limits: Limits,
+                filter_fd: int | None = None) -> list[str]:
         memory = str(limits.memory_bytes)
-        cmd = [self.engine, "run", "--rm", "--network", "none",
+        cmd = [self.engine, "run", "--rm", "--interactive",
+               "--network", "none",
                "--read-only", "--cap-drop", "ALL",
                "--security-opt", "no-new-privileges",
                "--user", "65534:65534",
@@ -339,7 +459,8 @@ class Unisolated(Backend):
 
     name: str = "none"
 
-    def command(self, job: Path, slot: int, limits: Limits) -> list[str]:
+    def command(self, job: Path, slot: int, limits: Limits,
+                filter_fd: int | None = None) -> list[str]:
         return self.runner(str(job))
 
     def environment(self, job: Path) -> dict:

@@ -31,7 +31,9 @@ answer still ``None``). An answer that calls one of the exercise's
 ``references`` (the library's own version of what the student is asked to
 write) is reported "for review": the notebook asks the student to write it
 themselves and the grader gives it no points. The detection is a profiling
-hook (:class:`Tripwire`) that recognises the references' code objects.
+hook (:class:`Tripwire`) that recognises the references' code objects, and
+the copies of their code that a chapter shows on its page (and so defines
+in the student's notebook).
 
 Plain data (:func:`to_plain`) is what may cross from a student's kernel to
 the grader: ``None``, bools, ints, floats, strings, tuples and lists of
@@ -46,18 +48,22 @@ wording in every chapter: :func:`answered`, :func:`int_pair`,
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
+import linecache
 import math
 import os
 import sys
 import threading
 import traceback
+import types
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["Exercise", "Feedback", "NotDone", "Wrong", "Opaque", "Missing",
-           "Tripwire", "signatures", "to_plain", "type_name", "call",
+           "Tripwire", "signatures", "fingerprint", "to_plain", "holds_nan",
+           "type_name", "call",
            "answered", "int_pair", "returned_array", "returned_arrays",
            "expect_shape",
            "CORRECT", "WRONG", "NOT_DONE", "FOR_REVIEW", "NOT_GRADED",
@@ -208,6 +214,32 @@ def to_plain(value, _depth: int = 0):
     return Opaque(kind.__name__)
 
 
+def _nan_text(text: str) -> bool:
+    return text.strip().lower().lstrip("+-") == "nan"
+
+
+def holds_nan(value, _depth: int = 0) -> bool:
+    """Whether plain data holds a NaN, or a string that reads as one.
+
+    A correct output never does; a judge that compares with ``abs(a - b) >
+    tol`` would let NaN through, so :meth:`Exercise.assess` rejects it
+    whatever the judge says.
+    """
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, str):
+        return _nan_text(value)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "fc":
+            return bool(np.isnan(value).any())
+        if value.dtype.kind == "U" and value.size:
+            return any(_nan_text(str(v)) for v in np.unique(value))
+        return False
+    if isinstance(value, (tuple, list)) and _depth <= MAX_DEPTH:
+        return any(holds_nan(v, _depth + 1) for v in value)
+    return False
+
+
 def _big_int(value: int) -> float:
     try:
         return float(value)
@@ -237,12 +269,75 @@ def _code_objects(fn) -> list:
     return codes
 
 
-def signatures(targets: dict) -> list[tuple[str, str, int, str]]:
-    """Where each target's code lives: ``(name, file, first line, co_name)``.
+# Flags that say what a function is (arguments, generator...), not where or
+# under which ``__future__`` imports it was compiled.
+_KIND_FLAGS = 0x3ff & ~0x10
 
-    ``file`` is the path of the source file relative to the folder that
-    holds its top-level package (``selfattention/attention.py``), so the
-    same signature holds in any installation of the package.
+
+def _const_text(value) -> str:
+    """A constant as text that is the same in every process."""
+    if isinstance(value, types.CodeType):
+        return "code:" + fingerprint(value)
+    if isinstance(value, (frozenset, set)):
+        return "{" + ",".join(sorted(_const_text(v) for v in value)) + "}"
+    if isinstance(value, tuple):
+        return "(" + ",".join(_const_text(v) for v in value) + ")"
+    return f"{type(value).__name__}:{value!r}"
+
+
+def _steps(code) -> list[str]:
+    """The instructions of ``code``, as text free of offsets and line
+    numbers; a method call and an attribute call read the same (the
+    compiler picks one by whether the name was imported in the same
+    source)."""
+    import dis
+
+    found = list(dis.get_instructions(code))
+    index = {ins.offset: i for i, ins in enumerate(found)}
+    steps = []
+    for ins in found:
+        op = "LOAD_ATTR" if ins.opname == "LOAD_METHOD" else ins.opname
+        if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
+            arg = f"->{index.get(ins.argval, -1)}"
+        elif ins.opcode in dis.hasconst:
+            arg = _const_text(ins.argval)
+        elif ins.arg is None:
+            arg = ""
+        elif isinstance(ins.argval, str):
+            arg = ins.argval
+        else:
+            arg = repr(ins.argval)
+        steps.append(f"{op} {arg}")
+    return steps
+
+
+def fingerprint(code) -> str:
+    """What a code object does, whatever file or line it was compiled at.
+
+    Two functions with the same name, arguments, local names and
+    instructions have the same fingerprint: the library's function, a copy
+    of its code object, and its source executed or retyped elsewhere
+    (comments, blank lines and the docstring may differ). Computed by the
+    same Python, it is the same in every process.
+    """
+    head = (code.co_name, code.co_argcount, code.co_posonlyargcount,
+            code.co_kwonlyargcount, code.co_flags & _KIND_FLAGS,
+            code.co_varnames, code.co_freevars, code.co_cellvars)
+    digest = hashlib.sha256(repr(head).encode())
+    digest.update("\n".join(_steps(code)).encode())
+    return digest.hexdigest()[:32]
+
+
+def signatures(targets: dict) -> list[tuple[str, str, int, str, str]]:
+    """Where each target's code lives and what it does.
+
+    Returns ``(name, file, first line, co_name, fingerprint)`` per code
+    object: ``file`` is the path of the source file relative to the folder
+    that holds its top-level package (``selfattention/attention.py``), so
+    the same signature holds in any installation of the package;
+    ``fingerprint`` (see :func:`fingerprint`) also matches copies of the
+    code compiled anywhere else; the tripwire counts those that a chapter
+    shows (see :class:`Tripwire`).
     """
     found = []
     for name, fn in targets.items():
@@ -254,7 +349,7 @@ def signatures(targets: dict) -> list[tuple[str, str, int, str]]:
             rel = os.path.relpath(path, root) if inside else \
                 os.path.basename(path)
             found.append((name, rel.replace(os.sep, "/"), code.co_firstlineno,
-                          code.co_name))
+                          code.co_name, fingerprint(code)))
     return found
 
 
@@ -271,29 +366,41 @@ class Tripwire:
     ``with Tripwire({"selfattention.attention.softmax": fn}) as wire:``
     records in ``wire.called`` the name of every listed function that runs
     inside the block, in this thread or in threads started there, whether
-    it is called directly, through ``__wrapped__``, under another name or as
-    a copy of its code object. ``signatures`` (see ``signatures``) adds
+    it is called directly, through ``__wrapped__``, under another name or
+    as a copy of its code object. ``signatures`` (see ``signatures``) adds
     code that lives at the same place in the same file, so that a reference
-    the notebook rebound to something else is still recognised. Switching
-    profiling or tracing off inside the block, or a profiling function that
-    is not the interpreter's own, sets ``wire.tampered``.
+    the notebook rebound to something else is still recognised, and code
+    with the same ``fingerprint`` compiled from a chapter's shown cell
+    (a source whose first line names the library's file,
+    ``# lib/selfattention/attention.py``, as ``scripts/sync_code.py``
+    writes it): the copy of the function that a chapter defines in the
+    notebook. Switching profiling or tracing off inside the block, or a
+    profiling function that is not the interpreter's own, sets
+    ``wire.tampered``.
 
     It is a tripwire, not a proof: code running in the same process can
-    still hide a call (by running a retyped copy of the function, or by
-    changing the interpreter in ways a profiler does not see).
+    still hide a call (a copy compiled from any other source, a thread
+    started before the block, the hook itself reached and emptied, or
+    changes to the interpreter that a profiler does not see).
     """
 
     def __init__(self, targets: dict, signatures=()):
         self.codes, self.builtins, self.places = {}, {}, {}
+        # co_name -> {fingerprint: (name, the first line of a shown cell)}
+        self.prints: dict[str, dict[str, tuple]] = {}
+        self._seen: dict[int, tuple] = {}     # id(code) -> (code, name)
         for name, fn in targets.items():
             codes = _code_objects(fn)
             for code in codes:
                 self.codes[id(code)] = (code, name)
             if not codes:
                 self.builtins[id(fn)] = (fn, name)
-        for name, rel, line, co_name in signatures:
+        for name, rel, line, co_name, *rest in signatures:
             self.places.setdefault((co_name, int(line)), []).append(
                 ("/" + rel.lstrip("/"), name))
+            if rest:
+                self.prints.setdefault(co_name, {})[str(rest[0])] = (
+                    name, f"# lib/{rel.lstrip('/')}")
         self._guards = {id(f): f for f in (sys.setprofile, sys.settrace)}
         self._guard_codes = {id(f.__code__): f.__code__ for f in
                              (threading.setprofile, threading.settrace)}
@@ -321,12 +428,27 @@ class Tripwire:
                         (code.co_name, code.co_firstlineno), ()):
                     if code.co_filename.replace("\\", "/").endswith(suffix):
                         self._note(name)
+                if code.co_name in self.prints:
+                    self._copy(code)
         elif event == "c_call":
             found = self.builtins.get(id(arg))
             if found is not None and found[0] is arg:
                 self._note(found[1])
             elif id(arg) in self._guards and self._guards[id(arg)] is arg:
                 self.tampered = True
+
+    def _copy(self, code) -> None:
+        """Note ``code`` if it is a target's code compiled from the cell in
+        which a chapter shows it."""
+        seen = self._seen.get(id(code))
+        if seen is None or seen[0] is not code:
+            name, header = self.prints[code.co_name].get(fingerprint(code),
+                                                         (None, None))
+            shown = header is not None and linecache.getline(
+                code.co_filename, 1).strip() == header
+            seen = self._seen[id(code)] = (code, name if shown else None)
+        if seen[1] is not None:
+            self._note(seen[1])
 
     def __enter__(self) -> "Tripwire":
         if not (_genuine(sys.setprofile, "sys", "setprofile")
@@ -608,7 +730,8 @@ class Exercise:
                   if n in self.references]
         if called or result.get("tampered"):
             what = (f"calls {called[0]}, the library's own version of what "
-                    f"this exercise asks you to write" if called else
+                    f"this exercise asks you to write (or the copy the "
+                    f"chapter shows)" if called else
                     "switched off the profiling that watches for calls of "
                     "the library's own version")
             return self._feedback(
@@ -633,6 +756,10 @@ class Exercise:
                     WRONG, f"the answer could not be checked "
                            f"({type(err).__name__}); look at its type and "
                            f"shape")
+            if holds_nan(outcome["output"]):   # no judge may be fooled by it
+                return self._feedback(
+                    WRONG, "the output holds NaN (not a number) where a "
+                           "number was expected")
         if len(outcomes) < len(cases):
             return self._feedback(
                 NOT_GRADED, f"the answer ran on {len(outcomes)} of "
