@@ -250,3 +250,15 @@ def test_pruning_removes_student_notebooks_of_removed_chapters(tmp_path):
     asg.build(CHAPTERS[:1], tmp_path, prune=True)
     assert not stale.exists()
     assert (tmp_path / "student" / CHAPTERS[0].name).exists()
+
+
+def test_a_title_counts_the_written_part_in_its_points():
+    from selfattention.exercises.core import Exercise
+
+    ex = Exercise("ex-test-title", kind="Derive", points=2, answers=("a",),
+                  judge=lambda out: None, written="Why?", written_points=1)
+    asg.check_title("Derive: a thing (3 points)", ex, "here")
+    for wrong in ("Derive: a thing (2 points)", "Prove: a thing (3 points)",
+                  "Derive: a thing"):
+        with pytest.raises(asg.AssignmentError):
+            asg.check_title(wrong, ex, "here")

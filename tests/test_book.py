@@ -8,7 +8,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from selfattention_course.assign import find_exercises
+from selfattention_course.assign import check_title, find_exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -111,13 +111,9 @@ def test_chapter_follows_the_template(path):
     assert kinds & {"Derive", "Prove"}, "a Derive or Prove exercise"
     assert "Experiment" in kinds, "an Experiment"
     declared = find_exercises()
-    for kind, points, label in titled:
-        ex = declared[label][2]
-        assert kind == ex.kind, f"{label}: titled {kind}, declared {ex.kind}"
-        total = ex.points + ex.written_points
-        assert float(points) == total, (
-            f"{label}: titled ({points} points), declared {total:g} "
-            f"(code {ex.points:g} + written {ex.written_points:g})")
+    for title, label in re.findall(r":::\{exercise\} ([^\n]*)\n:label: "
+                                   r"(ex-[a-z0-9-]+)", md):
+        check_title(title, declared[label][2], path.name)  # kind, points
     starts = re.findall(r":::\{solution-start\} (ex-[a-z0-9-]+)", md)
     assert starts == exercises, "every exercise has one gated solution"
     assert md.count(":::{solution-end}") == len(exercises)

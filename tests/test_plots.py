@@ -148,3 +148,12 @@ def test_outlines_and_borders_are_white_on_a_black_stroke(draw):
     white = (rgb > 225).all(axis=-1).sum()
     black = (rgb < 30).all(axis=-1).sum()
     assert white > 20 and black > 20        # a white line, a black edge
+
+
+def test_attention_on_image_shares_a_colour_scale_when_asked(ax):
+    img, w = np.zeros((4, 4)), np.array([0.1, 0.2, 0.3, 0.4])
+    plots.show_attention_on_image(ax, img, w, (2, 2), 2, colorbar=False)
+    assert ax.images[-1].get_clim() == (0, 0.4)       # its own largest
+    plots.show_attention_on_image(ax, img, w, (2, 2), 2, colorbar=False,
+                                  vmax=1.0)
+    assert ax.images[-1].get_clim() == (0, 1.0)       # the shared scale

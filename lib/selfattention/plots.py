@@ -54,13 +54,18 @@ def mark_patch(ax, row: int, col: int, patch: int, color: str = ACCENT,
 
 def show_attention_on_image(ax, img, weights, grid: tuple[int, int],
                             patch: int, query: int | None = None,
-                            title: str | None = None, colorbar: bool = True):
-    """Lay one query's attention weights (H·W,) over the image's patches."""
+                            title: str | None = None, colorbar: bool = True,
+                            vmax: float | None = None):
+    """Lay one query's attention weights (H·W,) over the image's patches.
+
+    The colours run from 0 to ``vmax`` (default: the largest weight); give
+    every panel of a comparison the same ``vmax``.
+    """
     H, W = grid
     ax.imshow(np.asarray(img), cmap="gray", vmin=0, vmax=1,
               interpolation="nearest")
     im = ax.imshow(np.asarray(weights).reshape(H, W), cmap=CMAP, alpha=0.75,
-                   vmin=0, interpolation="nearest",
+                   vmin=0, vmax=vmax, interpolation="nearest",
                    extent=(-0.5, W * patch - 0.5, H * patch - 0.5, -0.5))
     if query is not None:
         mark_patch(ax, *divmod(int(query), W), patch)

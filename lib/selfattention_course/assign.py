@@ -150,10 +150,11 @@ def check_title(title: str, ex: Exercise, where: str) -> None:
     if match.group("kind") != ex.kind:
         raise AssignmentError(f"{where}: {ex.label} is titled "
                               f"{match.group('kind')} but declared {ex.kind}")
+    total = ex.points + ex.written_points        # code and written parts
     if match.group("points") is None or \
-            float(match.group("points")) != ex.points:
+            float(match.group("points")) != total:
         raise AssignmentError(f"{where}: the title of {ex.label} should end "
-                              f"with '({ex.points:g} points)'")
+                              f"with '({total:g} points)'")
 
 
 def strip_regions(source: str, where: str = "cell") -> str:
