@@ -20,13 +20,19 @@ direction only when its sentence has at least 8 content words. Numbers
 do not count as content words (facts carry over), and tables and quoted
 phrases (a misconception as people state it) are left out.
 
-Usage: python scripts/source_overlap.py SOURCE [--limit N] [files ...]
+Usage: python scripts/source_overlap.py SOURCE [files ...]
 (the default files are the chapters, intro.md and appendices/*.md).
+SOURCE is the document itself or its fingerprint, ``tests/fixtures/
+source_fingerprint.json`` (the sentences as hashed words; the repository
+keeps no text of the source): ``--write-fingerprint`` makes one, and
+``tests/test_voice.py`` runs the comparison against it.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -135,14 +141,39 @@ def prose_of(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def compare(source_text: str, paths: list[Path]) -> list[Match]:
-    src = [(s, words(s)) for s in sentences(source_text, True)]
-    src = [(s, w, content(w)) for s, w in src]
+def token(word: str) -> str:
+    """A short hash of a word: fingerprints compare tokens, never text."""
+    return hashlib.blake2b(word.encode(), digest_size=5).hexdigest()
+
+
+def fingerprint(source_text: str) -> dict:
+    """The source's sentences as hashed words, in order; no text is kept.
+
+    Both measures only test words for equality, so they give the same
+    result on hashes as on words, and the book's repository can keep the
+    fingerprint without keeping the source.
+    """
+    return {"version": 1, "sentences": [
+        {"words": [token(w) for w in words(s)],
+         "content": [token(w) for w in content(words(s))]}
+        for s in sentences(source_text, True)]}
+
+
+def compare(source: dict, paths: list[Path],
+            texts: list[str] | None = None) -> list[Match]:
+    """Book sentences too close to a sentence of ``source`` (a fingerprint).
+
+    ``texts``, the source's sentences when the source itself is at hand,
+    only labels the report.
+    """
+    src = [(texts[i] if texts else f"source sentence {i + 1}",
+            s["words"], s["content"])
+           for i, s in enumerate(source["sentences"])]
     found = []
     for path in paths:
         for sent in sentences(prose_of(path)):
-            w = words(sent)
-            c = content(w)
+            w = [token(x) for x in words(sent)]
+            c = [token(x) for x in content(words(sent))]
             best = None
             for s, sw, sc in src:
                 run = longest_run(w, sw)
@@ -165,11 +196,22 @@ def default_paths() -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("source", type=Path)
+    parser.add_argument("source", type=Path, help="the source document "
+                        "(text) or its fingerprint (.json)")
     parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--write-fingerprint", type=Path, metavar="JSON",
+                        help="write the source's fingerprint and stop")
     args = parser.parse_args(argv)
-    found = compare(args.source.read_text(encoding="utf-8"),
-                    args.files or default_paths())
+    if args.source.suffix == ".json":
+        source = json.loads(args.source.read_text(encoding="utf-8"))
+        texts = None
+    else:
+        text = args.source.read_text(encoding="utf-8")
+        source, texts = fingerprint(text), sentences(text, True)
+    if args.write_fingerprint:
+        args.write_fingerprint.write_text(json.dumps(source) + "\n")
+        return 0
+    found = compare(source, args.files or default_paths(), texts)
     for m in found:
         print(f"{m.where}: run {m.run}, cover {m.cover:.2f}\n"
               f"  book:   {m.book}\n  source: {m.source}\n")
