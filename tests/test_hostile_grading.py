@@ -930,7 +930,7 @@ def test_the_hidden_cases_go_to_the_runner_and_to_no_file(tmp_path):
     parts = wire.unpack(given)
     assert sorted(parts) == [f"cases-{i}.bin" for i in range(len(cases))]
     again = wire.load_cases(parts["cases-0.bin"])
-    assert again[0]["S"].tobytes() == cases[0][0]["S"].tobytes()
+    assert again[0]["Q"].tobytes() == cases[0][0]["Q"].tobytes()
 
 
 def test_processes_left_behind_are_stopped(tmp_path):

@@ -72,11 +72,11 @@ def test_the_manifest_holds_the_prompt_and_the_rubric(made):
 
 def test_a_title_must_agree_with_the_declaration(made, tmp_path):
     nb = nbformat.read(CHAPTER, as_version=4)
-    nb.cells[2].source = nb.cells[2].source.replace("(2 points)",
-                                                    "(3 points)")
+    nb.cells[2].source = nb.cells[2].source.replace("(3 points)",
+                                                    "(2 points)")
     nbformat.write(nb, tmp_path / "99_fixture.ipynb")
     found = assign.find_exercises(["written_exercises"])
-    with pytest.raises(assign.AssignmentError, match="2 points"):
+    with pytest.raises(assign.AssignmentError, match="3 points"):
         assign.make_assignment(tmp_path / "99_fixture.ipynb", found)
     nb.cells[2].source = nb.cells[2].source.replace("Implement:", "Derive:")
     nbformat.write(nb, tmp_path / "99_fixture.ipynb")
