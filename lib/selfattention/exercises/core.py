@@ -218,8 +218,9 @@ def _nan_text(text: str) -> bool:
     return text.strip().lower().lstrip("+-") == "nan"
 
 
-def holds_nan(value, _depth: int = 0) -> bool:
-    """Whether plain data holds a NaN, or a string that reads as one.
+def holds_nan(value, words: bool = True, _depth: int = 0) -> bool:
+    """Whether plain data holds a NaN, or (``words``) a string that reads
+    as one.
 
     A correct output never does; a judge that compares with ``abs(a - b) >
     tol`` would let NaN through, so :meth:`Exercise.assess` rejects it
@@ -228,15 +229,15 @@ def holds_nan(value, _depth: int = 0) -> bool:
     if isinstance(value, float):
         return math.isnan(value)
     if isinstance(value, str):
-        return _nan_text(value)
+        return words and _nan_text(value)
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fc":
             return bool(np.isnan(value).any())
-        if value.dtype.kind == "U" and value.size:
+        if words and value.dtype.kind == "U" and value.size:
             return any(_nan_text(str(v)) for v in np.unique(value))
         return False
     if isinstance(value, (tuple, list)) and _depth <= MAX_DEPTH:
-        return any(holds_nan(v, _depth + 1) for v in value)
+        return any(holds_nan(v, words, _depth + 1) for v in value)
     return False
 
 
@@ -624,13 +625,16 @@ class Exercise:
     doc : str
         One line on what the check tests (the page for instructors shows
         it).
+    nan_is_a_word : bool
+        The right answer may name NaN in words (which rows come out NaN):
+        the guard against NaN then looks at numbers only.
     """
 
     def __init__(self, label: str, *, kind: str, points: float,
                  answers: tuple, judge, cases=None, run=None,
                  references: tuple = (), written: str | None = None,
                  written_points: float = 1.0, success: str = "",
-                 seed: int = 0, doc: str = ""):
+                 seed: int = 0, doc: str = "", nan_is_a_word: bool = False):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         if not answers or not all(isinstance(a, str) and a.isidentifier()
@@ -649,6 +653,7 @@ class Exercise:
         self.success = success
         self.seed = seed
         self.doc = doc
+        self.nan_is_a_word = nan_is_a_word
         self.__doc__ = doc or f"The check of exercise {label}."
 
     def __repr__(self) -> str:
@@ -756,7 +761,8 @@ class Exercise:
                     WRONG, f"the answer could not be checked "
                            f"({type(err).__name__}); look at its type and "
                            f"shape")
-            if holds_nan(outcome["output"]):   # no judge may be fooled by it
+            if holds_nan(outcome["output"],    # no judge may be fooled by it
+                         words=not self.nan_is_a_word):
                 return self._feedback(
                     WRONG, "the output holds NaN (not a number) where a "
                            "number was expected")

@@ -357,7 +357,7 @@ def _rows_judge(out, lengths, n, left_padded, need_weights):
 check_empty_rows = Exercise(
     "ex-masks-nan", kind="Predict", points=2,
     answers=("predicted_rows",), cases=_rows_cases, run=_rows_run,
-    judge=_rows_judge, seed=43,
+    judge=_rows_judge, seed=43, nan_is_a_word=True,   # STATES name "nan"
     success="you predicted which rows come out as NaN, zeros or numbers.",
     doc="Exercise 4.3: which output rows of nn.MultiheadAttention are NaN, "
         "zero or numbers, for causal plus key-padding masks on a batch.")
