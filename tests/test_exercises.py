@@ -1,7 +1,12 @@
 """What every exercise declaration promises, and how a check behaves."""
 
+import ast
+import builtins
+import contextlib
+import io
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import nbformat
 import numpy as np
 import pytest
@@ -116,6 +121,41 @@ def test_a_declaration_checks_its_kind_and_answers():
 CHAPTERS = sorted(Path(__file__).resolve().parents[1].glob("chapters/*.ipynb"))
 
 
+def _names(source: str) -> tuple[set, set]:
+    """Names a cell reads from its module and names it assigns there."""
+    tree = ast.parse(source)
+    stored = {n.id for n in ast.walk(tree)
+              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored |= {n.name for n in tree.body
+               if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    read = {n.id for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return read, stored
+
+
+def _run_with_context(cells: list, answer_ids: list, namespace: dict) -> None:
+    """Run the answer cells after the earlier cells that define what they
+    read (an Experiment's solution uses the chapter's data and results)."""
+    codes = [c for c in cells if c.cell_type == "code"]
+    done: set = set()
+
+    def run(index: int) -> None:
+        if index in done:
+            return
+        done.add(index)
+        read, _ = _names(codes[index].source)
+        for name in sorted(read - set(namespace) - set(dir(builtins))):
+            for k in range(index - 1, -1, -1):      # the latest definition
+                if name in _names(codes[k].source)[1]:
+                    run(k)
+                    break
+        exec(codes[index].source, namespace)
+
+    for k, cell in enumerate(codes):
+        if cell.get("id") in answer_ids:
+            run(k)
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_the_chapter_s_solutions_pass_hidden_cases(path):
     """The answers a chapter's solutions define pass cases of any seed."""
@@ -125,11 +165,11 @@ def test_the_chapter_s_solutions_pass_hidden_cases(path):
     imports = next(c for c in nb.cells if c.cell_type == "code"
                    and "selfattention.exercises import" in c.source)
     exec(imports.source, namespace)
-    cells = {c.get("id"): c for c in nb.cells}
     functions = [i for i in made.items if i.exercise.cases is not None]
-    for item in functions:
-        for cell_id in item.answer_cells:
-            exec(cells[cell_id].source, namespace)
+    with contextlib.redirect_stdout(io.StringIO()):
+        _run_with_context(nb.cells, [c for i in functions
+                                     for c in i.answer_cells], namespace)
+    plt.close("all")                    # figures of the cells it needed
     for item in functions:
         ex = item.exercise
         answers = [namespace[name] for name in ex.answers]
