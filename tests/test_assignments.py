@@ -262,3 +262,24 @@ def test_a_title_counts_the_written_part_in_its_points():
                   "Derive: a thing"):
         with pytest.raises(asg.AssignmentError):
             asg.check_title(wrong, ex, "here")
+
+
+def test_the_sample_gradebook_on_the_instructors_page_is_current():
+    import csv
+    import io
+
+    page = (Path(__file__).resolve().parents[1] / "appendices"
+            / "instructors.md").read_text(encoding="utf-8")
+    sample = page[page.index("**A sample gradebook.**"):]
+    sample = sample[sample.index("```text\n") + 8:]
+    rows = list(csv.DictReader(io.StringIO(sample[:sample.index("```")])))
+    declared = asg.find_exercises()
+    graded = [r for r in rows if r["exercise"]]
+    assert len(graded) >= 20
+    for row in graded:
+        label = row["exercise"].removesuffix(" (written)")
+        ex = declared[label][2]                   # a label that exists
+        want = ex.written_points if row["exercise"].endswith("(written)") \
+            else ex.points
+        assert float(row["max_points"]) == want, row
+        assert float(row["points"]) <= want

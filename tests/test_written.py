@@ -164,3 +164,12 @@ def test_a_notebook_stops_at_its_time_limit(made, tmp_path):
     assert any("time limit" in p for p in g.problems), g.problems
     assert g.seconds < 10 + 20
     assert all(r.points == 0 for r in rows)
+
+
+def test_the_gradebook_quotes_the_rubric_paragraph_when_there_is_one():
+    from selfattention_course.grade import _rubric_part
+
+    solution = ("The code: x - x.mean().\n\n**Rubric for the written part "
+                "(1 point).** Say why the entries sum to zero.")
+    assert _rubric_part(solution).startswith("**Rubric for the written")
+    assert _rubric_part("Only prose.") == "Only prose."

@@ -387,8 +387,8 @@ class Grader:
                 text = graded.written.get(entry["label"], "")
                 mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
                 note = (f"the answer is in written/{stem}.md; rubric: "
-                        f"{clean_text(written['rubric'], 400)}" if text else
-                        "no written answer")
+                        f"{clean_text(_rubric_part(written['rubric']), 400)}"
+                        if text else "no written answer")
                 graded.rows.append(Row(
                     student, stem, f"{entry['label']} (written)", 0.0,
                     float(written["points"]), f"{mark}: {note}",
@@ -440,6 +440,13 @@ class Grader:
             return graded
         finally:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _rubric_part(rubric: str) -> str:
+    """The solution's paragraph on the written part when it has one (it
+    starts with "**Rubric"), else the whole solution prose."""
+    start = rubric.find("**Rubric")
+    return rubric[start:] if start >= 0 else rubric
 
 
 def _cut_short(why_none, report: dict) -> bool:
