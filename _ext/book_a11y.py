@@ -12,9 +12,21 @@ items (axe: aria-required-children, critical; aria-deprecated-role and
 aria-allowed-role on every entry). Screen readers then announce an empty
 list and skip its entries. Here every entry is a ``listitem``; the list and
 its class stay, so the theme styles the page as before.
+
+**Tables that scroll.** pydata-sphinx-theme 0.17 wraps every table in a
+``div.pst-scrollable-table-container`` and, when the table is wider than
+the page, gives that div ``tabindex="0"`` (``addTabStopsToScrollableElements``
+in its script) so that it can be scrolled with the keyboard. A focusable
+element needs a role (axe: focus-order-semantics): here each container is
+a ``region`` named after its section and its column headers.
 """
 
 from __future__ import annotations
+
+import hashlib
+import html
+import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -35,8 +47,55 @@ class AccessibleHTMLTranslator(HTML5Translator):
                                        role="listitem"))
 
 
+CONTAINER = '<div class="pst-scrollable-table-container">'
+HEADING = re.compile(r"<h[1-6]\b[^>]*>(.*?)</h[1-6]>", re.S)
+HEADER = re.compile(r"<th\b[^>]*>(.*?)</th>", re.S)
+TAG = re.compile(r"<[^>]+>")
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(" ".join(TAG.sub(" ", fragment).split()))
+
+
+def _table_name(before: str, table_html: str) -> str:
+    """The section the table sits in, then its column headers."""
+    headings = HEADING.findall(before)
+    section = _text(headings[-1]).rstrip("#¶ ") if headings else ""
+    head = table_html.split("</thead>", 1)[0] \
+        if "</thead>" in table_html else ""
+    columns = [c for c in (_text(h) for h in HEADER.findall(head)) if c]
+    name = "table" + (f" in {section}" if section else "")
+    return name + (f": {', '.join(columns)}" if columns else "")
+
+
+def name_table_regions(body: str) -> str:
+    """Give each scrollable table container a role and a name of its own
+    (landmarks must differ by name: axe's landmark-unique)."""
+    parts = body.split(CONTAINER)
+    seen: dict[str, int] = {}
+    out = parts[0]
+    for part in parts[1:]:
+        name = _table_name(out, part)
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name += f" ({seen[name]})"
+        out += (f'<div class="pst-scrollable-table-container" role="region" '
+                f'aria-label="{html.escape(name, quote=True)}">') + part
+    return out
+
+
+def _on_page(app, pagename, templatename, context, doctree) -> None:
+    if "body" in context:
+        context["body"] = name_table_regions(context["body"])
+
+
 def setup(app: Sphinx) -> dict:
     for builder in ("html", "dirhtml", "singlehtml"):
         app.set_translator(builder, AccessibleHTMLTranslator)
-    return {"version": "1.0", "env_version": 1, "parallel_read_safe": True,
+    app.connect("html-page-context", _on_page)
+    # env_version follows this file's text: any change here rewrites every
+    # page on the next incremental build.
+    return {"version": "1.1", "env_version": int(hashlib.sha256(
+                Path(__file__).read_bytes()).hexdigest()[:8], 16),
+            "parallel_read_safe": True,
             "parallel_write_safe": True}

@@ -160,3 +160,24 @@ def test_every_citation_is_in_the_bibliography():
         for group in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]+)`", text):
             for key in group.split(","):
                 assert key.strip() in keys, f"unknown citation {key}"
+
+
+def test_scrollable_tables_become_named_regions():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "book_a11y", ROOT / "_ext" / "book_a11y.py")
+    a11y = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(a11y)
+    table = ('<div class="pst-scrollable-table-container"><table><thead><tr>'
+             '<th class="head"><p>Week</p></th><th>Core &amp; idea</th></tr>'
+             '</thead><tbody></tbody></table></div>')
+    body = ('<section><h2>Plan<a class="headerlink" href="#p">#</a></h2>'
+            + table + table + '<div class="pst-scrollable-table-container">'
+            '<table><tbody><tr><td>1</td></tr></tbody></table></div>')
+    out = a11y.name_table_regions(body)
+    names = re.findall(r'role="region" aria-label="([^"]*)"', out)
+    assert names == ["table in Plan: Week, Core &amp; idea",
+                     "table in Plan: Week, Core &amp; idea (2)",
+                     "table in Plan"]
+    assert re.sub(r' role="region" aria-label="[^"]*"', "", out) == body
