@@ -289,3 +289,30 @@ def test_without_a_sandbox_the_grader_refuses_unless_told(monkeypatch,
     assert main(["x", "--manifest", str(manifest)]) == 2
     assert "your files" in capsys.readouterr().err
 
+
+
+@pytest.mark.skipif(not Bubblewrap().works(), reason="no bubblewrap here")
+def test_an_environment_under_tmp_stays_visible_in_the_sandbox(tmp_path):
+    # The sandbox mounts its own /tmp; a checkout or a virtualenv under
+    # /tmp must still be bound on top of it (and /tmp stay writable).
+    import shutil
+    import subprocess
+    import tempfile
+
+    env = Path(tempfile.mkdtemp(prefix="env-", dir="/tmp"))
+    try:
+        env.chmod(0o755)                  # readable by the job's user
+        (env / "probe_under_tmp.py").write_text("X = 42\n")
+        (env / "probe_under_tmp.py").chmod(0o644)
+        (tmp_path / "job").mkdir(mode=0o755)
+        backend = Bubblewrap(python_path=[str(env)])
+        cmd = backend.command(tmp_path / "job", 0, Limits())
+        code = (f"import sys; sys.path.insert(0, {str(env)!r}); "
+                f"import probe_under_tmp as p; "
+                f"print(p.X, open('/tmp/w', 'w').write('ok'))")
+        inside = cmd[:cmd.index("-I")] + ["-I", "-c", code]
+        done = subprocess.run(inside, capture_output=True, text=True,
+                              timeout=60)
+        assert done.stdout.split() == ["42", "2"], done.stderr
+    finally:
+        shutil.rmtree(env)

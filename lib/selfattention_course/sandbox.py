@@ -354,6 +354,10 @@ class Bubblewrap(Backend):
                 cmd += ["--ro-bind", top, top]
         if os.path.exists("/etc/ld.so.cache"):
             cmd += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        # The scratch tmpfs first: an environment that lives under /tmp
+        # (a checkout or a virtualenv there) is then bound on top of it.
+        cmd += ["--perms", "1777", "--size", str(limits.tmp_bytes),
+                "--tmpfs", SCRATCH]
         made = {"/tmp", "/usr", "/etc", "/dev", "/proc"}
         for path in self.visible():
             for parent in _ancestors(path):
@@ -362,9 +366,7 @@ class Bubblewrap(Backend):
                     made.add(parent)
             cmd += ["--ro-bind", path, path]
         cmd += ["--ro-bind", str(job), JOB_MOUNT,
-                "--dev", "/dev", "--proc", "/proc",
-                "--perms", "1777", "--size", str(limits.tmp_bytes),
-                "--tmpfs", SCRATCH, "--chdir", SCRATCH]
+                "--dev", "/dev", "--proc", "/proc", "--chdir", SCRATCH]
         for key, value in _sandbox_env(self.python).items():
             cmd += ["--setenv", key, value]
         if filter_fd is not None:
