@@ -169,7 +169,7 @@ def test_position_experiment_judge(kind, out, status, words):
     cases = [{"kind": kind, "seed": 7}]
     answer = lambda k, s: out                     # noqa: E731
     ex = checks.check_positions
-    fb = ex.assess(ex.attempt([answer], cases), cases)
+    fb = ex.assess(ex.attempt([answer], cases), cases, replay=False)
     assert fb.status == status, fb.message
     for word in words:
         assert word in fb.message
@@ -179,3 +179,19 @@ def test_position_experiment_check_reports_not_done():
     fb = checks.check_positions.feedback(lambda kind, seed: None)
     assert fb.status == "not done"
     assert checks.check_positions.feedback(None).status == "not done"
+
+
+def test_made_up_accuracies_fail_where_the_grader_replays_the_run():
+    from selfattention.exercises import position as px
+
+    def made_up(kind, seed):
+        return {"none": (0.6, 0.6)}.get(kind, (0.9, 0.2))
+
+    cases = [{"kind": "none", "seed": 3}]      # (seed 2 happens to give 0.6)
+    fb = px.check_positions.assess(
+        px.check_positions.attempt([made_up], cases), cases)
+    assert fb.status == "wrong" and "seed=3" in fb.message
+    honest = px.positions_run("none", 3)
+    fb = px.check_positions.assess(
+        px.check_positions.attempt([lambda kind, seed: honest], cases), cases)
+    assert fb.status == "correct", fb.message

@@ -628,13 +628,21 @@ class Exercise:
     nan_is_a_word : bool
         The right answer may name NaN in words (which rows come out NaN):
         the guard against NaN then looks at numbers only.
+    replay : callable, optional
+        ``replay(output, **case)``, run by the grader after ``judge``: it
+        redoes an experiment (trains the model of the case) and raises
+        :class:`Wrong` when the output is not what that run gives, so that
+        plausible numbers made up without running the experiment fail.
+        The notebook's own check leaves it out (it costs a training run
+        the chapter has just done).
     """
 
     def __init__(self, label: str, *, kind: str, points: float,
                  answers: tuple, judge, cases=None, run=None,
                  references: tuple = (), written: str | None = None,
                  written_points: float = 1.0, success: str = "",
-                 seed: int = 0, doc: str = "", nan_is_a_word: bool = False):
+                 seed: int = 0, doc: str = "", nan_is_a_word: bool = False,
+                 replay=None):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         if not answers or not all(isinstance(a, str) and a.isidentifier()
@@ -654,6 +662,7 @@ class Exercise:
         self.seed = seed
         self.doc = doc
         self.nan_is_a_word = nan_is_a_word
+        self.replay = replay
         self.__doc__ = doc or f"The check of exercise {label}."
 
     def __repr__(self) -> str:
@@ -726,10 +735,13 @@ class Exercise:
                 "tampered": bool(wire.tampered)}
 
     # -- in the grader (and in the notebook) ---------------------------
-    def assess(self, result: dict, cases: list[dict]) -> Feedback:
+    def assess(self, result: dict, cases: list[dict],
+               replay: bool = True) -> Feedback:
         """Judge what :meth:`attempt` returned for ``cases``.
 
-        Never raises. Runs in the grader's process on plain data.
+        Never raises. Runs in the grader's process on plain data; with
+        ``replay``, an experiment's output is also compared with the
+        grader's own run of the case.
         """
         called = [n for n in result.get("called", ())
                   if n in self.references]
@@ -766,6 +778,11 @@ class Exercise:
                 return self._feedback(
                     WRONG, "the output holds NaN (not a number) where a "
                            "number was expected")
+            if replay and self.replay is not None:
+                try:
+                    self.replay(outcome["output"], **copy.deepcopy(case))
+                except Wrong as err:
+                    return self._feedback(WRONG, str(err))
         if len(outcomes) < len(cases):
             return self._feedback(
                 NOT_GRADED, f"the answer ran on {len(outcomes)} of "
@@ -792,7 +809,8 @@ class Exercise:
                        f"{', '.join(self.answers)}")
         try:
             cases = self.public_cases()
-            return self.assess(self.attempt(answers, cases), cases)
+            return self.assess(self.attempt(answers, cases), cases,
+                               replay=False)
         except Exception as err:     # a check never raises
             return self._feedback(
                 WRONG, f"the answer could not be checked "
