@@ -141,3 +141,27 @@ def test_expect_shape():
 
 
 # The checks that use the helpers keep their messages.
+
+
+def test_an_answer_that_borrows_the_checks_own_code_is_for_review():
+    import numpy as np
+
+    from selfattention.exercises import masks, matching, multihead
+
+    # The judge's reference of ex-masks-shrink, called by the answer.
+    def borrowed(*args, **kwargs):
+        return masks._shrinkage(*args, **kwargs)
+
+    fb = masks.check_shrinkage.feedback(borrowed)
+    assert fb.status == "for review" and "_shrinkage" in fb.message, fb
+    # A public function of the checks that is not offered to students.
+    assert "landing_matches" not in matching.__all__
+    from selfattention.exercises.core import Tripwire
+    with Tripwire({}) as wire:
+        matching.landing_matches(np.random.default_rng(0).integers(9), 1, 1)
+    assert wire.called == ["selfattention.exercises.matching.landing_matches"]
+    # A tool the chapter offers (in the module's __all__) is not flagged.
+    assert "retrieval_task" in multihead.__all__
+    with Tripwire({}) as wire:
+        multihead.retrieval_task(np.random.default_rng(0), 8)
+    assert wire.called == []

@@ -86,6 +86,8 @@ MARKS = {CORRECT: "Correct", WRONG: "Not yet", NOT_DONE: "Not attempted",
 KINDS = ("Derive", "Prove", "Implement", "Experiment", "Predict")
 #: Set in the grader's kernels: the notebook's own checks then judge nothing.
 GRADING_ENV = "SELFATTENTION_GRADING"
+#: The package of the checks: an answer may not call into it.
+CHECKS_PACKAGE = "selfattention.exercises"
 
 # Bounds of plain data: what one output may hold.
 MAX_ARRAY_ITEMS = 4_000_000
@@ -409,6 +411,12 @@ class Tripwire:
         self.tampered = False
         self._active = False
         self._hook = self._profile         # one bound method, compared by id
+        # The checks' own code (``selfattention.exercises``) called straight
+        # from code outside the library: an answer borrowing the reference
+        # computations its judge uses.
+        here = os.path.dirname(os.path.abspath(__file__))
+        self._checks_dir = here + os.sep
+        self._library_dir = os.path.dirname(here) + os.sep
 
     def _note(self, name: str) -> None:
         if name not in self.called:
@@ -431,6 +439,20 @@ class Tripwire:
                         self._note(name)
                 if code.co_name in self.prints:
                     self._copy(code)
+                if code.co_filename.startswith(self._checks_dir) and \
+                        "." not in code.co_qualname and \
+                        not code.co_name.startswith("<"):
+                    # a module-level function (not a closure or method the
+                    # check hands to the answer, such as a classifier) that
+                    # its module does not offer students (its __all__)
+                    caller = frame.f_back
+                    if caller is not None and not caller.f_code.co_filename \
+                            .startswith(self._library_dir):
+                        module = os.path.basename(code.co_filename)[:-3]
+                        name = f"{CHECKS_PACKAGE}.{module}"
+                        tools = getattr(sys.modules.get(name), "__all__", ())
+                        if code.co_name not in tools:   # not a student tool
+                            self._note(f"{name}.{code.co_name}")
         elif event == "c_call":
             found = self.builtins.get(id(arg))
             if found is not None and found[0] is arg:
@@ -744,13 +766,16 @@ class Exercise:
         grader's own run of the case.
         """
         called = [n for n in result.get("called", ())
-                  if n in self.references]
+                  if n in self.references
+                  or str(n).startswith(CHECKS_PACKAGE + ".")]
         if called or result.get("tampered"):
-            what = (f"calls {called[0]}, the library's own version of what "
+            what = ("switched off the profiling that watches for calls of "
+                    "the library's own version" if not called else
+                    f"calls {called[0]}, part of the checks' own code"
+                    if str(called[0]).startswith(CHECKS_PACKAGE + ".") else
+                    f"calls {called[0]}, the library's own version of what "
                     f"this exercise asks you to write (or the copy the "
-                    f"chapter shows)" if called else
-                    "switched off the profiling that watches for calls of "
-                    "the library's own version")
+                    f"chapter shows)")
             return self._feedback(
                 FOR_REVIEW, f"your answer {what}. Write it yourself: an "
                             f"answer that calls the library's version gets "
