@@ -12,7 +12,7 @@ SUBMISSIONS ?= submissions
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint book test unit execute assignments grade bench serve clean
+.PHONY: help install lint book test unit execute train assignments grade bench serve clean
 
 help:  ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -48,12 +48,12 @@ endif
 lint: $(STAMP)  ## Check the code style (ruff): library, scripts, tests, chapters
 	$(VENV)/bin/ruff check lib scripts tests chapters
 
-unit: lint  ## ruff, then library and book tests without the built site (fast)
-	$(PY) -m pytest tests -q -n 2 --dist loadfile \
+unit: lint  ## The fast lane: ruff, then the tests not marked slow, no site
+	$(PY) -m pytest tests -q -n 2 --dist loadfile -m "not slow" \
 	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
 
 test: lint book  ## Every check: ruff, strict build, library, links, browser, nbval
-	$(PY) -m pytest tests chapters -n 2 --dist loadfile \
+	$(PY) -m pytest tests chapters -n 2 --dist loadfile --durations=15 \
 	  --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg; \
 	status=$$?; \
@@ -63,6 +63,9 @@ test: lint book  ## Every check: ruff, strict build, library, links, browser, nb
 execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
 	$(PY) scripts/sync_code.py $(or $(NB),$(NOTEBOOKS))
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
+
+train: $(STAMP)  ## Retrain every model of the book (NAMES="a b" for some)
+	$(PY) scripts/train.py $(NAMES)
 
 # Grading: seconds a cell and a whole notebook may run, notebooks graded at
 # the same time, and the isolation (auto: bubblewrap, else docker/podman).

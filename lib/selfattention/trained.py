@@ -1,0 +1,138 @@
+"""The trained models of the book: written by ``make train``, loaded by the
+chapters.
+
+A *recipe* is a function of no arguments that trains one model from fixed
+seeds and returns its weights and curves as a flat ``dict`` of NumPy arrays.
+It is registered with :func:`recipe`; ``make train`` (``scripts/train.py``)
+runs every recipe and writes ``trained/<name>.npz`` beside this file with a
+SHA-256 in ``trained/MANIFEST.json``. The chapters call :func:`load`, which
+refuses a file whose checksum is not the manifest's, so what a chapter shows
+always comes from the file that the scripts wrote. The files are package
+data: an install from the repository (Colab, Binder) carries them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Recipe", "recipe", "recipes", "load", "retrain", "write",
+           "TRAINED_DIR", "MANIFEST"]
+
+TRAINED_DIR = Path(__file__).resolve().parent / "trained"
+MANIFEST = TRAINED_DIR / "MANIFEST.json"
+
+# The modules whose import registers recipes; one line per module.
+RECIPE_MODULES: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A registered recipe: its ``name``, the function that trains, where
+    that function lives and how closely a retrain must reproduce the file
+    (``rtol``, ``atol``: 0 means bit for bit)."""
+
+    name: str
+    train: Callable[[], dict]
+    where: str
+    rtol: float = 0.0
+    atol: float = 0.0
+    retrained_by_test: bool = False
+
+
+_RECIPES: dict[str, Recipe] = {}
+
+
+def recipe(name: str, rtol: float = 0.0, atol: float = 0.0,
+           retrained_by_test: bool = False):
+    """Register the decorated function as the recipe ``name``;
+    ``retrained_by_test`` marks a recipe cheap enough for ``make test`` to
+    retrain and compare with its file, within ``rtol`` and ``atol``."""
+    def register(fn):
+        if name in _RECIPES:
+            raise ValueError(f"recipe {name!r} is registered twice")
+        _RECIPES[name] = Recipe(name, fn, f"{fn.__module__}:{fn.__name__}",
+                                float(rtol), float(atol),
+                                bool(retrained_by_test))
+        return fn
+    return register
+
+
+def recipes() -> dict[str, Recipe]:
+    """Every registered recipe by name (importing the modules that hold
+    them)."""
+    for module in RECIPE_MODULES:
+        importlib.import_module(module)
+    return dict(sorted(_RECIPES.items()))
+
+
+def _checked(arrays) -> dict[str, np.ndarray]:
+    if not isinstance(arrays, dict) or not arrays:
+        raise TypeError("a recipe returns a non-empty dict of arrays")
+    out = {}
+    for key, value in arrays.items():
+        value = np.asarray(value)
+        if value.dtype == object:
+            raise TypeError(f"{key!r} is not a numeric array")
+        out[str(key)] = value
+    return out
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    # np.savez writes every member with the fixed date of 1980, so equal
+    # arrays give equal bytes, and so equal checksums.
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **dict(sorted(arrays.items())))
+    return buffer.getvalue()
+
+
+def _manifest() -> dict:
+    if not MANIFEST.exists():
+        return {}
+    return json.loads(MANIFEST.read_text())
+
+
+def write(name: str, arrays: dict) -> dict:
+    """Save ``arrays`` as ``trained/<name>.npz`` and record its checksum in
+    the manifest; returns the manifest entry."""
+    data = _npz_bytes(_checked(arrays))
+    TRAINED_DIR.mkdir(exist_ok=True)
+    (TRAINED_DIR / f"{name}.npz").write_bytes(data)
+    entry = {"file": f"{name}.npz", "bytes": len(data),
+             "sha256": hashlib.sha256(data).hexdigest(),
+             "recipe": recipes()[name].where}
+    manifest = _manifest()
+    manifest[name] = entry
+    MANIFEST.write_text(json.dumps(dict(sorted(manifest.items())), indent=2)
+                        + "\n")
+    return entry
+
+
+def load(name: str) -> dict[str, np.ndarray]:
+    """The arrays that ``make train`` saved for ``name``, after checking the
+    file against the manifest's SHA-256."""
+    entry = _manifest().get(name)
+    if entry is None:
+        raise KeyError(f"no trained model {name!r}; known: "
+                       f"{sorted(_manifest())}. Run `make train`.")
+    data = (TRAINED_DIR / entry["file"]).read_bytes()
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise ValueError(f"{entry['file']} does not match its checksum in "
+                         f"{MANIFEST.name}; run `make train` again")
+    with np.load(io.BytesIO(data)) as npz:
+        return {key: npz[key] for key in npz.files}
+
+
+def retrain(name: str) -> tuple[dict[str, np.ndarray], float]:
+    """Run the recipe ``name`` again: its arrays and the seconds it took."""
+    start = time.perf_counter()
+    arrays = _checked(recipes()[name].train())
+    return arrays, time.perf_counter() - start
