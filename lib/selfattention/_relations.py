@@ -80,7 +80,7 @@ def _fits(label, x, want) -> None:
             f"{label} leaves query {where[-1]} (index {where}) with no key to "
             f"attend to: every entry of its row is False, so its softmax is "
             f"undefined (PyTorch returns NaN or zeros there, depending on the "
-            f"function; the chapter on masks)")
+            f"function)")
 
 
 def score_shape(Q, K) -> tuple:
@@ -110,6 +110,7 @@ def qkv_fit(name, Q, K, V) -> None:
     """Q and K share d_k, K and V share n_k, their batch axes broadcast."""
     _agree(name, "Q", Q, -1, "K", K, -1, "have the same last dimension d_k")
     _agree(name, "K", K, -2, "V", V, -2, "hold one row per key (n_k)")
+    score_shape(Q, K)
     _batch("Q, K and V", Q.shape, K.shape, V.shape)
 
 

@@ -383,11 +383,12 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
     Attention between the patches of several frames: the frames of a video
     (self-attention over space and time, :ref:`ch-nonlocal`) or two
     different images (cross-attention, :ref:`ch-matching`). The top row
-    shows the query frames; the bottom row the weights of the query patch over every key frame, on one
-    colour scale for every query, with a legend; with ``keys``, a middle row
-    shows the key frames. Click a patch, or focus a query frame with Tab
-    and move the query with the arrow keys (Home, End: first and last patch;
-    Enter or Space makes the focused frame the query's frame). A live
+    shows the query frames; the bottom row the weights of the query patch
+    over every key frame, on one colour scale for every query, with a
+    legend; with ``keys``, a middle row shows the key frames. Click a
+    patch, or focus a query frame with Tab and move the query with the
+    arrow keys (Home, End: first and last patch; Enter or Space makes the
+    focused frame the query's frame). A live
     region names the strongest keys and the displacement to the strongest.
 
     Parameters

@@ -94,8 +94,9 @@ class NonLocalBlock(nn.Module):
 
     SAGAN's gate (Zhang et al., 2019) on the non-local operation ``y``
     over every position (:ref:`ch-nonlocal`); the embeddings are bias-free
-    linear maps of the channels (the paper's 1×1×1 convolutions). ``forward`` takes
-    ``(B, C, *positions)``, e.g. ``(B, C, T, H, W)``, and returns that shape.
+    linear maps of the channels (the paper's 1×1×1 convolutions).
+    ``forward`` takes ``(B, C, *positions)``, e.g. ``(B, C, T, H, W)``, and
+    returns that shape.
 
     Parameters
     ----------
