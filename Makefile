@@ -45,11 +45,13 @@ else
 	$(error SOLUTIONS must be shown or hidden, not $(SOLUTIONS))
 endif
 
-lint: $(STAMP)  ## Check the code style (ruff): library, scripts, tests, chapters
+lint: $(STAMP)  ## Check the code style: ruff (Python), Biome (the figures' JS)
 	$(VENV)/bin/ruff check lib scripts tests chapters
+	$(VENV)/bin/biome lint --error-on-warnings lib/selfattention/static
 
-unit: lint  ## The fast lane: ruff, then the tests not marked slow, no site
+unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
 	$(PY) -m pytest tests -q -n 2 --dist loadfile -m "not slow" \
+	  --durations=10 \
 	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
 
 test: lint book  ## Every check: ruff, strict build, library, links, browser, nbval
