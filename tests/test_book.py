@@ -92,6 +92,31 @@ def test_pyproject_lock_and_environment_agree():
     assert any("download.pytorch.org/whl/cpu" in line for line in pip_section)
 
 
+def test_every_package_the_library_imports_is_declared():
+    import ast
+    import sys
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {Requirement(d).name.lower() for d in project["dependencies"]}
+    declared.add("selfattention")
+    distributions = packages_distributions()
+    imported = set()
+    for path in (ROOT / "lib").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                imported.add(node.module.split(".")[0])
+    undeclared = {
+        name: distributions.get(name, [name])
+        for name in imported - set(sys.stdlib_module_names)
+        if not {d.lower() for d in distributions.get(name, [name])}
+        & declared}
+    assert not undeclared, f"imported by lib/ but not declared: {undeclared}"
+
+
 # ------------------------------------------------------------ chapter template
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_follows_the_template(path):
