@@ -10,8 +10,7 @@ import numpy as np
 
 from ._relations import patches_tile_image, tiles
 from ._validate import (Constraint, boundary, grid_shape, integer, optional,
-                        pair)
-from ._validate import positive_int as count
+                        pair, positive_int)
 
 __all__ = ["tokens", "score_entries", "attention_bytes", "msa_macs",
            "window_msa_macs", "window_score_entries", "human_bytes"]
@@ -19,7 +18,7 @@ __all__ = ["tokens", "score_entries", "attention_bytes", "msa_macs",
 
 def _sides(names: tuple[str, str]) -> Constraint:
     """A positive int ``s``, meaning ``(s, s)``, or a pair of them."""
-    as_pair = pair(count(), names)
+    as_pair = pair(positive_int(), names)
 
     def convert(value, name):
         square = isinstance(value, numbers.Integral)  # True fails below
@@ -50,25 +49,25 @@ def tokens(image_size, patch_size):
     return (H // P_h) * (W // P_w)
 
 
-@boundary(n=count(), h=count(), n_k=optional(count()))
+@boundary(n=positive_int(), h=positive_int(), n_k=optional(positive_int()))
 def score_entries(n, h=1, n_k=None):
     """Entries of the score matrices ``Q Kᵀ`` of one attention layer:
     ``h · n · n_k`` (``n_k`` keys, by default ``n``)."""
     return h * n * (n if n_k is None else n_k)
 
 
-@boundary(n=count(), h=count(),
+@boundary(n=positive_int(), h=positive_int(),
           dtype=Constraint(_numeric_dtype, "a numeric NumPy dtype",
                            valid=lambda: "float32",
                            invalid=lambda: [("text", TypeError),
                                             (3.5, TypeError)]),
-          n_k=optional(count()))
+          n_k=optional(positive_int()))
 def attention_bytes(n, h=1, dtype="float32", n_k=None):
     """Bytes needed to hold the score (or weight) matrices of one layer."""
     return score_entries(n, h, n_k) * dtype.itemsize
 
 
-@boundary(grid=grid_shape(), C=count())
+@boundary(grid=grid_shape(), C=positive_int())
 def msa_macs(grid, C):
     """Swin's cost of global self-attention, ``4nC² + 2n²C``
     (:ref:`ch-windows`)."""
@@ -76,7 +75,8 @@ def msa_macs(grid, C):
     return 4 * n * C * C + 2 * n * n * C
 
 
-@boundary(grid=grid_shape(), C=count(), M=count(), checks=(tiles,))
+@boundary(grid=grid_shape(), C=positive_int(), M=positive_int(),
+          checks=(tiles,))
 def window_msa_macs(grid, C, M):
     """Swin's cost of window self-attention, ``4nC² + 2M²nC``
     (:ref:`ch-windows`)."""
@@ -84,7 +84,8 @@ def window_msa_macs(grid, C, M):
     return 4 * n * C * C + 2 * M * M * n * C
 
 
-@boundary(grid=grid_shape(), M=count(), h=count(), checks=(tiles,))
+@boundary(grid=grid_shape(), M=positive_int(), h=positive_int(),
+          checks=(tiles,))
 def window_score_entries(grid, M, h=1):
     """Score entries of window attention: ``H·W`` queries times ``M²`` keys."""
     return h * grid[0] * grid[1] * M * M
