@@ -37,7 +37,7 @@ def _tokens(value, name):
     return arr
 
 
-_GRID = Constraint(_tokens, "an array of numbers with at least 3 axes",
+_GRID_ARRAY = Constraint(_tokens, "an array of numbers with at least 3 axes",
                    valid=lambda: np.ones((2, 2, 2)),
                    invalid=lambda: [(np.full((2, 2, 2), "text"), TypeError),
                                     (np.ones((2, 2)), ValueError)])
@@ -46,7 +46,7 @@ _SHIFT_FITS = (tiles, shift_below_M)
 
 
 # ------------------------------------------------------------------ windows
-@boundary(x=_GRID, M=positive_int(), checks=(windows_tile_x,))
+@boundary(x=_GRID_ARRAY, M=positive_int(), checks=(windows_tile_x,))
 def window_partition(x, M):
     """Cut a patch grid into non-overlapping ``M × M`` windows.
 
@@ -59,7 +59,7 @@ def window_partition(x, M):
     return x.reshape(*batch, -1, M * M, C)           # (..., nW, M², C)
 
 
-@boundary(windows=_GRID, grid=grid_shape(), M=positive_int(),
+@boundary(windows=_GRID_ARRAY, grid=grid_shape(), M=positive_int(),
           checks=(tiles, windows_fit))
 def window_reverse(windows, grid, M):
     """Put the windows back on the grid: undo the window partition."""
@@ -72,13 +72,13 @@ def window_reverse(windows, grid, M):
 
 
 # ------------------------------------------------------------------ shift
-@boundary(x=_GRID, shift=integer(0))
+@boundary(x=_GRID_ARRAY, shift=integer(0))
 def cyclic_shift(x, shift):
     """Roll a patch grid up and left by ``shift`` patches (Eq. eq-win-roll)."""
     return np.roll(x, (-shift, -shift), axis=(-3, -2))  # up and left
 
 
-@boundary(x=_GRID, shift=integer(0))
+@boundary(x=_GRID_ARRAY, shift=integer(0))
 def reverse_cyclic_shift(x, shift):
     """Roll down and right by ``shift`` patches: undo the cyclic shift."""
     return np.roll(x, (shift, shift), axis=(-3, -2))    # down and right
