@@ -37,10 +37,11 @@ def _tokens(value, name):
     return arr
 
 
-_GRID_ARRAY = Constraint(_tokens, "an array of numbers with at least 3 axes",
-                   valid=lambda: np.ones((2, 2, 2)),
-                   invalid=lambda: [(np.full((2, 2, 2), "text"), TypeError),
-                                    (np.ones((2, 2)), ValueError)])
+_GRID_ARRAY = Constraint(
+    _tokens, "an array of numbers with at least 3 axes",
+    valid=lambda: np.ones((2, 2, 2)),
+    invalid=lambda: [(np.full((2, 2, 2), "text"), TypeError),
+                     (np.ones((2, 2)), ValueError)])
 _SHIFTED = dict(grid=grid_shape(), M=positive_int(), shift=integer(0))
 _SHIFT_FITS = (tiles, shift_below_M)
 
