@@ -21,10 +21,17 @@
 
 Nothing the notebook prints, writes or patches enters a score: the
 notebook's own check calls are silenced in the grader's kernel, and the
-verdicts come from outputs on inputs the notebook never saw. The gradebook
-(``gradebook.csv``, ``feedback/``, ``executed/``, ``written/``,
-``run.json``) is written to a fresh folder and swapped in; a run that grades
-no notebook writes nothing and exits with status 1.
+verdicts come from outputs on inputs the notebook never saw, and only from
+results whose harvest reported success for them. The gradebook
+(``gradebook.csv``, ``canvas.csv`` and ``moodle.csv`` for learning
+platforms, ``feedback/``, ``executed/``, ``written/``, ``run.json``) is
+written to a fresh folder and swapped in; a run that grades no notebook
+writes nothing and exits with status 1.
+
+``--sandbox none`` needs ``--exposing`` naming all it exposes
+(:data:`~selfattention_course.sandbox.EXPOSED`). With ``--jobs`` above one,
+a notebook is graded again alone only when its neighbours starved it
+(:meth:`Grader.grade_all`), within a budget.
 """
 
 from __future__ import annotations

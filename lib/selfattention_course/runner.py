@@ -405,6 +405,8 @@ def _harvest(client, job, job_dir, scratch: Path, report, deadline,
                     status = why
                 else:
                     results[index] = data
+            elif status == "error" and _littered(folder_fd, name):
+                status = "forged"       # the harvest could not write its own
             report["harvest"][index] = status
             if status == "timeout":
                 report["shares"][index] = _share(kernel, cpu, since)
@@ -467,6 +469,15 @@ def _reported_result(dir_fd: int, nonce: str, cases_name: str,
     if values != [repr(result_digest(nonce, data))]:
         return None, "forged"
     return data, "ok"
+
+
+def _littered(dir_fd: int, cases_name: str) -> bool:
+    """Whether a harvest that failed left anything but the cases (it
+    writes nothing before its result: something else did)."""
+    try:
+        return sorted(os.listdir(dir_fd)) != [cases_name]
+    except OSError:
+        return True
 
 
 def _execute_values(client, code: str, seconds: float):
