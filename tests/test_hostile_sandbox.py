@@ -619,3 +619,39 @@ def test_mixed_scripts_are_found(name, scripts):
     from selfattention_course.intake import mixed_scripts
 
     assert mixed_scripts(name) == scripts
+
+
+def test_a_v2_job_group_is_made_where_v2_allows(tmp_path, monkeypatch):
+    """The files a cgroup v2 job group is made of, on a stand-in tree: the
+    grader's own group holds processes and enables nothing, so jobs go
+    below the nearest ancestor that enables memory and pids."""
+    from selfattention_course import sandbox
+
+    root = tmp_path / "cgroup"
+    own = root / "user.slice" / "session.scope"
+    own.mkdir(parents=True)
+    (root / "cgroup.controllers").write_text("cpu memory pids\n")
+    (root / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    (root / "user.slice" / "cgroup.subtree_control").write_text("cpu\n")
+    (own / "cgroup.subtree_control").write_text("\n")
+    monkeypatch.setattr(sandbox, "_mounts", lambda: {"": str(root)})
+    monkeypatch.setattr(sandbox, "_own_groups",
+                        lambda: {"": "/user.slice/session.scope"})
+    monkeypatch.setattr(sandbox.sys, "platform", "linux")
+    assert sandbox._v2_parent() == (root, "")
+    group = JobGroup.make("job-1", Limits(job_memory_bytes=2 ** 30,
+                                          processes=64))
+    folder = root / "selfattention-grade" / "job-1"
+    assert group.version == "v2" and group.folders == {"": folder}
+    assert (folder / "memory.max").read_text() == str(2 ** 30)
+    assert (folder / "pids.max").read_text() == "64"
+    assert "+memory +pids" in (folder.parent /
+                               "cgroup.subtree_control").read_text()
+    cmd = group.enter(["true"])
+    assert cmd[:2] == ["/bin/sh", "-c"] and \
+        str(folder / "cgroup.procs") in cmd and cmd[-2:] == ["--", "true"]
+    (folder / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 1\n")
+    assert group.cpu_seconds() == 2.5
+    (root / "user.slice" / "cgroup.subtree_control").write_text(
+        "memory pids\n")
+    assert sandbox._v2_parent() == (root / "user.slice", "")

@@ -412,22 +412,46 @@ def _writable_dir(path: Path) -> bool:
 
 
 def _v2_parent() -> tuple[Path | None, str]:
-    """A cgroup v2 folder below which jobs get memory and process caps."""
+    """A cgroup v2 folder below which jobs get memory and process caps.
+
+    cgroup v2 gives a child a controller only where its parent enables it
+    (``cgroup.subtree_control``), and a group that holds processes (as the
+    grader's own usually does) cannot enable any for its children. So this
+    is the nearest of the grader's group and its ancestors that enables
+    memory and pids already, or else the hierarchy's root, which may
+    enable them whatever it holds.
+    """
     mounts, own = _mounts(), _own_groups()
     if "" not in mounts:
         return None, "no cgroup v2 hierarchy is mounted"
-    base = Path(mounts[""]) / own.get("", "/").lstrip("/")
+    root = Path(mounts[""])
     try:
-        available = (base / "cgroup.controllers").read_text().split()
+        available = (root / "cgroup.controllers").read_text().split()
     except OSError:
-        return None, f"{base} cannot be read"
+        return None, f"{root} cannot be read"
     if not {"memory", "pids"} <= set(available):
-        return None, (f"cgroup v2 at {mounts['']} offers "
+        return None, (f"cgroup v2 at {root} offers "
                       f"{' '.join(available) or 'no controller'} here, not "
                       f"memory and pids")
-    if not _writable_dir(base):
-        return None, f"{base} is not writable (run the grader as root)"
-    return base, ""
+    folder = root / own.get("", "/").lstrip("/")
+    while True:
+        try:
+            enabled = (folder / "cgroup.subtree_control").read_text().split()
+        except OSError:
+            enabled = []
+        if {"memory", "pids"} <= set(enabled) and _writable_dir(folder):
+            return folder, ""
+        if folder == root or root not in folder.parents:
+            break
+        folder = folder.parent
+    if not _writable_dir(root):
+        return None, f"{root} is not writable (run the grader as root)"
+    try:
+        (root / "cgroup.subtree_control").write_text("+memory +pids")
+    except OSError as err:
+        return None, (f"{root}/cgroup.subtree_control refused memory and "
+                      f"pids ({err.strerror})")
+    return root, ""
 
 
 def _v1_parents() -> tuple[dict[str, Path] | None, str]:
@@ -497,11 +521,11 @@ class JobGroup:
         # process (cgroup v2 enables controllers for children only there).
         holder = base / "selfattention-grade"
         holder.mkdir(exist_ok=True)
-        (holder / "cgroup.subtree_control").write_text("+memory +pids")
-        try:
-            (holder / "cgroup.subtree_control").write_text("+cpu")
+        try:                        # the processor account too, if offered
+            (holder / "cgroup.subtree_control").write_text(
+                "+memory +pids +cpu")
         except OSError:
-            pass
+            (holder / "cgroup.subtree_control").write_text("+memory +pids")
         folder = holder / token
         folder.mkdir()
         group = cls("v2", {"": folder})
