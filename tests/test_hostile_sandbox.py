@@ -69,7 +69,7 @@ def forged_bytes(h):
 def routes() -> dict[str, str]:
     """One added cell per way of forging a result or widening the job."""
     return {
-        # Item 3: each answer, while its own harvest runs, writes the
+        # Each answer, while its own harvest runs, writes the
         # result itself (at the path the harvest will use, found in the
         # harvest's frame), puts a folder where it goes, or litters the
         # harvest's folder with results under every name it could have.
@@ -98,7 +98,7 @@ def predict_moved(query, shift):
                     pass
     return (0, 0)
 ''',
-        # Item 3: a thread started by a cell rewrites every result file the
+        # A thread started by a cell rewrites every result file the
         # moment it appears, after its harvest wrote it.
         "late-writer": '''
 import os, threading, time
@@ -124,7 +124,7 @@ def rewrite():
         time.sleep(0.0005)
 threading.Thread(target=rewrite, daemon=True).start()
 ''',
-        # Item 6: a user namespace of its own (then a tmpfs no limit caps),
+        # A user namespace of its own (then a tmpfs no limit caps),
         # then more memory than the job may have, spread over processes
         # that each stay under the per-process limit.
         "escape-limits": '''
@@ -162,7 +162,7 @@ alive = [c[1] for pid, c in children.items()
          if os.waitpid(pid, os.WNOHANG) == (0, 0)]
 print("held MB", sum(alive), "by", len(alive), "of", len(children))
 ''',
-        # Item 6: a notebook that sleeps into its time limit is not starved
+        # A notebook that sleeps into its time limit is not starved
         # by anyone, and is graded once.
         "sleeper": '''
 import time
@@ -187,7 +187,7 @@ def build_submissions(tmp: Path) -> Path:
         nb = nbformat.read(student, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(source.strip()))
         hand_in(name, nb)
-    # Item 6: a loose notebook dropped beside a classmate's folder, so that
+    # A loose notebook dropped beside a classmate's folder, so that
     # the lower of the two would count; and a name that displays like a
     # classmate's (which needs no sandbox: its file is not a notebook).
     hand_in("victim", nbformat.read(CHAPTER, as_version=4))
