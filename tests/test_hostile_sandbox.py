@@ -655,3 +655,15 @@ def test_a_v2_job_group_is_made_where_v2_allows(tmp_path, monkeypatch):
     (root / "user.slice" / "cgroup.subtree_control").write_text(
         "memory pids\n")
     assert sandbox._v2_parent() == (root / "user.slice", "")
+
+
+def test_without_writable_cgroups_the_grader_says_so(monkeypatch, tmp_path):
+    from selfattention_course import grade, sandbox
+
+    monkeypatch.setattr(sandbox, "_mounts", lambda: {})
+    version, why = sandbox.cgroup_support()
+    assert version is None and "v2" in why and "v1" in why
+    assert JobGroup.make("x", Limits()) is None
+    monkeypatch.setattr(grade, "cgroup_support", sandbox.cgroup_support)
+    note = grade._cgroup_note(Bubblewrap())
+    assert note.startswith("none:") and "not capped" in note
