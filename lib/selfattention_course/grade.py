@@ -45,7 +45,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from . import gradebook, wire
+from . import gradebook, review, wire
 from .assign import EXERCISE_RE, calls, find_exercises
 from .gradebook import Row, clean_text
 from .intake import IntakeError, Submission, collect
@@ -359,6 +359,7 @@ class Grader:
                 f"limit; the rest of it was dropped")
         harvest = report.get("harvest", {})
         harvest = harvest if isinstance(harvest, dict) else {}
+        flagged = self.review(nb, chapter)
         for index, entry in enumerate(chapter["exercises"]):
             ex = self.exercises[entry["label"]]
             data = parts.get(PART_HARVEST.format(index=index))
@@ -376,6 +377,12 @@ class Grader:
             else:
                 status, points = fb.status, fb.points
                 message = clean_text(fb.message, 500)
+                findings = flagged.get(entry["label"])
+                if findings and status != NOT_DONE:
+                    # Decided here, from the source: what the kernel
+                    # reported (the tripwire) may add to it, never clear it.
+                    status, points = FOR_REVIEW, 0.0
+                    message = clean_text(review.explain(findings), 500)
                 if status not in (CORRECT, FOR_REVIEW) and stop:
                     message += f" (the run stopped: {stop})"
             graded.rows.append(Row(student, stem, entry["label"],
@@ -401,6 +408,20 @@ class Grader:
                     nbformat.reads(executed.decode("utf-8"), as_version=4))
             except Exception:
                 graded.executed = None
+
+    def review(self, nb, chapter: dict) -> dict:
+        """What sends each exercise of ``nb`` for review, read from its
+        source in this process (:mod:`~selfattention_course.review`)."""
+        spec = {e["label"]: (e["answers"],
+                             self.exercises[e["label"]].references)
+                for e in chapter["exercises"]}
+        try:
+            return review.review(nb, spec, chapter.get("book_cells", ()))
+        except (RecursionError, MemoryError, ValueError) as err:
+            finding = review.Finding(
+                "dynamic", 1, 1, "", f"could not be read by the grader "
+                                     f"({type(err).__name__})")
+            return {label: [finding] for label in spec}
 
     # ------------------------------------------------------------------
     def grade_all(self, submissions: list[Submission]) -> list[Graded]:
