@@ -163,8 +163,8 @@ def port(stem: str) -> tuple[Path, Path]:
                 start -= 1
             chunk = "".join(lines[start - 1:end])
             # imports inside functions, made absolute
-            chunk = re.sub(r"(?m)^(\s+)from \.\.(\w)", r"\1from selfattention.\2",
-                           chunk)
+            chunk = re.sub(r"(?m)^(\s+)from \.\.(\w)",
+                           r"\1from selfattention.\2", chunk)
             chunk = re.sub(r"(?m)^(\s+)from \.(\w)",
                            r"\1from selfattention.exercises.\2", chunk)
             chunks.append(chunk)

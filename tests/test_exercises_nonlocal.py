@@ -8,6 +8,7 @@ from exercise_answers import own
 from selfattention import data, patches
 from selfattention.attention import softmax
 from selfattention.exercises import nonlocal_block as checks
+from selfattention_course.judges import nonlocal_block as judges
 from selfattention.nonlocal_block import NonLocalBlock, nonlocal_op, scope_mask
 
 
@@ -92,7 +93,7 @@ def test_a_gate_left_open_at_zero_is_named():
     assert case["gamma"] == 0.0
     ref = gradients(**case)
     with pytest.raises(checks.Wrong, match="exactly zero"):
-        checks._gate_judge((ref[0], ref[1] + 1, ref[2]), **case)
+        judges._gate_judge((ref[0], ref[1] + 1, ref[2]), **case)
 
 
 # ------------------------------------------------------------ 9.2 subsampled

@@ -299,6 +299,10 @@ class Grader:
         of the job, which the notebook could read)."""
         exercises, cases, parts = [], [], []
         for index, entry in enumerate(chapter["exercises"]):
+            if not self.auto_points(entry["label"]):
+                # Nothing of it runs: its points are the written part's.
+                cases.append([])
+                continue
             drawn = self.cases_for(student, chapter["file"], entry["label"])
             cases.append(drawn)
             name = f"cases-{index}.bin"
@@ -362,7 +366,16 @@ class Grader:
         flagged = self.review(nb, chapter)
         for index, entry in enumerate(chapter["exercises"]):
             ex = self.exercises[entry["label"]]
-            data = parts.get(PART_HARVEST.format(index=index))
+            if not self.auto_points(entry["label"]):
+                graded.rows.append(Row(
+                    student, stem, entry["label"], 0.0, 0.0,
+                    f"{MARKS[TO_BE_READ]}: no auto-points; the written part "
+                    f"carries this exercise's points"))
+                self._written_row(graded, entry, stem)
+                continue
+            slot = sum(self.auto_points(e["label"])    # its place in the job
+                       for e in chapter["exercises"][:index])
+            data = parts.get(PART_HARVEST.format(index=slot))
             fb = None
             if data is not None:
                 try:
@@ -372,7 +385,7 @@ class Grader:
                     fb = None
             if fb is None:
                 reason = why_none or _harvest_problem(
-                    harvest.get(str(index)), stop)
+                    harvest.get(str(slot)), stop)
                 status, points, message = NOT_GRADED, 0.0, reason
             else:
                 status, points = fb.status, fb.points
@@ -389,18 +402,7 @@ class Grader:
                                    min(points, float(entry["points"])),
                                    float(entry["points"]),
                                    f"{MARKS[status]}: {message}"))
-            written = entry.get("written")
-            if written:
-                text = graded.written.get(entry["label"], "")
-                mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
-                note = (f"the answer is in written/{stem}.md; rubric: "
-                        f"{clean_text(_rubric_part(written['rubric']), 400)}"
-                        if text else "no written answer")
-                graded.rows.append(Row(
-                    student, stem, f"{entry['label']} (written)", 0.0,
-                    float(written["points"]), f"{mark}: {note}",
-                    for_student=f"{mark}: your instructor reads it" if text
-                    else None))
+            self._written_row(graded, entry, stem)
         executed = parts.get(PART_EXECUTED)
         if executed is not None:
             try:
@@ -408,6 +410,29 @@ class Grader:
                     nbformat.reads(executed.decode("utf-8"), as_version=4))
             except Exception:
                 graded.executed = None
+
+    def auto_points(self, label: str) -> bool:
+        """Whether the grader runs and judges the exercise's code: not when
+        its points are all the written part's (numbers a student could
+        make up)."""
+        return self.exercises[label].points > 0
+
+    @staticmethod
+    def _written_row(graded: Graded, entry: dict, stem: str) -> None:
+        written = entry.get("written")
+        if not written:
+            return
+        student = graded.student
+        text = graded.written.get(entry["label"], "")
+        mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
+        note = (f"the answer is in written/{stem}.md; rubric: "
+                f"{clean_text(_rubric_part(written['rubric']), 400)}"
+                if text else "no written answer")
+        graded.rows.append(Row(
+            student, stem, f"{entry['label']} (written)", 0.0,
+            float(written["points"]), f"{mark}: {note}",
+            for_student=f"{mark}: your instructor reads it" if text
+            else None))
 
     def review(self, nb, chapter: dict) -> dict:
         """What sends each exercise of ``nb`` for review, read from its

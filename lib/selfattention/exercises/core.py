@@ -643,7 +643,10 @@ class Exercise:
     kind : str
         One of :data:`KINDS`.
     points : float
-        What a correct answer earns.
+        What a correct answer earns. 0 for an exercise whose numbers a
+        student could make up: the grader then runs nothing of it and the
+        written part carries the points (the check still gives feedback in
+        the notebook).
     answers : tuple of str
         The names, in the student's notebook, that hold the answer: a
         function to complete or a value to set. Calling the exercise takes
@@ -706,6 +709,9 @@ class Exercise:
         if not answers or not all(isinstance(a, str) and a.isidentifier()
                                   for a in answers):
             raise ValueError(f"answers must be names, got {answers!r}")
+        if float(points) < 0 or (float(points) == 0 and not written):
+            raise ValueError(f"points must be > 0, or 0 with a written part "
+                             f"that carries them, got {points!r}")
         self.label = label
         self.kind = kind
         self.points = float(points)

@@ -24,7 +24,10 @@ check_tempered_attention = Exercise(
     answers=("my_tempered_attention",),
     run=_tempered_run,
     references=("selfattention.attention.attention",
-                "selfattention.attention.multi_head_attention"),
+                "selfattention.attention.multi_head_attention",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+                "torch.nn.functional.multi_head_attention_forward"),
     seed=11,
     success="every query's scores are divided by √d_k and by its own τ, in "
             "every batch element, without overflow.",
@@ -66,6 +69,11 @@ def _moved_run(predict_moved, query, shift):
 check_moved = Exercise(
     "ex-definition-moved", kind="Predict", points=2,
     answers=("predict_moved",), run=_moved_run,
+    # A prediction, not a measurement: the map over the moved copy (built
+    # by moved_image or by rolling the image, then cut into patches)
+    # answers it without the rule.
+    references=("selfattention.exercises.definition.moved_image",
+                "selfattention.patches.patchify", "numpy.roll"),
     seed=13,
     written="Move img2 by 2 pixels down instead of a whole patch: where "
             "does patch (0, 1) attend now, and why does your rule fail?",
@@ -84,12 +92,14 @@ def _weights_run(edge_weights, low, high, seed):
 
 
 check_edge_weights = Exercise(
-    "ex-definition-noise", kind="Experiment", points=3,
+    # Numbers a student could make up within the accepted ranges: the
+    # points go to the written part, which the instructor reads.
+    "ex-definition-noise", kind="Experiment", points=0,
     answers=("edge_weights",), run=_weights_run,
     seed=14,
     written="At what noise level does patch (0, 1) start to prefer itself "
             "over the far edge, and why does noise favour its own patch?",
-    written_points=1,
+    written_points=4,
     success="your measurements agree with the expected weights at low and "
             "high noise, and follow the seed.",
     doc="Exercise 1.4: the weight on the far edge and on itself as the "

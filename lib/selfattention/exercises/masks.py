@@ -71,6 +71,11 @@ def _rows_run(predicted_rows, lengths, n, left_padded, need_weights):
 check_empty_rows = Exercise(
     "ex-masks-nan", kind="Predict", points=2,
     answers=("predicted_rows",), run=_rows_run,
+    # A prediction: running the layer measures the answer.
+    references=("torch.nn.MultiheadAttention",
+                "torch.nn.functional.multi_head_attention_forward",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "selfattention.torch_bridge.multihead_from_weights"),
     seed=43, nan_is_a_word=True,   # STATES name "nan"
     success="you predicted which rows come out as NaN, zeros or numbers.",
     doc="Exercise 4.3: which output rows of nn.MultiheadAttention are NaN, "
@@ -87,12 +92,14 @@ def _local_run(local_vs_global, seed):
 
 
 check_local = Exercise(
-    "ex-masks-local", kind="Experiment", points=3,
+    # Numbers a student could make up within the accepted ranges: the
+    # points go to the written part, which the instructor reads.
+    "ex-masks-local", kind="Experiment", points=0,
     answers=("local_vs_global",), run=_local_run,
     seed=44,
     written="what did you measure, which patches does a neighbourhood mask "
             "change most, and is it a good stand-in for global attention "
-            "on these images?",
+            "on these images?", written_points=4,
     success="your measurements are consistent: the shares grow with the "
             "radius, the gaps respect (1 − inside)·spread, and radius 7 "
             "changes nothing.",

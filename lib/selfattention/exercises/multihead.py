@@ -35,7 +35,10 @@ def _counts_run(my_counts, d, d_c, h, n, m):
 check_counts = Exercise(
     "ex-multihead-counts", kind="Derive", points=2,
     answers=("my_counts",), run=_counts_run,
-    references=("selfattention.exercises.multihead.mha_counts",), seed=31,
+    references=("selfattention.exercises.multihead.mha_counts",
+                "selfattention.flops.count_flops",
+                "torch.utils.flop_counter.FlopCounterMode",
+                "torch.nn.MultiheadAttention"), seed=31,
     written="why does the number of heads h appear in neither count?",
     success="2d² + 2d·d_c weights and 2nd² + 2m·d_c·d + 2nmd multiply-adds, "
             "whatever h is.",
@@ -53,6 +56,8 @@ check_equivalent = Exercise(
     "ex-multihead-equivalent", kind="Prove", points=3,
     answers=("equivalent_weights",),
     run=_equivalent_run, seed=32,
+    references=("selfattention.attention.multi_head_attention",
+                "torch.nn.MultiheadAttention"),
     written="prove that the new layer has the same outputs, and say what "
             "this means for the count of 4d² parameters",
     success="the outputs are unchanged and the maps come out in the new "
@@ -94,11 +99,13 @@ def _heads_run(retrieval_error, h, seed):
 
 
 check_heads = Exercise(
-    "ex-multihead-heads", kind="Experiment", points=3,
+    # Numbers a student could make up within the accepted ranges: the
+    # points go to the written part, which the instructor reads.
+    "ex-multihead-heads", kind="Experiment", points=0,
     answers=("retrieval_error",), run=_heads_run,
     seed=33,
     written="what did you measure for h = 1, 2, 4, 8, and why does one head "
-            "fail where two succeed at the same width?",
+            "fail where two succeed at the same width?", written_points=4,
     success="one head stays far from the target, several heads of the same "
             "total width reach it.",
     doc="Exercise 3.3: one attention layer of width 8 with h heads, trained "

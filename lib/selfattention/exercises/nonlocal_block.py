@@ -16,6 +16,11 @@ def _gate_run(my_gate_gradients, x, F, W_g, W_z, gamma, target):
 check_gate_gradients = Exercise(
     "ex-nonlocal-gate-gradients", kind="Derive", points=3,
     answers=("my_gate_gradients",), run=_gate_run,
+    # Autograd computes the gradients the exercise asks to derive.
+    references=("torch.autograd.grad", "torch.autograd.backward",
+                "torch.Tensor.backward", "torch.autograd.functional.jacobian",
+                "torch.autograd.functional.vjp", "torch.func.grad",
+                "torch.func.vjp", "torch.func.jacrev"),
     seed=91,
     written="why do W_θ and W_φ also receive exactly zero at γ = 0, and "
             "which parameters move at the second step?",
@@ -47,12 +52,14 @@ def _noise_run(my_denoising_errors, seed, noise):
 
 
 check_denoising = Exercise(
-    "ex-nonlocal-denoising", kind="Experiment", points=3,
+    # Numbers a student could make up within the accepted ranges: the
+    # points go to the written part, which the instructor reads.
+    "ex-nonlocal-denoising", kind="Experiment", points=0,
     answers=("my_denoising_errors",), run=_noise_run,
     seed=93,
     written="why does space-time denoise best, which scope is worst and "
             "why, and when would time only be the right choice?",
-    written_points=1,
+    written_points=4,
     success="the measured errors are reproducible, the noisy clip's error "
             "is right, and space-time averages the most look-alike patches.",
     doc="Exercise 9.3: denoising the clip with each scope, measured.")

@@ -34,7 +34,9 @@ check_swin_macs = Exercise(
     "ex-windows-hierarchy-cost", kind="Derive", points=3,
     answers=("my_swin_macs",), run=_macs_run,
     references=("selfattention.cost.window_msa_macs",
-                "selfattention.cost.msa_macs"),
+                "selfattention.cost.msa_macs",
+                "selfattention.flops.count_flops",
+                "torch.utils.flop_counter.FlopCounterMode"),
     written="why is 4HWC² the same in every stage, and what does the "
             "64-fold ratio of chapter 8 count besides score entries?",
     written_points=1, seed=82,
