@@ -261,11 +261,13 @@ class _Names:
 
     def __init__(self, cells: list[_Cell]):
         self.bound: dict[str, list[tuple[_Cell, ast.AST, object]]] = {}
+        self._sure: set[int] = set()     # ids of unconditional bindings
         for cell in cells:
             if cell.tree is None:
                 continue
             for stmt in cell.tree.body:
                 self._statement(cell, stmt)
+                self._sure.add(id(stmt))
             for node in ast.walk(cell.tree):      # `global x` in a function
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     declared = {n for g in ast.walk(node)
@@ -278,6 +280,16 @@ class _Names:
 
     def _add(self, name, cell, node, value) -> None:
         self.bound.setdefault(name, []).append((cell, node, value))
+
+    def current(self, name: str) -> list[tuple[_Cell, ast.AST, object]]:
+        """The bindings of ``name`` in effect once the notebook has run top
+        to bottom: the last unconditional one and any conditional ones
+        after it (a binding in an ``if``, a loop, a ``try``, a function's
+        ``global``)."""
+        found = self.bound.get(name, [])
+        last = max((i for i, (_, node, _) in enumerate(found)
+                    if id(node) in self._sure), default=0)
+        return found[last:]
 
     def _statement(self, cell, stmt) -> None:
         for node in _module_level(stmt):
@@ -307,7 +319,8 @@ class _Names:
                 for target in targets:
                     single = isinstance(target, ast.Name)
                     for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
+                        if isinstance(name, ast.Name) and \
+                                isinstance(name.ctx, ast.Store):
                             self._add(name.id, cell, node,
                                       node.value if single else None)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.With,
@@ -318,7 +331,8 @@ class _Names:
                         node, (ast.With, ast.AsyncWith)) else [])
                 for holder in holders:
                     for name in ast.walk(holder) if holder else ():
-                        if isinstance(name, ast.Name):
+                        if isinstance(name, ast.Name) and \
+                                isinstance(name.ctx, ast.Store):
                             self._add(name.id, cell, node, None)
                 if isinstance(node, ast.ExceptHandler) and node.name:
                     self._add(node.name, cell, node, None)
@@ -338,7 +352,7 @@ class _Names:
             return set()
         head, rest = parts[0], parts[1:]
         found = set()
-        for _, _, value in self.bound.get(head, ()):
+        for _, _, value in self.current(head):
             if isinstance(value, str):
                 found.add(".".join([value] + rest))
             elif isinstance(value, ast.expr):
@@ -618,7 +632,7 @@ def _bound_here(node) -> list[str]:
                    if isinstance(node, (ast.With, ast.AsyncWith)) else
                    [node.target])
         return [n.id for t in targets for n in ast.walk(t)
-                if isinstance(n, ast.Name)]
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
     return []
 
 
@@ -734,7 +748,7 @@ def _reach(names: _Names, answers) -> list[tuple[_Cell, ast.AST]]:
         if name in seen:
             continue
         seen.add(name)
-        for cell, node, _ in names.bound.get(name, ()):
+        for cell, node, _ in names.current(name):
             nodes.append((cell, node))
             for inner in _global_loads(node):
                 if inner.id in names.bound:

@@ -4,11 +4,13 @@ the reference helpers they use (see
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 from selfattention.attention import softmax
-from selfattention.blockwise import blockwise_attention
 from selfattention.exercises.core import (
     Opaque,
     Wrong,
@@ -18,7 +20,6 @@ from selfattention.exercises.core import (
     type_name,
 )
 from selfattention.exercises.cost import _state
-from selfattention.timing import peak_bytes, random_qkv
 
 from . import Judge
 
@@ -128,11 +129,44 @@ def _memory_cases(rng):
             {"n": n, "d": d, "blocks": blocks, "seed": int(rng.integers(99))}]
 
 
-def _measured(n, d, blocks, seed):
-    """The peaks the exercise asks for, measured here."""
+#: Run in a Python of its own: tracemalloc there sees the call alone (in
+#: the grader's process it would also count what other threads allocate
+#: meanwhile, and two judges at once would stop each other's tracing).
+_MEASURE = """
+import json, sys
+import numpy as np
+from selfattention.blockwise import blockwise_attention
+from selfattention.timing import peak_bytes, random_qkv
+peaks = []
+for n, d, blocks, seed in json.load(sys.stdin):
     Q, K, V = random_qkv(n, d, np.random.default_rng(seed))
-    return np.array([peak_bytes(blockwise_attention, Q, K, V, block=b)
-                     for b in blocks], dtype=float)
+    peaks.append([peak_bytes(blockwise_attention, Q, K, V, block=b)
+                  for b in blocks])
+json.dump(peaks, sys.stdout)
+"""
+_PEAKS: dict[tuple, np.ndarray] = {}
+
+
+def measure_peaks(cases) -> None:
+    """Measure the peaks of several ``(n, d, blocks, seed)`` at once, in
+    one process of their own; :func:`_measured` then reads them."""
+    todo = sorted({(int(n), int(d), tuple(int(b) for b in blocks),
+                    int(seed)) for n, d, blocks, seed in cases} - set(_PEAKS))
+    if not todo:
+        return
+    done = subprocess.run([sys.executable, "-c", _MEASURE],
+                          input=json.dumps(todo), capture_output=True,
+                          text=True, timeout=60 + 5 * len(todo), check=True)
+    for key, peaks in zip(todo, json.loads(done.stdout)):
+        _PEAKS[key] = np.array(peaks, dtype=float)
+
+
+def _measured(n, d, blocks, seed):
+    """The peaks the exercise asks for, measured in a process of their
+    own."""
+    key = (int(n), int(d), tuple(int(b) for b in blocks), int(seed))
+    measure_peaks([key])
+    return _PEAKS[key]
 
 
 def _memory_judge(out, n, d, blocks, seed):
