@@ -9,6 +9,7 @@ from selfattention import data, masks, patches
 from selfattention import matching as lib
 from selfattention.attention import attention
 from selfattention.exercises import matching as checks
+from selfattention_course.judges import matching as judges
 
 displacements = own(lib.displacements)
 lookup = own(lib.lookup)
@@ -90,7 +91,7 @@ def test_pyramid_check(answer, status, words):
 def test_one_level_too_few_is_named():
     case = {"H": 47, "W": 63, "levels": 4}
     with pytest.raises(checks.Wrong, match="too few"):
-        checks._pyramid_judge(pyramid(47, 63, 3), **case)
+        judges._pyramid_judge(pyramid(47, 63, 3), **case)
 
 
 # ------------------------------------------------------------ 10.3 bilinear

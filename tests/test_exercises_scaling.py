@@ -11,6 +11,7 @@ from exercise_answers import own
 from selfattention import patches, scaling
 from selfattention.attention import softmax as library_softmax
 from selfattention.exercises import scaling as checks
+from selfattention_course.judges import scaling as judges
 
 softmax = own(library_softmax)
 
@@ -102,7 +103,7 @@ def test_the_reference_gradient_agrees_with_autograd():
         d_k = K.shape[1]
         Y = torch.softmax(Q @ K.T / math.sqrt(d_k), dim=-1) @ V
         (Y * G).sum().backward()
-        assert np.allclose(checks._query_gradient(**case), Q.grad.numpy(),
+        assert np.allclose(judges._query_gradient(**case), Q.grad.numpy(),
                            rtol=1e-10, atol=1e-12)
 
 
@@ -130,8 +131,8 @@ def test_saturated_rows_pass_less_gradient_to_the_queries():
     for _ in range(50):
         case = checks.check_query_gradient.draw(rng)[0]
         big = dict(case, Q=8 * case["Q"])
-        ratios.append(np.linalg.norm(checks._query_gradient(**big))
-                      / np.linalg.norm(checks._query_gradient(**case)))
+        ratios.append(np.linalg.norm(judges._query_gradient(**big))
+                      / np.linalg.norm(judges._query_gradient(**case)))
     assert np.median(ratios) < 0.5
 
 
@@ -177,11 +178,11 @@ def test_the_exact_draw_of_the_4x4_product_matches_direct_sampling():
     """The judge's Wishart shortcut has the distribution of G_Q G_Kᵀ."""
     for d_k in (16, 256):
         direct = np.mean([max_weight_at(d_k, seed) for seed in range(12)])
-        assert abs(direct - checks._expected_max_weight(d_k)) < 0.01
+        assert abs(direct - judges._expected_max_weight(d_k)) < 0.01
 
 
 def test_the_expected_weight_climbs_slowly_toward_its_limit():
-    w = [checks._expected_max_weight(d) for d in (1024, 2048, 4096)]
+    w = [judges._expected_max_weight(d) for d in (1024, 2048, 4096)]
     assert w[0] < w[1] < w[2] < 0.92
     assert abs(w[0] - 0.81) < 0.01          # the table's d_k = 1024 row
 

@@ -17,6 +17,7 @@ import base64
 import csv
 import ctypes
 import hashlib
+import inspect
 import json
 import os
 import platform
@@ -40,6 +41,10 @@ CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 LABELS = ["ex-definition-tempered", "ex-definition-limits",
           "ex-definition-moved", "ex-definition-noise"]
 WRITTEN = ["ex-definition-moved", "ex-definition-noise"]   # parts to be read
+#: The exercises that give auto-points (the noise Experiment's points are
+#: its written part's).
+AUTO = ["ex-definition-tempered", "ex-definition-limits",
+        "ex-definition-moved"]
 ROWS = [row for label in LABELS for row in
         [label] + [f"{label} (written)"] * (label in WRITTEN)]
 MARKER = "hostile-marker-7f3a"
@@ -672,15 +677,36 @@ def rows_of(run, student):
 
 
 def test_the_honest_student_scores_full_marks(run):
-    for label in LABELS:
+    for label in AUTO:
         row = run["book"]["honest", label]
         assert row.points == row.max_points > 0, row.feedback
+    for label in set(LABELS) - set(AUTO):       # the written part's points
+        row = run["book"]["honest", label]
+        assert row.max_points == 0 and row.feedback.startswith("To be read")
 
 
 def test_the_untouched_notebook_scores_zero(run):
-    for label in LABELS:
+    for label in AUTO:
         row = run["book"]["untouched", label]
         assert row.points == 0 and row.feedback.startswith("Not attempted")
+
+
+@pytest.mark.parametrize("student", FOR_REVIEW_ROUTES)
+def test_the_tripwire_s_gaps_are_for_review_quoting_the_line(run, student):
+    row = run["book"][student, LABELS[0]]
+    assert row.points == 0
+    assert row.feedback.startswith("For review: cell "), row.feedback
+
+
+def test_made_up_numbers_and_a_measured_prediction_earn_nothing(run):
+    noise = run["book"]["invented-numbers", "ex-definition-noise"]
+    assert noise.max_points == 0 and noise.feedback.startswith("To be read")
+    moved = run["book"]["invented-numbers", "ex-definition-moved"]
+    assert moved.points == 0 and moved.feedback.startswith("For review")
+
+
+def test_the_judges_are_not_in_the_sandbox(run):
+    assert "judges ModuleNotFoundError" in printed(run, "private-helpers")
 
 
 @pytest.mark.parametrize("student", sorted(routes(0, Path("/x"))))
@@ -690,7 +716,8 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     for r in rows:
         assert r.points == 0, (student, r.feedback)
         assert r.feedback.split(":")[0] in ("Not attempted", "Not yet",
-                                            "For review", "Not graded")
+                                            "For review", "Not graded",
+                                            "To be read")
         assert len(r.feedback) > 20
 
 
@@ -699,7 +726,7 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     ("copies", ["For review", "attention.attention"]),
     ("endless-answer", ["time limit"]),
     ("kill-runner", ["Not attempted"]),
-    ("early-look", ["Not yet"]),
+    ("early-look", ["For review", "pickle"]),
 ])
 def test_the_first_row_says_what_happened(run, student, words):
     row = run["book"][student, LABELS[0]]
@@ -1217,3 +1244,11 @@ def test_the_syscall_filter_refuses_the_keyrings_only(machine):
     if machine == "x86_64":                        # the x32 calls
         assert _run_bpf(program, 0xC000003E, 0x40000000 + 250) == deny
     assert seccomp_program("sparc") is None
+
+
+# Every test of the graded run is slow (sandboxed notebooks); the tests
+# above that need no sandbox stay in the fast lane.
+for _name, _test in list(globals().items()):
+    if _name.startswith("test_") and \
+            "run" in inspect.signature(_test).parameters:
+        globals()[_name] = pytest.mark.slow(_test)

@@ -849,6 +849,9 @@ class Exercise:
             return self._feedback(NOT_GRADED, "the judges of the checks are "
                                               "not installed here")
         outcomes = list(result.get("outcomes", ()))
+        prepare = getattr(grading, "prepare", None)
+        if prepare is not None and outcomes:
+            prepare(copy.deepcopy(cases))   # e.g. measure every case at once
         for case, outcome in zip(cases, outcomes):
             if "not_done" in outcome:
                 return self._feedback(NOT_DONE, outcome["not_done"])

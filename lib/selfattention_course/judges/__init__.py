@@ -14,6 +14,8 @@ grade lives here, beside the grader, and runs in the grader's process:
   code=...)`` / ``NotDone``, on plain data only;
 * ``replay(output, **case)`` (Experiments): redoes the experiment of a
   hidden case and raises ``Wrong`` when the numbers are not what it gives;
+* ``prepare(cases)``, optional: work done once for all the cases of one
+  answer (chapter 7 measures every peak in one process of its own);
 * the reference helpers these use.
 
 ``selfattention_course.judges.<module>`` holds those of
@@ -76,6 +78,9 @@ class Judge:
     judge: Callable
     cases: Callable | None = None
     replay: Callable | None = None
+    #: ``prepare(cases)``, called once before the cases of one answer are
+    #: judged: work the judge can do for all of them at once.
+    prepare: Callable | None = None
 
 
 def judge_for(exercise) -> Judge:

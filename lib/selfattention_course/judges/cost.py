@@ -198,5 +198,8 @@ def _memory_judge(out, n, d, blocks, seed):
 JUDGES = {
     "ex-cost-merge": Judge(cases=_merge_cases, judge=_merge_judge),
     "ex-cost-conv-depth": Judge(cases=_depth_cases, judge=_depth_judge),
-    "ex-cost-block-memory": Judge(cases=_memory_cases, judge=_memory_judge),
+    "ex-cost-block-memory": Judge(
+        cases=_memory_cases, judge=_memory_judge,
+        prepare=lambda cases: measure_peaks(
+            [(c["n"], c["d"], c["blocks"], c["seed"]) for c in cases])),
 }
