@@ -6,13 +6,16 @@ module::
     check_softmax = Exercise(
         "ex-definition-softmax", kind="Implement", points=1,
         answers=("my_softmax",),       # the names the grader reads
-        cases=softmax_cases,           # (rng) -> list of dicts of plain data
         run=softmax_run,               # (my_softmax, **case) -> an output
-        judge=softmax_judge,           # (output, **case) -> None or Wrong
         references=("selfattention.attention.softmax",),
         success="rows are non-negative, sum to one ...")
 
-The same declaration serves two places:
+What decides a grade is not here: the cases (``(rng) -> list of dicts of
+plain data``), the judge (``(output, **case) -> None or Wrong(message,
+code)``) and an Experiment's replay live with the grader, in
+``selfattention_course.judges.<module>`` (:meth:`Exercise.grading` finds
+them), which the sandbox of a graded notebook does not hold. The same
+declaration serves two places:
 
 * **in the notebook**, ``checks.check_softmax(my_softmax)`` draws the public
   cases (a fixed seed), runs the answer on them, turns each output into
@@ -21,19 +24,21 @@ The same declaration serves two places:
 * **in the grader** (``selfattention_course``), :meth:`Exercise.attempt`
   runs the answers found in the student's executed notebook on hidden cases
   drawn at grading time, inside the sandboxed kernel; only plain data comes
-  back, and :meth:`Exercise.assess` calls the same ``judge`` in the grader's
-  own process.
+  back, and :meth:`Exercise.assess` calls the judge in the grader's own
+  process.
 
 ``run`` raises :class:`NotDone` while the answer is the starter code and
 :class:`Wrong` when the answer cannot even be run on a case; ``judge``
-raises :class:`Wrong` with a diagnosis (or :class:`NotDone` for a value
-answer still ``None``). An answer that calls one of the exercise's
-``references`` (the library's own version of what the student is asked to
-write) is reported "for review": the notebook asks the student to write it
-themselves and the grader gives it no points. The detection is a profiling
-hook (:class:`Tripwire`) that recognises the references' code objects, and
-the copies of their code that a chapter shows on its page (and so defines
-in the student's notebook).
+raises :class:`Wrong` with a diagnosis and its code (or :class:`NotDone`
+for a value answer still ``None``). An answer that uses one of the
+exercise's ``references`` (the library's own version of what the student
+is asked to write, and the shortcuts that answer it) is reported "for
+review": the notebook asks the student to write it themselves and the
+grader gives it no points. The grader decides that from the submitted
+source (``selfattention_course.review``); a profiling hook
+(:class:`Tripwire`) in the kernel, which recognises the references' code
+objects and the copies a chapter shows on its page, adds evidence and can
+never clear an answer.
 
 Plain data (:func:`to_plain`) is what may cross from a student's kernel to
 the grader: ``None``, bools, ints, floats, strings, tuples and lists of
