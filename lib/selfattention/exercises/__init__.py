@@ -7,9 +7,9 @@ declared once: the check a student calls in the notebook
 generators and reference helpers are the grader's
 (``selfattention_course.judges``, one module per chapter module here).
 A check tries the answer on public cases and prints a specific message:
-what is right, or the first thing that is wrong (a shape, a row that does not sum to one, a
-missing ``√d_k``). It never raises in a notebook, so "Run all" goes to the
-end even when an exercise is not done yet.
+what is right, or the first thing that is wrong (a shape, a row that does
+not sum to one, a missing ``√d_k``). It never raises in a notebook, so "Run
+all" goes to the end even when an exercise is not done yet.
 
 ======================  ==========================================
 module                  chapter
