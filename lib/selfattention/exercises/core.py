@@ -279,8 +279,18 @@ def _big_int(value: int) -> float:
 
 # ------------------------------------------------------------------ tripwire
 def _resolve(dotted: str):
-    module, _, attr = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), attr)
+    """The object a dotted name names: a module's attribute, or a class's
+    (``torch.Tensor.backward``)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            found = getattr(found, attr)
+        return found
+    raise ImportError(dotted)
 
 
 def _code_objects(fn) -> list:
