@@ -185,6 +185,15 @@ def test_run_all_ends_without_an_error_or_a_warning(lab, browser):
             time.sleep(1)
         else:
             pytest.fail(f"Run All did not finish: {prompts}")
+        # Run, the figures' scripts ran: the arrow keys move the query of
+        # the first explorer (Lumino's shortcuts would otherwise take them).
+        assert page.locator(".sa-still-note").count() == 0
+        canvas = page.locator(".sa-fig canvas[tabindex]").first
+        caption = page.locator(".sa-fig [aria-live]").first
+        before = caption.inner_text()
+        canvas.focus()
+        page.keyboard.press("ArrowDown")       # bound to "next cell" in Lab
+        assert caption.inner_text() != before, "the arrow key did nothing"
         errors = page.locator(
             ".jp-OutputArea-output[data-mime-type="
             "'application/vnd.jupyter.stderr'], .jp-OutputArea-output"

@@ -289,6 +289,11 @@ def _shell(*, uid: str, css_class: str, testid: str, title: str,
     return (
         f'<div id="{uid}" class="sa-fig {css_class}" data-testid="{testid}" '
         f'role="group" aria-labelledby="{uid}-title" '
+        # Lumino (JupyterLab, Notebook 7) matches its keyboard shortcuts,
+        # the arrow keys that move between cells among them, against the
+        # ancestors of the focused element, and skips every shortcut for
+        # keys pressed inside an element with this attribute.
+        'data-lm-suppress-shortcuts="true" '
         f'style="max-width:{max_width}px">\n{_STYLE}'
         f'<div class="sa-title" id="{uid}-title">{_escape(title)}</div>\n'
         f"{body}"
@@ -1042,5 +1047,9 @@ def live(function, **widgets):
     import ipywidgets
 
     widget = ipywidgets.interactive(function, **widgets)
+    for control in widget.children[:-1]:
+        # the whole label ("temperature", not "temperat…"), and the slider
+        # beside it
+        control.style.description_width = "initial"
     widget.children[-1].layout.min_height = "320px"
     return widget
