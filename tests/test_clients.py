@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -62,6 +63,11 @@ def lab(tmp_path_factory):
     # whole; no news pop-up.
     (settings / "tracker.jupyterlab-settings").write_text(
         json.dumps({"windowingMode": "none"}))
+    # Never write the notebooks back (Run All would otherwise be saved).
+    docs = home / "settings" / "@jupyterlab" / "docmanager-extension"
+    docs.mkdir(parents=True)
+    (docs / "plugin.jupyterlab-settings").write_text(
+        json.dumps({"autosave": False}))
     news = home / "settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text(
@@ -71,12 +77,16 @@ def lab(tmp_path_factory):
                JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    # A copy, as a student's download would be: the repository's files are
+    # never opened for writing.
+    served = home / "served"
+    shutil.copytree(ROOT / "notebooks", served / "notebooks")
     port, token = _free_port(), "client-test"
     log = open(home / "server.log", "w")
     server = subprocess.Popen(
         [str(lab_bin), "--no-browser", "--allow-root", "--ip=127.0.0.1",
          f"--port={port}", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={ROOT}"],
+         f"--ServerApp.root_dir={served}"],
         env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
