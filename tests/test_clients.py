@@ -212,3 +212,44 @@ def test_run_all_ends_without_an_error_or_a_warning(lab, browser):
     finally:
         page.close()
         _shut_kernels(lab)
+
+
+# The chapter a fresh install runs: one that loads trained weights and shows
+# kernel-free figures, so that the package data (the weights of `make train`,
+# the figures' scripts and styles) is tested as an install ships it.
+FRESH = "01_definition.ipynb"
+
+
+def test_an_installed_package_runs_a_chapter_like_colab(tmp_path):
+    """What Colab's install cell gives: the package built and installed from
+    the repository (not editable: a wheel, with its package data), and the
+    plain notebook run top to bottom in a folder of its own. The other
+    packages are this environment's, as Colab brings its own."""
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", "--no-deps",
+                    "--no-build-isolation", "--target", str(site),
+                    str(ROOT)], check=True, cwd=tmp_path)
+    work = tmp_path / "student"
+    work.mkdir()
+    shutil.copy(ROOT / "notebooks" / FRESH, work / FRESH)
+    script = (
+        "import nbformat, nbclient, sys\n"
+        f"nb = nbformat.read({FRESH!r}, as_version=4)\n"
+        "nbclient.NotebookClient(nb, timeout=300, kernel_name='python3',"
+        " resources={'metadata': {'path': '.'}}).execute()\n"
+        "import selfattention\n"
+        "bad = [o for c in nb.cells for o in c.get('outputs', [])"
+        " if o.get('output_type') == 'error' or o.get('name') == 'stderr']\n"
+        "print(len(bad)); sys.exit(1 if bad else 0)\n")
+    env = dict(os.environ, PYTHONPATH=str(site))
+    done = subprocess.run([sys.executable, "-c", script], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    probe = subprocess.run(
+        [sys.executable, "-c", "import selfattention; "
+         "print(selfattention.__file__)"], cwd=work, env=env,
+        capture_output=True, text=True, check=True)
+    assert probe.stdout.startswith(str(site)), probe.stdout
+    assert sorted(p.name for p in work.iterdir()) == [FRESH], \
+        "the chapter wrote files beside itself"
