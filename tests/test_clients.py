@@ -238,7 +238,6 @@ def test_an_installed_package_runs_a_chapter_like_colab(tmp_path):
         f"nb = nbformat.read({FRESH!r}, as_version=4)\n"
         "nbclient.NotebookClient(nb, timeout=300, kernel_name='python3',"
         " resources={'metadata': {'path': '.'}}).execute()\n"
-        "import selfattention\n"
         "bad = [o for c in nb.cells for o in c.get('outputs', [])"
         " if o.get('output_type') == 'error' or o.get('name') == 'stderr']\n"
         "print(len(bad)); sys.exit(1 if bad else 0)\n")
