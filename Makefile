@@ -12,7 +12,7 @@ SUBMISSIONS ?= submissions
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint book test unit execute train assignments grade bench serve clean
+.PHONY: help install lint book test unit execute notebooks train assignments grade bench serve clean
 
 help:  ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -65,6 +65,10 @@ test: lint book  ## Every check: ruff, strict build, library, links, browser, nb
 execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
 	$(PY) scripts/sync_code.py $(or $(NB),$(NOTEBOOKS))
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
+	$(PY) scripts/plain_notebooks.py
+
+notebooks: $(STAMP)  ## Rewrite notebooks/: the chapters as plain Jupyter (launch buttons)
+	$(PY) scripts/plain_notebooks.py
 
 train: $(STAMP)  ## Retrain every model of the book (NAMES="a b" for some)
 	$(PY) scripts/train.py $(NAMES)

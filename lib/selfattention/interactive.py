@@ -35,6 +35,8 @@ from importlib import resources
 
 import numpy as np
 
+from . import _stills
+
 from . import cost
 from ._relations import (bars_fit_labels, explorer_fits_grid,
                          frames_fit_grid, patch_divides_side)
@@ -221,17 +223,31 @@ def _shell(*, uid: str, css_class: str, testid: str, title: str,
     return (
         f'<div id="{uid}" class="sa-fig {css_class}" data-testid="{testid}" '
         f'role="group" aria-labelledby="{uid}-title" '
+        # Lumino (JupyterLab, Notebook 7) matches its keyboard shortcuts,
+        # the arrow keys that move between cells among them, against the
+        # ancestors of the focused element, and skips every shortcut for
+        # keys pressed inside an element with this attribute.
+        'data-lm-suppress-shortcuts="true" '
         f'style="max-width:{max_width}px">\n{_STYLE}'
         f'<div class="sa-title" id="{uid}-title">{_escape(title)}</div>\n'
         f"{body}"
         f'<p class="sa-help" id="{uid}-help">{_escape(help_text)}</p>\n'
+        f'<p class="sa-still-note">{_STILL_NOTE}</p>\n'
         f'<p class="sa-caption" id="{uid}-cap" '
         f'data-testid="{caption_testid}" aria-live="polite">'
         f"{_escape(caption)}</p>\n</div>\n"
         f"<script>\n(function() {{\n  var D = {payload};\n"
         f'  var root = document.getElementById("{uid}");\n'
         f'  var cap = document.getElementById("{uid}-cap");\n'
+        '  root.querySelector(".sa-still-note").remove();\n'
         f"{script}}})();\n</script>")
+
+
+#: Shown under a figure whose script did not run (an untrusted notebook);
+#: the script removes it.
+_STILL_NOTE = ("This is a still of the figure as it opens. To explore it, "
+               "run this cell, or trust the notebook (in JupyterLab: File "
+               "\u2192 Trust Notebook).")
 
 
 def _html(text: str):
@@ -324,16 +340,24 @@ def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
                         [f"head {k + 1}" for k in range(heads)],
                         0) if heads > 1 else ""
     heads_text = " of the selected head" if heads > 1 else ""
+    side = patch * scale
+    r, c = divmod(query, W)
+    pick_still = _stills.outline(_stills.grey(data["pixels"], scale), r, c,
+                                 side)
+    map_still = _stills.outline(_stills.attention_map(
+        weights[0][query], H, W, side, lo, hi, data["lut"]), r, c, side)
     body = (
         controls + '<div class="sa-row">\n'
         f'<figure><canvas class="sa-pick" width="{size[0]}" '
-        f'height="{size[1]}" tabindex="0" role="application" '
+        f'height="{size[1]}" style="{_stills.background(pick_still)}" '
+        f'tabindex="0" role="application" '
         f'aria-label="Image cut into {H} by {W} patches, the query patch '
         f'outlined: arrow keys move the query" '
         f'aria-describedby="{uid}-help"></canvas>'
         "<figcaption>image: pick the query patch</figcaption></figure>\n"
         f'<figure><canvas class="sa-map" width="{size[0]}" '
-        f'height="{size[1]}" role="img" aria-label="Attention '
+        f'height="{size[1]}" style="{_stills.background(map_still)}" '
+        f'role="img" aria-label="Attention '
         f"weights{heads_text} of the query patch over the {n} patches, in "
         f'the grid of the image" aria-describedby="{uid}-cap"></canvas>'
         "<figcaption>attention weights of the query patch</figcaption>"
@@ -459,9 +483,26 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
     w, h = W * patch * scale, H * patch * scale
     size = f'width="{w}" height="{h}"'
 
+    # What the script draws first, as each canvas's background (_stills).
+    side, (f0, r0, c0) = patch * scale, (query // n, *divmod(query % n, W))
+    stills = {
+        "sa-pick": lambda t: _stills.grey(data["q"][t], scale),
+        "sa-key": lambda t: _stills.grey(data["k"][t], scale),
+        "sa-map": lambda t: _stills.attention_map(
+            weights[query][t * n:(t + 1) * n], H, W, side, lo, hi,
+            data["lut"])}
+
+    def still(kind, t):
+        rgb = stills[kind](t)
+        if t == f0 and (kind == "sa-pick" or (kind == "sa-map"
+                                             and not cross)):
+            rgb = _stills.outline(rgb, r0, c0, side)
+        return _stills.background(rgb)
+
     def cells(kind, names, extra, label, caption):
         return "".join(
             f'<figure><canvas class="{kind}" data-frame="{t}" {size} '
+            f'style="{still(kind, t)}" '
             f'{extra} aria-label="{label(_escape(name))}"></canvas>'
             f"<figcaption>{caption(_escape(name))}</figcaption></figure>\n"
             for t, name in enumerate(names))
@@ -587,7 +628,11 @@ def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
     panels = ", ".join(series)
     body = (
         _buttons("choice", "data-choice", choices, choice)
-        + f'<canvas width="{size}" height="{height}" role="img" '
+        + f'<canvas width="{size}" height="{height}" style="'
+        + _stills.background(_stills.bars(
+            stored[choice], data["ymax"], width, height, data["colour"],
+            series, str(xlabel)))
+        + '" role="img" '
         f'aria-label="Bar charts of the selected choice, one panel each for '
         f'{_escape(panels)}, on a vertical scale from 0 to '
         f'{data["ymax"]:g}" aria-describedby="{uid}-cap"></canvas>\n')
@@ -739,5 +784,9 @@ def live(function, **widgets):
     import ipywidgets
 
     widget = ipywidgets.interactive(function, **widgets)
+    for control in widget.children[:-1]:
+        # the whole label ("temperature", not "temperat…"), and the slider
+        # beside it
+        control.style.description_width = "initial"
     widget.children[-1].layout.min_height = "320px"
     return widget
