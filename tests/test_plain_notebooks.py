@@ -141,3 +141,16 @@ def test_downloads_are_the_plain_notebooks(site):
         copied = site / "_sources" / "chapters" / name
         assert json.loads(copied.read_text()) == json.loads(
             (ROOT / "notebooks" / name).read_text()), name
+
+
+def test_a_figure_directive_becomes_an_image_with_its_number():
+    index = INDEX
+    text = plain_markdown(
+        ":::{figure} /_static/diagrams/x.svg\n:name: fig-def-map\n"
+        ":alt: A [grid] of weights.\n\nThe caption, {eq}`eq-def-attention`."
+        "\n:::", index, "chapters/01_definition")
+    number = index.targets["fig-def-map"].number
+    assert text.startswith(f"![A (grid) of weights.]({index.baseurl}"
+                           f"/_static/diagrams/x.svg)")
+    assert f"*Fig. {number}.*" in text and "The caption," in text
+    assert ":::" not in text and ":name:" not in text

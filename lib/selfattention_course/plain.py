@@ -173,6 +173,11 @@ class BookIndex:
                 events.append((m.start(), "heading", m))
             for m in LABELLED_MATH.finditer(code):
                 events.append((m.start(), "equation", m.group(2)))
+            for m in FIGURE_DIRECTIVE.finditer(code):
+                name = re.search(r"^:name:[ \t]*(\S+)", m.group(3), re.M)
+                events.append((m.start(), "figure",
+                               (name.group(1) if name else None,
+                                m.group(4).strip())))
             for m in re.finditer(r"^(?::{3,}|`{3,})\{exercise\}[ \t]*(.*)\n"
                                  r"((?::[\w-]+:.*\n)*)", code, re.M):
                 label = re.search(r"^:label:[ \t]*(\S+)", m.group(2), re.M)
@@ -198,6 +203,12 @@ class BookIndex:
                         self.targets[label] = Target(what, number, doc,
                                                      label, title)
                     pending = []
+                elif kind == "figure":
+                    figures += 1
+                    name, caption = value
+                    name = name or f"fig-{doc}-{figures}"
+                    self.targets[name] = Target(
+                        "figure", f"{chapter}.{figures}", doc, name, caption)
                 elif kind == "equation":
                     equations += 1
                     self.targets[value] = Target(
@@ -216,6 +227,23 @@ class BookIndex:
     def url(self, doc: str, anchor: str = "") -> str:
         page = f"{self.baseurl}/{doc}.html"
         return f"{page}#{anchor}" if anchor else page
+
+    def asset(self, doc: str, path: str) -> str:
+        """The online URL of a file a page includes (``/_static/x.svg`` from
+        the book's root, or relative to the page)."""
+        if path.startswith(("http://", "https://")):
+            return path
+        if path.startswith("/"):
+            return f"{self.baseurl}{path}"
+        folder = doc.rsplit("/", 1)[0] if "/" in doc else ""
+        parts = [p for p in f"{folder}/{path}".split("/") if p]
+        out: list[str] = []
+        for part in parts:
+            if part == "..":
+                out.pop()
+            elif part != ".":
+                out.append(part)
+        return f"{self.baseurl}/{'/'.join(out)}"
 
     def link(self, text: str, target: Target) -> str:
         return f"[{text}]({self.url(target.doc, target.anchor)})"
@@ -337,16 +365,30 @@ class _Directives:
             return [f"### Exercise {number}: {argument}".rstrip(), ""]
         if name in ADMONITIONS:
             return [f"**{argument or name.capitalize()}**", ""]
+        if name == "figure":
+            label = options.get("name")
+            number = self.index.target(label, self.doc).number if label \
+                else ""
+            alt = options.get("alt", "").replace("]", ")").replace("[", "(")
+            url = self.index.asset(self.doc, argument.strip())
+            return [f"![{alt}]({url})", "", f"*Fig. {number}.* "]
         return []
 
     @staticmethod
     def _close(name, body, parent) -> None:
         if name in ADMONITIONS:
             parent.append(_quote("\n".join(body).strip("\n")))
+        elif name == "figure":            # the caption after "Fig. N."
+            head, caption = body[:2], " ".join(
+                line.strip() for line in body[3:] if line.strip())
+            parent.extend(head + [f"{body[2]}*{caption}*".replace("**", "")])
         else:
             parent.extend(body)
 
 
+FIGURE_DIRECTIVE = re.compile(
+    r"^(:{3,}|`{3,})\{figure\}[ \t]*(\S+)[ \t]*\n((?::[\w-]+:.*\n)*)"
+    r"(.*?)^\1[ \t]*$", re.M | re.S)
 ADMONITIONS = ("note", "admonition", "tip", "warning", "important", "seealso")
 SOLUTION_FENCE = re.compile(
     r"^(:{3,}|`{3,})\{solution-(start|end)\}[ \t]*(\S*)[ \t]*\n"
