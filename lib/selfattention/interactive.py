@@ -39,7 +39,7 @@ from ._validate import (Constraint, boundary, floats, integer, one_of,
                         optional, pair, positive, positive_int)
 
 __all__ = ["patch_explorer", "frames_explorer", "bar_explorer",
-           "cost_calculator", "live"]
+           "cost_calculator", "live", "stereo_explorer"]
 
 
 # ------------------------------------------------------------ shared pieces
@@ -1004,3 +1004,226 @@ def live(function, **widgets):
     widget = ipywidgets.interactive(function, **widgets)
     widget.children[-1].layout.min_height = "320px"
     return widget
+
+
+# --------------------------------------------------------- stereo explorer
+def _hex_rows(levels, chunk: int = 32) -> list[str]:
+    """Rows of values 0 … 255 as hex strings, a space every ``chunk``
+    values (no long run without a space, see :func:`_payload`)."""
+    rows = []
+    for row in np.asarray(levels, dtype=int):
+        text = "".join(f"{v:02x}" for v in row)
+        rows.append(" ".join(text[i:i + 2 * chunk]
+                             for i in range(0, len(text), 2 * chunk)))
+    return rows
+
+
+def _fits_band(values):
+    left, right, P, truth = (values[k] for k in ("left", "right", "weights",
+                                                 "truth"))
+    if left.shape != right.shape or truth.shape != left.shape:
+        raise ValueError(f"left, right and truth must share one shape "
+                         f"(h, W), got {left.shape}, {right.shape} and "
+                         f"{truth.shape}")
+    if P.shape[:2] != left.shape:
+        raise ValueError(f"weights must have shape (h, W, D + 1) = "
+                         f"{left.shape + ('D + 1',)}, got {P.shape}")
+    r, c = values["query"]
+    if not (0 <= r < left.shape[0] and 0 <= c < left.shape[1]):
+        raise ValueError(f"query must be a pixel of the (h, W) = "
+                         f"{left.shape} band, got {(r, c)}")
+
+
+def _stereo_caption(levels, truth, r: int, c: int, first_row: int) -> str:
+    """The caption the script writes, for weights stored as ``levels``
+    (0 … 255) and the truth rounded to 0.1 (None: unknown)."""
+    w = [v / 255 for v in levels]
+    best = ", ".join(f"disparity {d} ({w[d]:.2f})" for d in _strongest(w))
+    told = ("unknown" if truth is None else f"{truth:.1f}, right column "
+            f"{c - truth:.1f}")
+    return (f"left pixel: row {first_row + r}, column {c}; most weight on "
+            f"{best}; true disparity {told}")
+
+
+@boundary(left=floats(ndim=2), right=floats(ndim=2),
+          weights=floats(ndim=3), truth=Constraint(
+              lambda v, name: np.asarray(v, dtype=float), "an array"),
+          step=positive_int(), query=pair(integer(0), ("row", "column")),
+          first_row=integer(0), scale=positive_int(), checks=(_fits_band,))
+def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
+                    first_row=0, title="", scale=2):
+    """A kernel-free figure: pick a left pixel, see its weights on the
+    right row (chapter 10).
+
+    Parameters
+    ----------
+    left, right : array_like, shape (h, W)
+        A band of rows of the two images, grey values roughly in [0, 1].
+    weights : array_like, shape (h, W, D + 1)
+        For each left pixel, its weights on the right pixels ``x − d`` of
+        its row, ``d = 0 … D`` (each row sums to 1).
+    truth : array_like, shape (h, W)
+        True disparity of each left pixel, NaN where unknown.
+    step : int
+        Queries are every ``step``-th row and column of the band.
+    query : (int, int)
+        Pixel (row, column) of the band selected when the page loads;
+        moved to the nearest query.
+    first_row : int
+        Row of the whole image where the band starts (for the caption).
+    title : str
+        Title above the figure, and the name of its group.
+    scale : int
+        Screen pixels per image pixel.
+
+    Returns
+    -------
+    IPython.display.HTML
+        Self-contained HTML and JavaScript. The images and the weights are
+        stored as levels 0 … 255 (weights to 1/255), so the HTML is byte for
+        byte stable for the same inputs.
+    """
+    h, W = left.shape
+    rows, cols = np.arange(0, h, step), np.arange(0, W, step)
+    P = weights[rows][:, cols]                          # (h', W', D + 1)
+    lo, hi, ticks = _colour_scale(P, 1.0)
+    levels = np.clip(np.round(255 * P), 0, 255).astype(int) \
+        .reshape(-1, P.shape[-1])
+    t = truth[rows][:, cols]
+    qr = int(np.argmin(np.abs(rows - query[0])))
+    qc = int(np.argmin(np.abs(cols - query[1])))
+    data = {"left": _hex_rows(_grey_levels(left)),
+            "right": _hex_rows(_grey_levels(right)),
+            "weights": _hex_rows(levels), "rows": rows.tolist(),
+            "cols": cols.tolist(), "W": W, "h": h, "scale": scale,
+            "truth": [[None if not np.isfinite(v) else round(float(v), 1)
+                       for v in row] for row in t],
+            "firstRow": first_row, "query": [qr, qc], "lut": _viridis_stops(),
+            "lo": lo, "hi": hi, "top": _TOP}
+    payload = _payload(data)
+    uid = _uid("sa-stereo-", payload, str(title))
+    w_px, h_px = W * scale, h * scale
+    help_text = ("Click a pixel of the left image, or focus it and press the "
+                 "arrow keys, to move the query; the strip under the right "
+                 "image colours the right pixels of the query's row by the "
+                 "query's weight, and the white tick marks the true match.")
+    body = (
+        f'<div class="sa-row">\n<figure><canvas class="sa-pick" '
+        f'width="{w_px}" height="{h_px}" tabindex="0" role="application" '
+        f'aria-describedby="{uid}-help" aria-label="left image, rows '
+        f'{first_row} to {first_row + h - 1}: arrow keys move the query">'
+        f'</canvas><figcaption>left image (queries)</figcaption></figure>\n'
+        f'<figure><canvas class="sa-key" width="{w_px}" height="{h_px}" '
+        f'role="img" aria-label="right image, the same rows"></canvas>'
+        f'<canvas class="sa-map" width="{w_px}" height="24" role="img" '
+        f'aria-describedby="{uid}-cap" aria-label="weights of the query on '
+        f'the right pixels of its row"></canvas>'
+        f'<figcaption>right image (keys) and the weights on the query\'s '
+        f'row</figcaption></figure>\n</div>\n')
+    body += _legend(lo, hi, ticks, "the weight of the query pixel on each "
+                    "right pixel of its row", clipped=False)
+    caption = _stereo_caption(levels[qr * len(cols) + qc],
+                              data["truth"][qr][qc], int(rows[qr]),
+                              int(cols[qc]), first_row)
+    return _html(_shell(
+        uid=uid, css_class="sa-stereo", testid="stereo-explorer",
+        title=title or "Matching along the row", max_width=w_px + 30,
+        body=body, caption=caption, caption_testid="stereo-caption",
+        help_text=help_text, payload=payload, script=_STEREO_JS))
+
+
+_STEREO_JS = """\
+  var s = D.scale, D1 = 0;
+  function unhex(text) {
+    text = text.replace(/ /g, ""); var out = [];
+    for (var i = 0; i < text.length; i += 2)
+      out.push(parseInt(text.substr(i, 2), 16));
+    return out;
+  }
+  var L = D.left.map(unhex), R = D.right.map(unhex);
+  var P = D.weights.map(unhex); D1 = P[0].length;
+  var q = D.query.slice();
+  var pick = root.querySelector(".sa-pick");
+  var key = root.querySelector(".sa-key");
+  var strip = root.querySelector(".sa-map");
+  function colour(v) {
+    var t = Math.min(1, Math.max(0, (v - D.lo) / (D.hi - D.lo)));
+    var k = t * (D.lut.length - 1), i = Math.floor(k), f = k - i;
+    var j = Math.min(i + 1, D.lut.length - 1);
+    return "rgb(" + D.lut[i].map(function(c, m) {
+      return Math.round(c + f * (D.lut[j][m] - c)); }).join(",") + ")";
+  }
+  function grey(cv, img) {
+    var cx = cv.getContext("2d");
+    for (var y = 0; y < img.length; y++) for (var x = 0; x < img[y].length;
+        x++) {
+      var g = img[y][x];
+      cx.fillStyle = "rgb(" + g + "," + g + "," + g + ")";
+      cx.fillRect(x * s, y * s, s, s);
+    }
+  }
+  function mark(cx, x, y, size) {
+    [[4, "#000"], [2, "#fff"]].forEach(function(pen) {
+      cx.lineWidth = pen[0]; cx.strokeStyle = pen[1];
+      cx.strokeRect(x - size, y - size, 2 * size, 2 * size);
+    });
+  }
+  function draw() {
+    var r = D.rows[q[0]], c = D.cols[q[1]];
+    var w = P[q[0] * D.cols.length + q[1]].map(function(v) {
+      return v / 255; });
+    var t = D.truth[q[0]][q[1]];
+    grey(pick, L); grey(key, R);
+    mark(pick.getContext("2d"), (c + 0.5) * s, (r + 0.5) * s, 4);
+    var kx = key.getContext("2d");
+    kx.lineWidth = 1; kx.strokeStyle = "#fff";
+    kx.beginPath(); kx.moveTo(0, (r + 0.5) * s);
+    kx.lineTo(D.W * s, (r + 0.5) * s); kx.stroke();
+    if (t !== null) mark(kx, (c - t + 0.5) * s, (r + 0.5) * s, 4);
+    var sx = strip.getContext("2d");
+    sx.fillStyle = "#fff"; sx.fillRect(0, 0, strip.width, strip.height);
+    for (var d = 0; d < D1; d++) {
+      if (c - d < 0) break;
+      sx.fillStyle = colour(w[d]);
+      sx.fillRect((c - d) * s, 0, s, 18);
+    }
+    if (t !== null) {
+      sx.fillStyle = "#000"; sx.fillRect((c - t + 0.5) * s - 2, 14, 4, 10);
+      sx.fillStyle = "#fff"; sx.fillRect((c - t + 0.5) * s - 1, 16, 2, 8);
+    }
+    var order = w.map(function(v, d) { return [v, d]; })
+      .sort(function(a, b) { return b[0] - a[0] || a[1] - b[1]; })
+      .slice(0, D.top);
+    cap.textContent = "left pixel: row " + (D.firstRow + r) + ", column " +
+      c + "; most weight on " + order.map(function(o) {
+        return "disparity " + o[1] + " (" + o[0].toFixed(2) + ")"; })
+      .join(", ") + "; true disparity " + (t === null ? "unknown" :
+        t.toFixed(1) + ", right column " + (c - t).toFixed(1));
+  }
+  pick.addEventListener("click", function(e) {
+    var b = pick.getBoundingClientRect();
+    var x = (e.clientX - b.left - pick.clientLeft) * pick.width /
+      pick.clientWidth / s;
+    var y = (e.clientY - b.top - pick.clientTop) * pick.height /
+      pick.clientHeight / s;
+    function nearest(list, v) {
+      var best = 0;
+      list.forEach(function(u, i) {
+        if (Math.abs(u - v) < Math.abs(list[best] - v)) best = i; });
+      return best;
+    }
+    q = [nearest(D.rows, y), nearest(D.cols, x)]; draw();
+  });
+  pick.addEventListener("keydown", function(e) {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    var k = e.key, r = q[0], c = q[1];
+    if (k === "ArrowLeft") c -= 1; else if (k === "ArrowRight") c += 1;
+    else if (k === "ArrowUp") r -= 1; else if (k === "ArrowDown") r += 1;
+    else return;
+    e.preventDefault();
+    q = [Math.max(0, Math.min(D.rows.length - 1, r)),
+         Math.max(0, Math.min(D.cols.length - 1, c))];
+    draw();
+  });
+  draw();
+"""
