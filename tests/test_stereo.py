@@ -247,6 +247,7 @@ def test_the_right_match_of_left_pixel_x_is_x_minus_d():
     assert err[1] < 0.5 * err[-1]
     assert pair.left.shape == (250, 370, 3)
     assert np.nanmax(pair.disparity) <= stereo.MAX_DISP
-    held = np.arange(*stereo.HELD_OUT)
+    held = pair.held_out
+    assert len(held) == 50 and len(pair.blocks) == 5
     gap = np.abs(held[:, None] - pair.train_rows[None, :]).min()
     assert gap > stereo.MARGIN                 # never next to training rows

@@ -26,12 +26,12 @@ __all__ = ["MAX_DISP", "HELD_OUT", "MARGIN", "StereoRows",
 #: Largest disparity searched, in half-resolution pixels (the ground truth
 #: reaches 29.95).
 MAX_DISP = 32
-#: Held-out rows of the half-resolution pair, ``[start, stop)``: never seen
-#: in training, scored in the chapter's table.
-HELD_OUT = (90, 140)
-#: Rows on either side of the held-out band that training crops also avoid,
-#: more than the encoder's receptive field reaches (3 rows).
-MARGIN = 8
+#: Held-out rows of the half-resolution pair, five blocks ``[start, stop)``
+#: spread over the image: never seen in training, scored in the chapter.
+HELD_OUT = ((20, 30), (70, 80), (120, 130), (170, 180), (220, 230))
+#: Rows on either side of each held-out block that training crops also
+#: avoid, more than the encoder's receptive field reaches (3 rows).
+MARGIN = 5
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,9 @@ class StereoRows:
     left: np.ndarray        # (250, 370, 3) float64 in [0, 1]
     right: np.ndarray       # (250, 370, 3)
     disparity: np.ndarray   # (250, 370) float64 half-res pixels, NaN unknown
-    held_out: slice         # rows scored in the table
+    held_out: np.ndarray    # (50,) rows scored in the table
     train_rows: np.ndarray  # rows that training crops may use
+    blocks: tuple           # the held-out rows as slices, one per block
 
 
 @lru_cache(maxsize=1)
@@ -60,19 +61,24 @@ def _half():
     # A block's disparity is known only if all four of its pixels are; a
     # half-resolution pixel moves half as far.
     disparity = blocks(pair.disparity).mean(axis=(1, 3)) / 2.0   # NaN stays
-    start, stop = HELD_OUT
     rows = np.arange(H)
-    train = rows[(rows < start - MARGIN) | (rows >= stop + MARGIN)]
-    for a in (left, right, disparity, train):
+    held = np.concatenate([rows[a:b] for a, b in HELD_OUT])
+    near = np.zeros(H, bool)
+    for a, b in HELD_OUT:
+        near[max(a - MARGIN, 0):b + MARGIN] = True
+    train = rows[~near]
+    for a in (left, right, disparity, held, train):
         a.setflags(write=False)
-    return StereoRows(left, right, disparity, slice(start, stop), train)
+    return StereoRows(left, right, disparity, held, train,
+                      tuple(slice(a, b) for a, b in HELD_OUT))
 
 
 def half_resolution_pair() -> StereoRows:
     """The Motorcycle pair averaged over 2 × 2 blocks (500 × 741 becomes
     250 × 370, the last column dropped), its disparity halved, and the rows
-    split: :data:`HELD_OUT` for scoring, :data:`MARGIN` rows either side
-    unused, the rest for training. Read-only arrays, shared between calls."""
+    split: the blocks :data:`HELD_OUT` for scoring, :data:`MARGIN` rows
+    either side of each unused, the rest for training. Read-only arrays,
+    shared between calls."""
     return _half()
 
 

@@ -28,7 +28,8 @@ from . import trained
 from .stereo import MAX_DISP, half_resolution_pair
 
 __all__ = ["Encoder", "Matcher", "band_scores", "soft_targets",
-           "train_model", "load_encoder", "load_matcher", "predict"]
+           "train_model", "load_encoder", "load_matcher", "predict",
+           "predict_held_out"]
 
 
 class Encoder(nn.Module):
@@ -313,4 +314,16 @@ def predict(model, rows=None):
         scale = model.encoder.log_scale
     out["scores"] = scores.double().numpy()
     out["temperature"] = float(torch.exp(-scale))
+    return out
+
+
+def predict_held_out(model):
+    """:func:`predict` on each held-out block of rows, joined along the
+    rows: ``scores`` (50, W, MAX_DISP + 1), ``temperature``, and for a
+    :class:`Matcher` ``weights`` (50, W, W)."""
+    parts = [predict(model, block)
+             for block in half_resolution_pair().blocks]
+    out = {key: np.concatenate([p[key] for p in parts])
+           for key in parts[0] if key != "temperature"}
+    out["temperature"] = parts[0]["temperature"]
     return out
