@@ -208,10 +208,11 @@ def band(rng, h=6, W=20, D=5):
 def test_stereo_explorer_is_stable_and_says_what_it_shows():
     rng = np.random.default_rng(8)
     args = band(rng)
+    rows = np.arange(90, 96)
     a = interactive.stereo_explorer(*args, step=2, query=(2, 7),
-                                    first_row=90).data
+                                    image_rows=rows).data
     b = interactive.stereo_explorer(*args, step=2, query=(2, 7),
-                                    first_row=90).data
+                                    image_rows=rows).data
     assert a == b and 'data-testid="stereo-explorer"' in a
     assert "left pixel: row 92, column 6;" in a      # nearest query
     assert "true disparity" in a and "http" not in a
@@ -228,6 +229,9 @@ def test_stereo_explorer_refuses_mismatched_inputs():
         interactive.stereo_explorer(left, right[:, :5], P, truth)
     with pytest.raises(ValueError, match="query"):
         interactive.stereo_explorer(left, right, P, truth, query=(6, 0))
+    with pytest.raises(ValueError, match="image_rows"):
+        interactive.stereo_explorer(left, right, P, truth,
+                                    image_rows=np.arange(3))
 
 
 # ------------------------------------------------------------ the pair

@@ -35,8 +35,8 @@ import json
 import numpy as np
 
 from . import cost
-from ._validate import (Constraint, boundary, floats, integer, one_of,
-                        optional, pair, positive, positive_int)
+from ._validate import (Constraint, boundary, floats, integer, ints,
+                        one_of, optional, pair, positive, positive_int)
 
 __all__ = ["patch_explorer", "frames_explorer", "bar_explorer",
            "cost_calculator", "live", "stereo_explorer"]
@@ -1028,20 +1028,24 @@ def _fits_band(values):
     if P.shape[:2] != left.shape:
         raise ValueError(f"weights must have shape (h, W, D + 1) = "
                          f"{left.shape + ('D + 1',)}, got {P.shape}")
+    rows = values["image_rows"]
+    if rows is not None and len(rows) != left.shape[0]:
+        raise ValueError(f"image_rows must name the {left.shape[0]} rows of "
+                         f"the band, got {len(rows)}")
     r, c = values["query"]
     if not (0 <= r < left.shape[0] and 0 <= c < left.shape[1]):
         raise ValueError(f"query must be a pixel of the (h, W) = "
                          f"{left.shape} band, got {(r, c)}")
 
 
-def _stereo_caption(levels, truth, r: int, c: int, first_row: int) -> str:
+def _stereo_caption(levels, truth, row: int, c: int) -> str:
     """The caption the script writes, for weights stored as ``levels``
     (0 … 255) and the truth rounded to 0.1 (None: unknown)."""
     w = [v / 255 for v in levels]
     best = ", ".join(f"disparity {d} ({w[d]:.2f})" for d in _strongest(w))
     told = ("unknown" if truth is None else f"{truth:.1f}, right column "
             f"{c - truth:.1f}")
-    return (f"left pixel: row {first_row + r}, column {c}; most weight on "
+    return (f"left pixel: row {row}, column {c}; most weight on "
             f"{best}; true disparity {told}")
 
 
@@ -1049,9 +1053,10 @@ def _stereo_caption(levels, truth, r: int, c: int, first_row: int) -> str:
           weights=floats(ndim=3), truth=Constraint(
               lambda v, name: np.asarray(v, dtype=float), "an array"),
           step=positive_int(), query=pair(integer(0), ("row", "column")),
-          first_row=integer(0), scale=positive_int(), checks=(_fits_band,))
+          image_rows=optional(ints(ndim=1)), scale=positive_int(),
+          checks=(_fits_band,))
 def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
-                    first_row=0, title="", scale=2):
+                    image_rows=None, title="", scale=2):
     """A kernel-free figure: pick a left pixel, see its weights on the
     right row (chapter 10).
 
@@ -1069,8 +1074,10 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
     query : (int, int)
         Pixel (row, column) of the band selected when the page loads;
         moved to the nearest query.
-    first_row : int
-        Row of the whole image where the band starts (for the caption).
+    image_rows : array_like of int, shape (h,), optional
+        The row of the whole image that each row of the band shows (for
+        the caption; a band may stack several blocks of rows). Default
+        ``0 … h - 1``.
     title : str
         Title above the figure, and the name of its group.
     scale : int
@@ -1090,6 +1097,7 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
     levels = np.clip(np.round(255 * P), 0, 255).astype(int) \
         .reshape(-1, P.shape[-1])
     t = truth[rows][:, cols]
+    named = (np.arange(h) if image_rows is None else image_rows)[rows]
     qr = int(np.argmin(np.abs(rows - query[0])))
     qc = int(np.argmin(np.abs(cols - query[1])))
     data = {"left": _hex_rows(_grey_levels(left)),
@@ -1098,7 +1106,8 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
             "cols": cols.tolist(), "W": W, "h": h, "scale": scale,
             "truth": [[None if not np.isfinite(v) else round(float(v), 1)
                        for v in row] for row in t],
-            "firstRow": first_row, "query": [qr, qc], "lut": _viridis_stops(),
+            "imageRows": named.tolist(), "query": [qr, qc],
+            "lut": _viridis_stops(),
             "lo": lo, "hi": hi, "top": _TOP}
     payload = _payload(data)
     uid = _uid("sa-stereo-", payload, str(title))
@@ -1110,8 +1119,8 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
     body = (
         f'<div class="sa-row">\n<figure><canvas class="sa-pick" '
         f'width="{w_px}" height="{h_px}" tabindex="0" role="application" '
-        f'aria-describedby="{uid}-help" aria-label="left image, rows '
-        f'{first_row} to {first_row + h - 1}: arrow keys move the query">'
+        f'aria-describedby="{uid}-help" aria-label="left image, {h} rows: '
+        f'arrow keys move the query">'
         f'</canvas><figcaption>left image (queries)</figcaption></figure>\n'
         f'<figure><canvas class="sa-key" width="{w_px}" height="{h_px}" '
         f'role="img" aria-label="right image, the same rows"></canvas>'
@@ -1123,8 +1132,8 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
     body += _legend(lo, hi, ticks, "the weight of the query pixel on each "
                     "right pixel of its row", clipped=False)
     caption = _stereo_caption(levels[qr * len(cols) + qc],
-                              data["truth"][qr][qc], int(rows[qr]),
-                              int(cols[qc]), first_row)
+                              data["truth"][qr][qc], int(named[qr]),
+                              int(cols[qc]))
     return _html(_shell(
         uid=uid, css_class="sa-stereo", testid="stereo-explorer",
         title=title or "Matching along the row", max_width=w_px + 30,
@@ -1194,7 +1203,7 @@ _STEREO_JS = """\
     var order = w.map(function(v, d) { return [v, d]; })
       .sort(function(a, b) { return b[0] - a[0] || a[1] - b[1]; })
       .slice(0, D.top);
-    cap.textContent = "left pixel: row " + (D.firstRow + r) + ", column " +
+    cap.textContent = "left pixel: row " + D.imageRows[q[0]] + ", column " +
       c + "; most weight on " + order.map(function(o) {
         return "disparity " + o[1] + " (" + o[0].toFixed(2) + ")"; })
       .join(", ") + "; true disparity " + (t === null ? "unknown" :

@@ -27,7 +27,7 @@ from torch.nn import functional as F
 from . import trained
 from .stereo import MAX_DISP, half_resolution_pair
 
-__all__ = ["Encoder", "Matcher", "band_scores", "soft_targets",
+__all__ = ["Encoder", "Matcher", "match_rows", "band_scores", "soft_targets",
            "train_model", "load_encoder", "load_matcher", "predict",
            "predict_held_out"]
 
@@ -127,21 +127,36 @@ class Matcher(nn.Module):
         B, _, H, W = left.shape
         fl = self.encoder(left).reshape(B * H, W, -1)     # (B·H, W, D)
         fr = self.encoder(right).reshape(B * H, W, -1)
-        x = torch.arange(W)
-        gap = x[:, None] - x[None, :]                     # (W, W): x - x'
-        near = gap.abs() <= self.radius
-        band = (gap >= 0) & (gap <= self.max_disp)        # epipolar_mask
-        near_at, band_at = (gap + self.radius).clamp(0, 2 * self.radius), \
-            gap.clamp(0, self.max_disp)
-        for self_layer, cross in zip(self.self_layers, self.cross_layers):
-            fl, _ = self_layer(fl, fl, near, near_at)
-            fr, _ = self_layer(fr, fr, near, near_at)
-            fl, weights = cross(fl, fr, band, band_at)    # left asks right
-            fr, _ = cross(fr, fl, band.T, band_at.T)      # right asks left
+        fl, fr, weights = match_rows(fl, fr, self.self_layers,
+                                     self.cross_layers, self.radius,
+                                     self.max_disp)
         fl = F.normalize(self.out(fl), dim=-1)
         fr = F.normalize(self.out(fr), dim=-1)
         scores = band_scores(fl, fr, self.max_disp)       # (B·H, W, D + 1)
         return scores.reshape(B, H, W, -1), weights
+
+
+def match_rows(fl, fr, self_layers, cross_layers, radius, max_disp):
+    """Self-attention within each row, then cross-attention between rows.
+
+    ``fl``, ``fr`` (rows, W, D): features of the left and right rows ->
+    both updated, and the last left-to-right cross-attention weights
+    (rows, W, W). Self-attention sees ``radius`` columns either side;
+    left pixel ``x`` asks right pixels ``x - d``, ``0 <= d <= max_disp``,
+    and right pixel ``x'`` asks left pixels ``x' + d``.
+    """
+    x = torch.arange(fl.shape[1])
+    gap = x[:, None] - x[None, :]                         # (W, W): x - x'
+    near = gap.abs() <= radius                            # local window
+    band = (gap >= 0) & (gap <= max_disp)                 # epipolar mask
+    near_at = (gap + radius).clamp(0, 2 * radius)         # bias indices
+    band_at = gap.clamp(0, max_disp)                      # = disparity
+    for self_layer, cross in zip(self_layers, cross_layers):
+        fl, _ = self_layer(fl, fl, near, near_at)         # within left
+        fr, _ = self_layer(fr, fr, near, near_at)         # within right
+        fl, weights = cross(fl, fr, band, band_at)        # left asks right
+        fr, _ = cross(fr, fl, band.T, band_at.T)          # right asks left
+    return fl, fr, weights
 
 
 def soft_targets(disparity, max_disp: int = MAX_DISP):
