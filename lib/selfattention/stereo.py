@@ -147,8 +147,10 @@ def masked_row_attention_scores(F_left, F_right, max_disp):
 
 @boundary(C=floats(min_ndim=1, neg_inf=True))
 def winner_take_all(C):
-    """The disparity of each pixel's largest correlation: the argmax over the
-    last axis of ``C`` (..., D + 1) -> int (...)."""
+    """The disparity of each pixel's largest correlation.
+
+    The argmax over the last axis of ``C`` (..., D + 1) -> int (...).
+    """
     return np.argmax(C, axis=-1)
 
 
