@@ -45,6 +45,7 @@ class Encoder(nn.Module):
         self.log_scale = nn.Parameter(torch.tensor(float(np.log(10.0))))
 
     def forward(self, img):
+        """(B, 3, H, W) images -> (B, H, W, width) unit-length features."""
         return F.normalize(self.net(img).permute(0, 2, 3, 1), dim=-1)
 
 
@@ -124,6 +125,8 @@ class Matcher(nn.Module):
         nn.init.zeros_(self.out.bias)
 
     def forward(self, left, right):
+        """Scores (B, H, W, max_disp + 1) and the last left-to-right
+        cross-attention weights (B·H, W, W), as the class says."""
         B, _, H, W = left.shape
         fl = self.encoder(left).reshape(B * H, W, -1)     # (B·H, W, D)
         fr = self.encoder(right).reshape(B * H, W, -1)
