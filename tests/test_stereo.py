@@ -218,6 +218,8 @@ def test_stereo_explorer_is_stable_and_says_what_it_shows():
     assert "true disparity" in a and "http" not in a
     first = interactive.stereo_explorer(*args, step=2, query=(0, 0)).data
     assert "true disparity unknown" in first
+    clipped = interactive.stereo_explorer(*args, vmax=0.1).data
+    assert "Weights above 0.1 are drawn in the colour of 0.1" in clipped
 
 
 def test_stereo_explorer_refuses_mismatched_inputs():

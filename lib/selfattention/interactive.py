@@ -1054,9 +1054,9 @@ def _stereo_caption(levels, truth, row: int, c: int) -> str:
               lambda v, name: np.asarray(v, dtype=float), "an array"),
           step=positive_int(), query=pair(integer(0), ("row", "column")),
           image_rows=optional(ints(ndim=1)), scale=positive_int(),
-          checks=(_fits_band,))
+          vmax=optional(positive()), checks=(_fits_band,))
 def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
-                    image_rows=None, title="", scale=2):
+                    image_rows=None, title="", scale=2, vmax=None):
     """A kernel-free figure: pick a left pixel, see its weights on the
     right row (chapter 10).
 
@@ -1082,6 +1082,9 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
         Title above the figure, and the name of its group.
     scale : int
         Screen pixels per image pixel.
+    vmax : float, optional
+        Top of the colour scale (larger weights get its colour); by default
+        the first round number at or above the largest weight.
 
     Returns
     -------
@@ -1093,7 +1096,7 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
     h, W = left.shape
     rows, cols = np.arange(0, h, step), np.arange(0, W, step)
     P = weights[rows][:, cols]                          # (h', W', D + 1)
-    lo, hi, ticks = _colour_scale(P, 1.0)
+    lo, hi, ticks = _colour_scale(P, vmax)
     levels = np.clip(np.round(255 * P), 0, 255).astype(int) \
         .reshape(-1, P.shape[-1])
     t = truth[rows][:, cols]
@@ -1130,7 +1133,7 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
         f'<figcaption>right image (keys) and the weights on the query\'s '
         f'row</figcaption></figure>\n</div>\n')
     body += _legend(lo, hi, ticks, "the weight of the query pixel on each "
-                    "right pixel of its row", clipped=False)
+                    "right pixel of its row", clipped=float(P.max()) > hi)
     caption = _stereo_caption(levels[qr * len(cols) + qc],
                               data["truth"][qr][qc], int(named[qr]),
                               int(cols[qc]))
