@@ -51,7 +51,11 @@ MUST_SHOW = {
     "09_nonlocal": ["selfattention.nonlocal_block.scope_mask",
                     "selfattention.nonlocal_block.nonlocal_op"],
     "10_matching": ["selfattention.matching.correlation_volume",
-                    "selfattention.matching.lookup"],
+                    "selfattention.matching.lookup",
+                    "selfattention.stereo.epipolar_mask",
+                    "selfattention.stereo.disparity_volume",
+                    "selfattention.stereo.soft_argmax",
+                    "selfattention.stereo_matcher.match_rows"],
 }
 
 

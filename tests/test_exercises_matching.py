@@ -5,9 +5,8 @@ import pytest
 import torch
 
 from exercise_answers import own
-from selfattention import data, masks, patches
+from selfattention import data, patches, stereo
 from selfattention import matching as lib
-from selfattention.attention import attention
 from selfattention.exercises import matching as checks
 from selfattention_course.judges import matching as judges
 
@@ -157,57 +156,103 @@ def test_bilinear_check(answer, status, words):
         assert word in fb.message
 
 
-# ------------------------------------------------------------ 10.4 context
-def rates(seed, noise, beta, draws=20, vague=False, cheat=False):
-    rng = np.random.default_rng(seed)
-    omegas = np.pi / np.array([8.0, 4.0, 2.0])
-    hits = np.zeros(2)
-    for _ in range(draws):
-        pp = data.repeated_pattern_pair(rng, noise=noise)
-        cols = pp.grid[1]
-        pos = masks.grid_positions(pp.grid).astype(float)
-        u = lib.normalize(patches.center(pp.marker.ravel()))
-        pairs = []
-        for img in (pp.img1, pp.img2):
-            T = patches.center(patches.patchify(img, 4))
-            Q = np.full((len(T), 1), 8.0 if vague else beta)
-            ctx, _ = attention(Q, T @ u[:, None], pos, scale=1.0)
-            ang = (ctx - pos)[..., None] * omegas
-            E = np.concatenate([np.cos(ang), np.sin(ang)], -1)
-            context = np.concatenate([T, E.reshape(len(T), -1)], 1)
-            pairs.append((context if cheat else T, context))
-        for k in (0, 1):
-            _, A = attention(pairs[0][k], pairs[1][k], pairs[1][k], scale=4.0)
-            for r, c in pp.copies:
-                hits[k] += np.argmax(A[r * cols + c]) == \
-                    (r + pp.shift[0]) * cols + c + pp.shift[1]
-    return tuple(float(h) for h in hits / (4 * draws))
+# ------------------------------------------------------------ 10.4 soft-argmax
+def soft(C, T, naive=False, variance=False, times=False, from_one=False):
+    """A retyped soft-argmax, with the slips the check names."""
+    Z = C * T if times else C / T
+    with np.errstate(over="ignore", invalid="ignore"):
+        E = np.exp(Z) if naive else np.exp(Z - Z.max(-1, keepdims=True))
+        p = E / E.sum(-1, keepdims=True)
+    d = np.arange(C.shape[-1]) + (1 if from_one else 0)
+    mean = p @ d
+    var = np.maximum(p @ d ** 2 - mean ** 2, 0)
+    return mean, var if variance else np.sqrt(var)
 
 
 @pytest.mark.parametrize("answer, status, words", [
-    (rates, "correct", ["uniform"]),
+    (soft, "correct", []),
+    (lambda C, T: torch_soft(C, T), "correct", []),
     (None, "not done", []),
-    (lambda s, n, b: rates(s, n, b, vague=True), "wrong", ["use β"]),
-    (lambda s, n, b: rates(s, n, b)[:1], "wrong", ["two rates"]),
-    (lambda s, n, b: (0.25, 0.5), "wrong", ["β = 8"]),
-    (lambda s, n, b: rates(s, n, b, cheat=True), "wrong", ["besides"]),
-    (lambda s, n, b: (25.0, 100.0), "wrong", ["between 0"]),
-    (lambda s, n, b: rates(int(np.random.default_rng().integers(9)), n, b,
-                           draws=2), "wrong", ["same seed"]),
+    (lambda C, T: soft(C, T, naive=True), "wrong", ["overflows"]),
+    (lambda C, T: soft(C, T, variance=True), "wrong", ["square root"]),
+    (lambda C, T: soft(C, T, times=True), "wrong", ["divide"]),
+    (lambda C, T: soft(C, T, from_one=True), "wrong", ["counted from 0"]),
+    (lambda C, T: (soft(C, T)[0], soft(C, 2 * T)[1]), "wrong",
+     ["spreads are not"]),
+    (lambda C, T: soft(C, 2 * T), "wrong", ["expected disparities"]),
+    (lambda C, T: soft(C, T)[0], "wrong", ["pair"]),
+    (lambda C, T: (soft(C, T)[0][..., None], soft(C, T)[1]), "wrong",
+     ["shape"]),
+    (lambda C, T: stereo.soft_argmax(C, T), "for review", ["soft_argmax"]),
 ])
-def test_context_check(answer, status, words):
-    fb = checks.check_context.feedback(answer)
+def test_soft_argmax_check(answer, status, words):
+    fb = checks.check_soft_argmax.feedback(answer)
     assert fb.status == status, fb.message
     for word in words:
         assert word in fb.message
 
 
-def test_a_vague_question_leaves_repeated_rings_ambiguous():
-    """β = 0 sits well below the check's bound, β = 8 well above."""
-    for seed in range(4):
-        plain, vague = rates(seed, 0.05, 0.0)
-        _, sharp = rates(seed, 0.05, 8.0)
-        assert plain <= 0.4 and vague <= 0.75 and sharp == 1.0
+def torch_soft(C, T):
+    """The same weights from PyTorch's softmax: an independent route."""
+    p = torch.softmax(torch.as_tensor(C) / T, dim=-1).numpy()
+    d = np.arange(C.shape[-1])
+    mean = p @ d
+    return mean, np.sqrt(np.maximum(p @ d ** 2 - mean ** 2, 0))
+
+
+# ------------------------------------------------------------ 10.5 window
+@pytest.mark.parametrize("out, status, words", [
+    ((1.9, 0.81, 0.86), "correct", []),
+    ((1.9, 81.0, 86.0), "wrong", ["shares"]),
+    ((1.9, 0.9, 0.8), "wrong", ["also within 3"]),
+    ((6.5, 0.4, 0.6), "wrong", ["held-out rows"]),
+    (1.9, "wrong", ["(EPE, within 1 px, within 3 px)"]),
+])
+def test_window_judge(out, status, words):
+    cases = [{"k": 5}]
+    ex = checks.check_window
+    fb = ex.assess(ex.attempt([lambda k: out], cases), cases, replay=False)
+    assert fb.status == status, fb.message
+    for word in words:
+        assert word in fb.message
+
+
+def window_scores(k, every_row=False):
+    """The experiment, retyped: winner-take-all on k × k patches."""
+    pair = stereo.half_resolution_pair()
+    rows = np.arange(250) if every_row else pair.held_out
+    F_l = stereo.patch_features(pair.left, k)[rows]
+    F_r = stereo.patch_features(pair.right, k)[rows]
+    C = stereo.disparity_volume(F_l, F_r, stereo.MAX_DISP)
+    s = stereo.disparity_scores(np.argmax(C, -1).astype(float),
+                                pair.disparity[rows])
+    return s["epe"], s["within_1"], s["within_3"]
+
+
+@pytest.mark.slow
+def test_the_grader_replays_the_window_experiment():
+    """The grader's cheap run (blocks with context rows) equals the whole
+    image's features; made-up numbers within the ranges fail the replay."""
+    cases = [{"k": 7}]
+    ex = checks.check_window
+    honest = window_scores(7)
+    assert np.allclose(honest, checks.window_run(7), rtol=0, atol=1e-12)
+    fb = ex.assess(ex.attempt([lambda k: honest], cases), cases)
+    assert fb.status == "correct", fb.message
+    made_up = (honest[0] + 0.01, honest[1], honest[2])
+    fb = ex.assess(ex.attempt([lambda k: made_up], cases), cases)
+    assert fb.status == "wrong" and "k = 7" in fb.message
+    everywhere = window_scores(7, every_row=True)     # all rows scored
+    fb = ex.assess(ex.attempt([lambda k: everywhere], cases), cases)
+    assert fb.status == "wrong", fb.message
+
+
+@pytest.mark.slow
+def test_every_window_the_check_draws_falls_in_its_ranges():
+    for k in checks.WINDOWS:
+        epe, w1, w3 = checks.window_run(k)
+        assert checks.EPE_RANGE[0] + 0.3 < epe < checks.EPE_RANGE[1] - 0.3
+        assert w3 > checks.WITHIN_3_AT_LEAST + 0.03 and w1 <= w3
 
 
 # ------------------------------------------------------------ 10.5 landing

@@ -407,3 +407,24 @@ def patch_divides_side(name, image_size, patch_size) -> None:
         raise ValueError(f"{name['patch_size']} must divide "
                          f"{name['image_size']} {image_size}, got "
                          f"{patch_size}")
+
+
+@relation
+def stereo_band_fits(name, left, right, weights, truth, query,
+                     image_rows=None) -> None:
+    """A band of the pair, its weights (h, W, D + 1) and a query inside."""
+    if left.shape != right.shape or truth.shape != left.shape:
+        raise ValueError(f"{name['left']}, {name['right']} and "
+                         f"{name['truth']} must share one shape (h, W), got "
+                         f"{left.shape}, {right.shape} and {truth.shape}")
+    if weights.shape[:2] != left.shape:
+        raise ValueError(f"{name['weights']} must have shape (h, W, D + 1) "
+                         f"= {left.shape + ('D + 1',)}, got {weights.shape}")
+    if image_rows is not None and len(image_rows) != left.shape[0]:
+        raise ValueError(f"{name['image_rows']} must name the "
+                         f"{left.shape[0]} rows of the band, got "
+                         f"{len(image_rows)}")
+    r, c = query
+    if not (0 <= r < left.shape[0] and 0 <= c < left.shape[1]):
+        raise ValueError(f"{name['query']} must be a pixel of the (h, W) = "
+                         f"{left.shape} band, got {(r, c)}")

@@ -19,7 +19,8 @@ import io
 
 import numpy as np
 
-__all__ = ["background", "grey", "attention_map", "outline", "bars"]
+__all__ = ["background", "grey", "attention_map", "frame", "outline",
+           "bars"]
 
 
 def _png(rgb: np.ndarray) -> str:
@@ -68,20 +69,28 @@ def attention_map(weights, rows: int, cols: int, side: int, lo: float,
     return np.repeat(np.repeat(rgb, side, axis=0), side, axis=1)
 
 
-def outline(rgb: np.ndarray, r: int, c: int, side: int) -> np.ndarray:
-    """The script's ``outline``: a black frame 4 px wide with a white one
-    2 px wide inside it, around patch (r, c), drawn on a copy of ``rgb``."""
+def frame(rgb: np.ndarray, x: float, y: float, w: float,
+          h: float) -> np.ndarray:
+    """The scripts' two-pen ``strokeRect(x, y, w, h)``: a black line 4 px
+    wide under a white one 2 px wide, on a copy of ``rgb`` (coordinates
+    rounded to whole pixels, where the canvas would blend)."""
     out = rgb.copy()
-    x0, y0, w = c * side + 2, r * side + 2, side - 4
+    x0, y0 = int(round(x)), int(round(y))
+    x1, y1 = int(round(x + w)), int(round(y + h))
     for width, value in ((4, 0), (2, 255)):
         half = width // 2
-        for a, b in ((y0, x0), (y0 + w, x0)):          # top and bottom
-            out[max(a - half, 0):a + half, max(b - half, 0):b + w + half] \
+        for a in (y0, y1):                             # top and bottom
+            out[max(a - half, 0):a + half, max(x0 - half, 0):x1 + half] \
                 = value
-        for a, b in ((y0, x0), (y0, x0 + w)):          # left and right
-            out[max(a - half, 0):a + w + half, max(b - half, 0):b + half] \
+        for b in (x0, x1):                             # left and right
+            out[max(y0 - half, 0):y1 + half, max(b - half, 0):b + half] \
                 = value
     return out
+
+
+def outline(rgb: np.ndarray, r: int, c: int, side: int) -> np.ndarray:
+    """The script's ``outline``: the two-pen frame around patch (r, c)."""
+    return frame(rgb, c * side + 2, r * side + 2, side - 4, side - 4)
 
 
 def bars(values, ymax: float, width: int, height: int, colour_rgb,

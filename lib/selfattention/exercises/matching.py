@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 
+
 from .core import (Exercise, answered, call)
 
 __all__ = ["check_displacements", "check_pyramid", "check_bilinear_lookup",
-           "check_context", "check_landing"]
+           "check_soft_argmax", "check_window", "check_landing"]
 
 
 # ------------------------------------------------------------------ 10.1
@@ -58,27 +59,39 @@ check_bilinear_lookup = Exercise(
 
 
 # ------------------------------------------------------------------ 10.4
-def _context_run(my_match_rates, seed, noise, beta):
-    first = call(my_match_rates, seed, noise, beta, what="my_match_rates")
-    return first, call(my_match_rates, seed, noise, beta,
-                       what="my_match_rates")
+def _soft_run(my_soft_argmax, C, temperature):
+    return call(my_soft_argmax, C, temperature, what="my_soft_argmax")
 
 
-check_context = Exercise(
-    # Numbers a student could make up: the points go to the written
-    # part, which the instructor reads.
-    "ex-matching-context", kind="Experiment", points=0,
-    answers=("my_match_rates",), run=_context_run,
-    seed=94,
-    written="why does β = 0 fail where β = 8 succeeds, and what must the "
-            "context of a patch be anchored to?",
-    written_points=4,
-    success="appearance alone stays near chance, a sharp question to the "
-            "landmark disambiguates, and a uniform one does not.",
-    doc="Exercise 10.4: match rates with and without a context step.")
+check_soft_argmax = Exercise(
+    "ex-matching-soft-argmax", kind="Implement", points=2,
+    answers=("my_soft_argmax",), run=_soft_run,
+    seed=96,
+    references=("selfattention.stereo.soft_argmax",),
+    success="the expected disparity and its spread, stable for a sharp "
+            "temperature and with impossible candidates at weight 0.",
+    doc="Exercise 10.4: soft-argmax over disparities and its spread.")
 
 
 # ------------------------------------------------------------------ 10.5
+def _window_run(my_window_scores, k):
+    return call(my_window_scores, k, what="my_window_scores")
+
+
+check_window = Exercise(
+    "ex-matching-window", kind="Experiment", points=3,
+    answers=("my_window_scores",), run=_window_run,
+    seed=97,
+    written="which window wins, where do small and large windows fail on "
+            "the image, and what can one scene not tell you about the "
+            "choice?",
+    written_points=1,
+    success="winner-take-all on k × k patches, scored on the held-out "
+            "rows.",
+    doc="Exercise 10.5: the patch size of winner-take-all, by EPE.")
+
+
+# ------------------------------------------------------------------ 10.6
 def _landing_run(prediction, my_matches, seed, dy, dx):
     D = call(my_matches, seed, dy, dx, what="my_matches")
     answered(prediction, "your predicted fraction, a number from 0 to 1",
@@ -96,5 +109,5 @@ check_landing = Exercise(
     written_points=1,
     success="the measured matches are right; now set the fraction that "
             "lands on the nearest whole-patch shift beside your prediction.",
-    doc="Exercise 10.5: where patches land when the motion is not a whole "
+    doc="Exercise 10.6: where patches land when the motion is not a whole "
         "number of patches.")

@@ -4,17 +4,13 @@ the reference helpers they use (see
 
 from __future__ import annotations
 
+import functools
 import numpy as np
-from selfattention.exercises.core import (
-    NotDone,
-    Opaque,
-    Wrong,
-    expect_shape,
-    returned_array,
-    returned_arrays,
-    type_name,
-)
 from selfattention.matching import displacements
+from selfattention.exercises.core import (NotDone, Opaque, Wrong,
+                                          expect_shape,
+                                          returned_array, returned_arrays,
+                                          type_name)
 
 from . import Judge
 
@@ -206,40 +202,129 @@ def _allclose(a, b) -> bool:
     return a.shape == b.shape and np.allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
-def _context_cases(rng):
-    return [{"seed": int(rng.integers(0, 2 ** 31)),
-             "noise": float(np.round(rng.uniform(0.02, 0.15), 3)),
-             "beta": beta} for beta in (8.0, 0.0)]
+def soft_argmax_of(C, temperature, spread="std", scale="divide", shift=True,
+                   first=0):
+    """Expected disparity and spread of ``softmax(C / T)``; the other
+    settings are mistakes the check names: ``spread="var"``,
+    ``scale="multiply"``, ``shift=False`` (no max subtracted), ``first=1``
+    (disparities counted from 1)."""
+    C = np.asarray(C, dtype=float)
+    Z = C / temperature if scale == "divide" else C * temperature
+    with np.errstate(over="ignore", invalid="ignore"):
+        P = np.exp(Z - Z.max(axis=-1, keepdims=True) if shift else Z)
+        P = P / P.sum(axis=-1, keepdims=True)
+    d = np.arange(first, first + C.shape[-1])
+    mean = P @ d
+    var = np.maximum(P @ d ** 2 - mean ** 2, 0.0)
+    return mean, (var if spread == "var" else np.sqrt(var))
 
 
-def _context_judge(out, seed, noise, beta):
-    first, again = returned_arrays(out, 2, "my_match_rates should return "
-                                           "two rates (plain, context)")
-    if first.shape != (2,):
-        raise Wrong(f"my_match_rates should return two rates (plain, "
-                    f"context), got shape {first.shape}")
-    if not np.array_equal(first, again):
-        raise Wrong("two runs with the same seed gave different rates: draw "
-                    "every pair from np.random.default_rng(seed)")
-    plain, context = first.tolist()
-    if not (0 <= plain <= 1 and 0 <= context <= 1):
-        raise Wrong(f"a rate is a fraction of the ring queries, between 0 "
-                    f"and 1; got {plain:.3f} and {context:.3f}")
-    if plain > 0.5:
-        raise Wrong(f"plain cross-attention matched {plain:.0%} of the rings, "
-                    f"far above the 25% that appearance alone allows among "
-                    f"four identical rings: does your plain version use "
-                    f"anything besides the patches?")
-    if beta >= 4 and context < 0.9:
-        raise Wrong(f"with β = {beta:g} the context step should give every "
-                    f"ring its own offset to the landmark, but only "
-                    f"{context:.0%} match: check where the self-attention "
-                    f"puts its weight and how the offsets are compared")
-    if beta == 0 and context > 0.85:
-        raise Wrong(f"with β = 0 your context step still matches "
-                    f"{context:.0%}: does your self-attention use β? With "
-                    f"β = 0 every patch weighs every patch alike")
+def _soft_cases(rng):
+    cases = []
+    for H, W, D, T in [(2, 5, 6, 0.5), (3, 4, 9, float(rng.uniform(0.05, 2))),
+                       (1, 7, 8, 0.001)]:      # exp(C / T) overflows
+        C = rng.uniform(-1, 1, (H, W, D))
+        x, d = np.arange(W)[:, None], np.arange(D)[None, :]
+        C = np.where(d <= x, C, -np.inf)     # off the image, as on a row
+        cases.append({"C": C, "temperature": T})
+    return cases
+
+
+def _soft_judge(out, C, temperature):
+    mean, spread = returned_arrays(out, 2, "my_soft_argmax should return "
+                                           "the pair (mean, spread)")
+    for arr, name in ((mean, "mean"), (spread, "spread")):
+        expect_shape(arr, name, C.shape[:-1], "(H, W)",
+                     "one number per pixel: sum over the last axis")
+    want_mean, want_spread = soft_argmax_of(C, temperature)
+    if _allclose(mean, want_mean) and _allclose(spread, want_spread):
+        return None
+    if not (np.isfinite(mean).all() and np.isfinite(spread).all()):
+        raise Wrong(f"at temperature {temperature:g} some results are NaN or "
+                    f"infinite: exp(C / T) overflows; subtract each pixel's "
+                    f"largest C / T before the exponential (the -inf "
+                    f"candidates then get weight 0)")
+    for kwargs, message in [
+            ({"spread": "var"}, "the spread is in pixels: take the square "
+             "root of the variance"),
+            ({"scale": "multiply"}, "divide the correlations by the "
+             "temperature: a small T must sharpen the weights"),
+            ({"first": 1}, "candidate k of the last axis is disparity k, "
+             "counted from 0")]:
+        m, sp = soft_argmax_of(C, temperature, **kwargs)
+        if _allclose(mean, m) and _allclose(spread, sp):
+            raise Wrong(message)
+    if _allclose(mean, want_mean):
+        raise Wrong("the means are right but the spreads are not: the "
+                    "spread is sqrt(Σ p_d (d − mean)²) under the same "
+                    "weights")
+    raise Wrong(f"at temperature {temperature:g} the expected disparities "
+                f"differ from Σ_d p_d d with p = softmax(C / T) along the "
+                f"last axis")
+
+
+WINDOWS = (3, 5, 7, 9, 11)
+#: What winner-take-all on k × k patches gives on the held-out rows over
+#: the windows the check draws: EPE between these bounds (pixels) and at
+#: least this share within 3 px.
+EPE_RANGE, WITHIN_3_AT_LEAST = (1.0, 3.0), 0.75
+
+
+def _window_cases(rng):
+    # Two distinct windows per run; the public draw includes the chapter's.
+    return [{"k": int(k)} for k in rng.choice(WINDOWS, 2, replace=False)]
+
+
+def _window_judge(out, k):
+    epe, w1, w3 = (float(a) for a in returned_arrays(
+        out, 3, "my_window_scores should return (EPE, within 1 px, within "
+                "3 px)"))
+    run = f"for k = {k}"
+    if not (0 <= w1 <= 1 and 0 <= w3 <= 1):
+        raise Wrong(f"{run} the shares are {w1:g} and {w3:g}; give shares "
+                    f"of the scored pixels, in [0, 1]")
+    if w1 > w3:
+        raise Wrong(f"{run} more pixels are within 1 px ({w1:.1%}) than "
+                    f"within 3 px ({w3:.1%}); every pixel within 1 px is "
+                    f"also within 3")
+    if not EPE_RANGE[0] <= epe <= EPE_RANGE[1] or w3 < WITHIN_3_AT_LEAST:
+        raise Wrong(f"{run} the EPE is {epe:.2f} px with {w3:.1%} within "
+                    f"3 px; winner-take-all on k × k patches of the "
+                    f"half-resolution pair gives {EPE_RANGE[0]:g} to "
+                    f"{EPE_RANGE[1]:g} px and at least "
+                    f"{WITHIN_3_AT_LEAST:.0%} on the held-out rows: score "
+                    f"those rows only, against the truth where it is known")
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def window_run(k):
+    """The grader's run of the experiment: winner-take-all on ``k × k``
+    patch features over the held-out rows, scored."""
+    from .. import stereo
+
+    pair = stereo.half_resolution_pair()
+    r, found = k // 2, []
+    for block in pair.blocks:   # with r rows of context: the same features
+        rows = slice(block.start - r, block.stop + r)   # as the whole
+        F_left = stereo.patch_features(pair.left[rows], k)[r:-r or None]
+        F_right = stereo.patch_features(pair.right[rows], k)[r:-r or None]
+        C = stereo.disparity_volume(F_left, F_right, stereo.MAX_DISP)
+        found.append(stereo.winner_take_all(C))        # image's, cheaper
+    s = stereo.disparity_scores(np.concatenate(found).astype(float),
+                                pair.disparity[pair.held_out])
+    return s["epe"], s["within_1"], s["within_3"]
+
+
+def _window_replay(out, k):
+    want = window_run(k)
+    got = [float(a) for a in out]
+    if not np.allclose(got, want, rtol=0, atol=1e-9):
+        raise Wrong(f"for k = {k} these are not the scores of the "
+                    f"experiment: stereo.patch_features(..., {k}) of both "
+                    f"images, stereo.disparity_volume up to MAX_DISP, "
+                    f"winner-take-all, scored by stereo.disparity_scores on "
+                    f"the rows HELD_OUT")
 
 
 def landing_matches(seed, dy, dx, periodic=True, transpose=False):
@@ -311,6 +396,8 @@ JUDGES = {
     "ex-matching-pyramid": Judge(cases=_pyramid_cases, judge=_pyramid_judge),
     "ex-matching-bilinear": Judge(
         cases=_bilinear_cases, judge=_bilinear_judge),
-    "ex-matching-context": Judge(cases=_context_cases, judge=_context_judge),
+    "ex-matching-soft-argmax": Judge(cases=_soft_cases, judge=_soft_judge),
+    "ex-matching-window": Judge(
+        cases=_window_cases, judge=_window_judge, replay=_window_replay),
     "ex-matching-landing": Judge(cases=_landing_cases, judge=_landing_judge),
 }

@@ -1,0 +1,269 @@
+"""Stereo matching along the rows of a rectified pair (chapter 10).
+
+The pair is :func:`selfattention.data.stereo_pair`, worked on at half its
+resolution (:func:`half_resolution_pair`). Rectified means that the match of
+left pixel ``(y, x)`` lies on the same row of the right image, at
+``x - d`` for its disparity ``d >= 0`` (checked on the images in chapter 10),
+so every volume here is indexed ``(row, column, disparity)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ._validate import (Constraint, boundary, floats, integer, number,
+                        optional, positive_int)
+
+__all__ = ["MAX_DISP", "HELD_OUT", "MARGIN", "StereoRows",
+           "half_resolution_pair", "patch_features", "epipolar_mask",
+           "disparity_volume", "winner_take_all", "soft_argmax",
+           "disparity_scores", "masked_row_attention_scores", "occluded",
+           "ambiguous", "local_contrast"]
+
+#: Largest disparity searched, in half-resolution pixels (the ground truth
+#: reaches 29.95).
+MAX_DISP = 32
+#: Held-out rows of the half-resolution pair, five blocks ``[start, stop)``
+#: spread over the image: never seen in training, scored in the chapter.
+HELD_OUT = ((20, 30), (70, 80), (120, 130), (170, 180), (220, 230))
+#: Rows on either side of each held-out block that training crops also
+#: avoid, more than the encoder's receptive field reaches (3 rows).
+MARGIN = 5
+
+
+@dataclass(frozen=True)
+class StereoRows:
+    """The pair at half resolution and its row split."""
+
+    left: np.ndarray        # (250, 370, 3) float64 in [0, 1]
+    right: np.ndarray       # (250, 370, 3)
+    disparity: np.ndarray   # (250, 370) float64 half-res pixels, NaN unknown
+    held_out: np.ndarray    # (50,) rows scored in the table
+    train_rows: np.ndarray  # rows that training crops may use
+    blocks: tuple           # the held-out rows as slices, one per block
+
+
+@lru_cache(maxsize=1)
+def _half():
+    from .data import stereo_pair
+    pair = stereo_pair()
+    H, W = pair.disparity.shape[0] // 2, pair.disparity.shape[1] // 2
+
+    def blocks(a):                       # (2H, 2W, ...) -> (H, 2, W, 2, ...)
+        a = np.asarray(a[:2 * H, :2 * W], dtype=np.float64)
+        return a.reshape(H, 2, W, 2, *a.shape[2:])
+
+    left = blocks(pair.left).mean(axis=(1, 3)) / 255.0      # (H, W, 3)
+    right = blocks(pair.right).mean(axis=(1, 3)) / 255.0
+    # A block's disparity is known only if all four of its pixels are; a
+    # half-resolution pixel moves half as far.
+    disparity = blocks(pair.disparity).mean(axis=(1, 3)) / 2.0   # NaN stays
+    rows = np.arange(H)
+    held = np.concatenate([rows[a:b] for a, b in HELD_OUT])
+    near = np.zeros(H, bool)
+    for a, b in HELD_OUT:
+        near[max(a - MARGIN, 0):b + MARGIN] = True
+    train = rows[~near]
+    for a in (left, right, disparity, held, train):
+        a.setflags(write=False)
+    return StereoRows(left, right, disparity, held, train,
+                      tuple(slice(a, b) for a, b in HELD_OUT))
+
+
+def half_resolution_pair() -> StereoRows:
+    """The Motorcycle pair averaged over 2 × 2 blocks (500 × 741 becomes
+    250 × 370, the last column dropped), its disparity halved, and the rows
+    split: the blocks :data:`HELD_OUT` for scoring, :data:`MARGIN` rows
+    either side of each unused, the rest for training. Read-only arrays,
+    shared between calls."""
+    return _half()
+
+
+@boundary(img=floats(ndim=3), k=positive_int())
+def patch_features(img, k=5):
+    """Each pixel's ``k × k`` neighbourhood as one descriptor.
+
+    ``img`` (H, W, c) -> ``F`` (H, W, k²·c): the neighbourhood (mirrored at
+    the borders), centred and scaled to unit length, so that a dot product
+    of two descriptors is their normalised cross-correlation.
+    """
+    r = k // 2
+    padded = np.pad(img, ((r, r), (r, r), (0, 0)), mode="reflect")
+    win = np.lib.stride_tricks.sliding_window_view(padded, (k, k), (0, 1))
+    F = win.reshape(*img.shape[:2], -1)                # (H, W, c·k²)
+    F = F - F.mean(axis=-1, keepdims=True)
+    norm = np.linalg.norm(F, axis=-1, keepdims=True)
+    return F / np.where(norm > 0, norm, 1.0)
+
+
+@boundary(W=positive_int(), max_disp=integer(0))
+def epipolar_mask(W, max_disp):
+    """Which right-image columns a left pixel may match, for one row.
+
+    ``(W, W)`` bool, True where left column ``x`` (the query) may use right
+    column ``x'`` (the key): ``0 <= x - x' <= max_disp``, a band below the
+    diagonal, the book's mask convention (chapter 4).
+    """
+    x = np.arange(W)
+    d = x[:, None] - x[None, :]                        # (W, W): x - x'
+    return (d >= 0) & (d <= max_disp)
+
+
+def _same_maps(args) -> None:
+    if args["F_left"].shape != args["F_right"].shape:
+        raise ValueError(f"F_left and F_right must have the same shape "
+                         f"(H, W, D), got {args['F_left'].shape} and "
+                         f"{args['F_right'].shape}")
+
+
+@boundary(F_left=floats(ndim=3), F_right=floats(ndim=3),
+          max_disp=integer(0), checks=(_same_maps,))
+def disparity_volume(F_left, F_right, max_disp):
+    """Correlations of every left pixel with its candidate matches.
+
+    ``F_left``, ``F_right`` (H, W, D) -> ``C`` (H, W, max_disp + 1) with
+    ``C[y, x, d] = F_left[y, x] · F_right[y, x - d]``, and ``-inf`` where
+    ``x - d`` falls off the image.
+    """
+    H, W, _ = F_left.shape
+    C = np.full((H, W, max_disp + 1), -np.inf)
+    for d in range(min(max_disp + 1, W)):
+        C[:, d:, d] = np.sum(F_left[:, d:] * F_right[:, :W - d], axis=-1)
+    return C                                            # (H, W, D + 1)
+
+
+@boundary(F_left=floats(ndim=2), F_right=floats(ndim=2),
+          max_disp=integer(0), checks=(_same_maps,))
+def masked_row_attention_scores(F_left, F_right, max_disp):
+    """One row's scores as attention sees them: ``Q Kᵀ`` between the left
+    row's features ``F_left`` (W, D) and the right row's, ``-inf`` where
+    :func:`epipolar_mask` says no -> (W, W)."""
+    S = F_left @ F_right.T                              # (W, W): Q Kᵀ
+    return np.where(epipolar_mask(len(S), max_disp), S, -np.inf)
+
+
+@boundary(C=floats(min_ndim=1, neg_inf=True))
+def winner_take_all(C):
+    """The disparity of each pixel's largest correlation.
+
+    The argmax over the last axis of ``C`` (..., D + 1) -> int (...).
+    """
+    return np.argmax(C, axis=-1)
+
+
+@boundary(C=floats(min_ndim=1, neg_inf=True),
+          temperature=number(0, strict=True))
+def soft_argmax(C, temperature):
+    """Attention over the candidates: expected disparity and its spread.
+
+    Parameters
+    ----------
+    C : array_like, shape (..., D + 1)
+        Correlations over disparities ``0 … D``; ``-inf`` where a candidate
+        is impossible.
+    temperature : float
+        ``T > 0``: the weights are ``softmax(C / T)`` along the last axis.
+
+    Returns
+    -------
+    mean, spread : ndarray, shape (...)
+        ``Σ_d p_d d`` and ``sqrt(Σ_d p_d (d - mean)²)``, in pixels.
+    """
+    Z = C / temperature
+    P = np.exp(Z - Z.max(axis=-1, keepdims=True))       # (..., D + 1)
+    P = P / P.sum(axis=-1, keepdims=True)
+    d = np.arange(C.shape[-1])                          # (D + 1,)
+    mean = P @ d                                        # (...)
+    spread = np.sqrt(np.maximum(P @ d ** 2 - mean ** 2, 0.0))
+    return mean, spread
+
+
+def _disparities(value, name):
+    """A real array in which NaN marks an unknown disparity."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be an array of real numbers (NaN = "
+                        f"unknown), got {type(value).__name__}")
+    arr = arr.astype(np.float64)
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} must be finite or NaN, got "
+                         f"{int(np.isinf(arr).sum())} infinite value(s)")
+    return arr
+
+
+def _same_shape(args) -> None:
+    if args["estimate"].shape != args["truth"].shape:
+        raise ValueError(f"estimate and truth must have the same shape, got "
+                         f"{args['estimate'].shape} and "
+                         f"{args['truth'].shape}")
+
+
+@boundary(estimate=floats(), truth=Constraint(_disparities, "disparities"),
+          mask=optional(floats()), checks=(_same_shape,))
+def disparity_scores(estimate, truth, mask=None):
+    """End-point error and the shares within 1 and 3 pixels.
+
+    Scored over the pixels whose ``truth`` is known (not NaN), and where
+    ``mask`` (same shape, non-zero = count it) says so. Returns a dict:
+    ``epe`` (mean ``|estimate - truth|``), ``within_1``, ``within_3``
+    (shares in [0, 1]) and ``pixels`` (how many were scored).
+    """
+    keep = np.isfinite(truth)
+    if mask is not None:
+        keep &= np.asarray(mask) != 0
+    err = np.abs(estimate[keep] - truth[keep])
+    if not len(err):
+        raise ValueError("no pixel to score: the truth is unknown (NaN) "
+                         "everywhere the mask allows")
+    return {"epe": float(err.mean()), "within_1": float(np.mean(err <= 1)),
+            "within_3": float(np.mean(err <= 3)), "pixels": int(len(err))}
+
+
+@boundary(disparity=Constraint(_disparities, "disparities"),
+          tolerance=number(0))
+def occluded(disparity, tolerance=1.0):
+    """Left pixels that the right camera cannot see, from the true
+    disparity (H, W) -> bool (H, W).
+
+    Pixel ``x`` lands at ``x - d`` in the right image. A pixel further
+    right on its row that lands more than ``tolerance`` pixels to the left
+    of that is nearer the cameras and hides it; a pixel whose match falls
+    off the image is hidden too. Unknown pixels are never marked.
+    """
+    W = disparity.shape[-1]
+    lands = np.arange(W) - disparity                   # (H, W), NaN unknown
+    lands_or_inf = np.where(np.isfinite(lands), lands, np.inf)
+    # the leftmost landing point of the pixels to the right of each x
+    right_of = np.minimum.accumulate(lands_or_inf[..., ::-1], axis=-1)
+    right_of = np.concatenate([right_of[..., -2::-1],
+                               np.full(lands.shape[:-1] + (1,), np.inf)],
+                              axis=-1)
+    hidden = (right_of < lands - tolerance) | (lands < 0)
+    return hidden & np.isfinite(lands)
+
+
+@boundary(C=floats(min_ndim=1, neg_inf=True), gap=integer(1),
+          margin=number(0))
+def ambiguous(C, gap=3, margin=0.02):
+    """Pixels whose correlations have a rival peak: a candidate at least
+    ``gap`` disparities from the best scores within ``margin`` of it.
+    ``C`` (..., D + 1) -> bool (...)."""
+    best = np.argmax(C, axis=-1)                        # (...)
+    d = np.arange(C.shape[-1])
+    far = np.abs(d - best[..., None]) >= gap            # (..., D + 1)
+    rival = np.where(far, C, -np.inf).max(axis=-1)
+    return rival >= C.max(axis=-1) - margin
+
+
+@boundary(img=floats(ndim=2), k=positive_int())
+def local_contrast(img, k=5):
+    """Standard deviation of ``img`` (H, W) over each ``k × k``
+    neighbourhood (mirrored at the borders) -> (H, W)."""
+    from scipy.ndimage import uniform_filter
+
+    mean = uniform_filter(img, k, mode="mirror")
+    square = uniform_filter(img ** 2, k, mode="mirror")
+    return np.sqrt(np.maximum(square - mean ** 2, 0.0))
