@@ -54,7 +54,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from . import gradebook, wire
+from . import gradebook, review, wire
 from .assign import EXERCISE_RE, calls, find_exercises
 from .gradebook import Row, clean_text
 from .intake import IntakeError, Submission, collect, mixed_scripts
@@ -323,6 +323,10 @@ class Grader:
         of the job, which the notebook could read)."""
         exercises, cases, parts = [], [], []
         for index, entry in enumerate(chapter["exercises"]):
+            if not self.auto_points(entry["label"]):
+                # Nothing of it runs: its points are the written part's.
+                cases.append([])
+                continue
             drawn = self.cases_for(student, chapter["file"], entry["label"])
             cases.append(drawn)
             name = f"cases-{index}.bin"
@@ -383,9 +387,19 @@ class Grader:
                 f"limit; the rest of it was dropped")
         harvest = report.get("harvest", {})
         harvest = harvest if isinstance(harvest, dict) else {}
+        flagged = self.review(nb, chapter)
         for index, entry in enumerate(chapter["exercises"]):
             ex = self.exercises[entry["label"]]
-            data = parts.get(PART_HARVEST.format(index=index))
+            if not self.auto_points(entry["label"]):
+                graded.rows.append(Row(
+                    student, stem, entry["label"], 0.0, 0.0,
+                    f"{MARKS[TO_BE_READ]}: no auto-points; the written part "
+                    f"carries this exercise's points"))
+                self._written_row(graded, entry, stem)
+                continue
+            slot = sum(self.auto_points(e["label"])    # its place in the job
+                       for e in chapter["exercises"][:index])
+            data = parts.get(PART_HARVEST.format(index=slot))
             fb = None
             # A result counts only when the runner saw its harvest report
             # success for it (runner: "Results only the harvest can write").
@@ -399,29 +413,24 @@ class Grader:
                     fb = None
             if fb is None:
                 reason = why_none or _harvest_problem(
-                    harvest.get(str(index)), stop)
+                    harvest.get(str(slot)), stop)
                 status, points, message = NOT_GRADED, 0.0, reason
             else:
                 status, points = fb.status, fb.points
                 message = clean_text(fb.message, 500)
+                findings = flagged.get(entry["label"])
+                if findings and status != NOT_DONE:
+                    # Decided here, from the source: what the kernel
+                    # reported (the tripwire) may add to it, never clear it.
+                    status, points = FOR_REVIEW, 0.0
+                    message = clean_text(review.explain(findings), 500)
                 if status not in (CORRECT, FOR_REVIEW) and stop:
                     message += f" (the run stopped: {stop})"
             graded.rows.append(Row(student, stem, entry["label"],
                                    min(points, float(entry["points"])),
                                    float(entry["points"]),
                                    f"{MARKS[status]}: {message}"))
-            written = entry.get("written")
-            if written:
-                text = graded.written.get(entry["label"], "")
-                mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
-                note = (f"the answer is in written/{stem}.md; rubric: "
-                        f"{clean_text(_rubric_part(written['rubric']), 400)}"
-                        if text else "no written answer")
-                graded.rows.append(Row(
-                    student, stem, f"{entry['label']} (written)", 0.0,
-                    float(written["points"]), f"{mark}: {note}",
-                    for_student=f"{mark}: your instructor reads it" if text
-                    else None))
+            self._written_row(graded, entry, stem)
         executed = parts.get(PART_EXECUTED)
         if executed is not None:
             try:
@@ -429,6 +438,43 @@ class Grader:
                     nbformat.reads(executed.decode("utf-8"), as_version=4))
             except Exception:
                 graded.executed = None
+
+    def auto_points(self, label: str) -> bool:
+        """Whether the grader runs and judges the exercise's code: not when
+        its points are all the written part's (numbers a student could
+        make up)."""
+        return self.exercises[label].points > 0
+
+    @staticmethod
+    def _written_row(graded: Graded, entry: dict, stem: str) -> None:
+        written = entry.get("written")
+        if not written:
+            return
+        student = graded.student
+        text = graded.written.get(entry["label"], "")
+        mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
+        note = (f"the answer is in written/{stem}.md; rubric: "
+                f"{clean_text(_rubric_part(written['rubric']), 400)}"
+                if text else "no written answer")
+        graded.rows.append(Row(
+            student, stem, f"{entry['label']} (written)", 0.0,
+            float(written["points"]), f"{mark}: {note}",
+            for_student=f"{mark}: your instructor reads it" if text
+            else None))
+
+    def review(self, nb, chapter: dict) -> dict:
+        """What sends each exercise of ``nb`` for review, read from its
+        source in this process (:mod:`~selfattention_course.review`)."""
+        spec = {e["label"]: (e["answers"],
+                             self.exercises[e["label"]].references)
+                for e in chapter["exercises"]}
+        try:
+            return review.review(nb, spec, chapter.get("book_cells", ()))
+        except (RecursionError, MemoryError, ValueError) as err:
+            finding = review.Finding(
+                "dynamic", 1, 1, "", f"could not be read by the grader "
+                                     f"({type(err).__name__})")
+            return {label: [finding] for label in spec}
 
     # ------------------------------------------------------------------
     def grade_all(self, submissions: list[Submission]) -> list[Graded]:

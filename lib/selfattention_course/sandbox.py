@@ -640,6 +640,16 @@ def _package_roots() -> list[str]:
     return roots
 
 
+def _grader_only() -> list[str]:
+    """Folders of the grader that a notebook must not see: the judges,
+    their reference helpers and case generators
+    (:mod:`selfattention_course.judges`)."""
+    import selfattention_course
+
+    judges = Path(selfattention_course.__file__).resolve().parent / "judges"
+    return [str(judges)] if judges.is_dir() else []
+
+
 def _ancestors(path: str) -> list[str]:
     parts = Path(path).parts[1:]
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
@@ -711,6 +721,8 @@ class Bubblewrap(Backend):
                     cmd += ["--perms", "0755", "--dir", parent]
                     made.add(parent)
             cmd += ["--ro-bind", path, path]
+        for path in _grader_only():      # an empty folder over the judges
+            cmd += ["--tmpfs", path, "--remount-ro", path]
         cmd += ["--ro-bind", str(job), JOB_MOUNT,
                 "--dev", "/dev", "--proc", "/proc", "--chdir", SCRATCH]
         for key, value in _sandbox_env(self.python).items():
