@@ -207,8 +207,8 @@ def run(tmp_path_factory):
     out = tmp / "gradebook"
     # A cell may take 25 s: a chapter cell on a machine busy with other
     # work must not run into the limit that stops the sleeper below.
-    limits = Limits(cell_seconds=25, notebook_seconds=150,
-                    harvest_seconds=15, job_memory_bytes=JOB_MEMORY)
+    limits = Limits(cell_seconds=25, notebook_seconds=240,
+                    harvest_seconds=30, job_memory_bytes=JOB_MEMORY)
     gradings: list[str] = []
     start = time.monotonic()
     rows, graded = grade_folder(
