@@ -166,7 +166,7 @@ print("held MB", sum(alive), "by", len(alive), "of", len(children))
         # by anyone, and is graded once.
         "sleeper": '''
 import time
-time.sleep(60)
+time.sleep(120)
 ''',
     }
 
@@ -205,8 +205,10 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile-sandbox")
     subs = build_submissions(tmp)
     out = tmp / "gradebook"
-    limits = Limits(cell_seconds=8, notebook_seconds=90, harvest_seconds=10,
-                    job_memory_bytes=JOB_MEMORY)
+    # A cell may take 25 s: a chapter cell on a machine busy with other
+    # work must not run into the limit that stops the sleeper below.
+    limits = Limits(cell_seconds=25, notebook_seconds=240,
+                    harvest_seconds=30, job_memory_bytes=JOB_MEMORY)
     gradings: list[str] = []
     start = time.monotonic()
     rows, graded = grade_folder(
@@ -233,9 +235,13 @@ def printed(run, student) -> str:
 
 @pytest.mark.slow
 def test_the_honest_student_scores_full_marks_and_the_untouched_zero(run):
-    for label in LABELS:
+    # (An exercise whose points are all its written part's has none here.)
+    auto = [label for label in LABELS
+            if run["book"]["honest", label].max_points > 0]
+    assert auto
+    for label in auto:
         honest = run["book"]["honest", label]
-        assert honest.points == honest.max_points > 0, honest.feedback
+        assert honest.points == honest.max_points, honest.feedback
         untouched = run["book"]["untouched", label]
         assert untouched.points == 0
         assert untouched.feedback.startswith("Not attempted")
@@ -263,8 +269,8 @@ def test_a_result_the_harvest_did_not_report_is_not_accepted(run):
     # runner came first, no verdict of the thread's counts.
     for label in LABELS:
         row = run["book"]["late-writer", label]
-        assert row.feedback.startswith(("Not graded", "Not attempted",
-                                        "For review")), row.feedback
+        assert row.max_points == 0 or row.feedback.startswith(
+            ("Not graded", "Not attempted", "For review")), row.feedback
 
 
 @pytest.mark.slow

@@ -403,7 +403,7 @@ class Grader:
             fb = None
             # A result counts only when the runner saw its harvest report
             # success for it (runner: "Results only the harvest can write").
-            if harvest.get(str(index)) != "ok":
+            if harvest.get(str(slot)) != "ok":
                 data = None
             if data is not None:
                 try:
