@@ -14,13 +14,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from conftest import CHAPTERS, ROOT
-
+ROOT = Path(__file__).resolve().parents[1]
 SYNC = ROOT / "scripts" / "sync_code.py"
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 # What each chapter that teaches an implementation must show.
 MUST_SHOW = {
