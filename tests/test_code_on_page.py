@@ -75,6 +75,7 @@ def sync(*args):
                           capture_output=True, text=True, cwd=ROOT)
 
 
+@pytest.mark.slow        # a fresh interpreter imports the whole library
 def test_every_shown_cell_is_what_the_library_writes():
     done = sync("--check", *CHAPTERS)
     assert done.returncode == 0, (
