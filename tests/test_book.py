@@ -1,6 +1,7 @@
 """Book-level checks: configuration, lock, chapter template, citations."""
 
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -9,9 +10,9 @@ from packaging.requirements import Requirement
 
 from selfattention_course.assign import check_title, find_exercises
 
-from conftest import CHAPTERS, ROOT
-
+ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 
 def toc_files():

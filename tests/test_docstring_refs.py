@@ -10,11 +10,11 @@ with ``ast`` (nothing is imported).
 import ast
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-
+ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted((ROOT / "lib").rglob("*.py"))
 
 NUMBERED = re.compile(r"\b(?:[Cc]hapters?|[Ee]xercises?|[Ss]ections?)"
