@@ -51,8 +51,11 @@ def divisor(variant: str, d_k: int = D_K) -> float:
 
 
 class ScaleAttention(nn.Module):
-    """One attention head whose scores are divided by ``divide`` (chapter
-    2): queries and keys of width ``d_k``, values of width ``d``."""
+    """One attention head whose scores are divided by ``divide``.
+
+    Queries and keys of width ``d_k``, values of width ``d``; ``forward``
+    returns the head's output (B, n, d) and its weights (B, n, n) and keeps
+    the divided scores in ``last_scores`` (chapter 2)."""
 
     def __init__(self, d: int, d_k: int, divide: float):
         super().__init__()
