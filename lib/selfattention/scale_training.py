@@ -65,7 +65,8 @@ class ScaleAttention(nn.Module):
         self.W_O = nn.Parameter(torch.randn(d, d) / math.sqrt(d))
         self.divide = divide
 
-    def forward(self, x):                                  # x: (B, n, d)
+    def forward(self, x):
+        """Output (B, n, d) and weights (B, n, n) for tokens x (B, n, d)."""
         Q, K, V = x @ self.W_Q, x @ self.W_K, x @ self.W_V  # (B, n, d_k|d)
         S = Q @ K.transpose(1, 2) / self.divide            # (B, n, n)
         self.last_scores = S.detach()                      # kept to measure
@@ -91,7 +92,9 @@ class ScaleModel(nn.Module):
                           nn.Linear(2 * d, d)) for _ in range(2))
         self.out = nn.Linear(d, 10)
 
-    def forward(self, X):                                  # X: (B, n, p)
+    def forward(self, X):
+        """Logits (B, 10) and both heads' weights (B, 2, 1+n, 1+n) for
+        patch tokens X (B, n, p)."""
         x = self.embed(X)                                  # (B, n, d)
         x = torch.cat([self.cls.expand(len(X), -1, -1), x], 1) + self.pos
         maps = []
