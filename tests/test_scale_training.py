@@ -114,6 +114,9 @@ def test_committed_curves_have_the_shapes_the_chapter_reads():
     assert (on_patches >= 0).all() and (on_patches <= 1 + 1e-5).all()
     assert (runs["entropy"] <= np.log(17) + 1e-5).all()
     np.testing.assert_array_equal(runs["shown"], sc._test_rows()[:sc.SHOWN])
+    np.testing.assert_array_equal(runs["shown_images"],
+                                  data.mnist_digits()[0][runs["shown"]]
+                                  .astype(np.float32))
 
 
 @pytest.mark.slow

@@ -221,7 +221,8 @@ def scale_training_recipe() -> dict:
     ``entropy``, ``max_weight``, ``score_spread`` (variants, seeds,
     measurements, 2 layers); ``cls_maps`` (variants, seeds, measurements,
     SHOWN, 2 layers, 16); ``measured_at`` (measurements,); ``shown``, the
-    rows of ``data.mnist_digits()`` of the digits in ``cls_maps``;
+    rows of ``data.mnist_digits()`` of the digits in ``cls_maps``, and
+    ``shown_images`` (SHOWN, 28, 28), those digits;
     ``d_k`` and ``divisor`` (variants,).
     """
     from threadpoolctl import threadpool_limits
@@ -243,6 +244,8 @@ def scale_training_recipe() -> dict:
         arrays[key] = arrays[key].astype(np.float32)
     arrays["measured_at"] = runs[0][0]["measured_at"]
     arrays["shown"] = _test_rows()[:SHOWN]
+    arrays["shown_images"] = data.mnist_digits()[0][arrays["shown"]].astype(
+        np.float32)
     arrays["d_k"] = np.array(D_K)
     arrays["divisor"] = np.array([divisor(v) for v in VARIANTS])
     return arrays
