@@ -12,7 +12,7 @@ SUBMISSIONS ?= submissions
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint book test unit execute train assignments grade bench serve clean
+.PHONY: help install lint book test unit execute notebooks train assignments grade bench serve clean
 
 help:  ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -45,11 +45,13 @@ else
 	$(error SOLUTIONS must be shown or hidden, not $(SOLUTIONS))
 endif
 
-lint: $(STAMP)  ## Check the code style (ruff): library, scripts, tests, chapters
+lint: $(STAMP)  ## Check the code style: ruff (Python), Biome (the figures' JS)
 	$(VENV)/bin/ruff check lib scripts tests chapters
+	$(VENV)/bin/biome lint --error-on-warnings lib/selfattention/static
 
-unit: lint  ## The fast lane: ruff, then the tests not marked slow, no site
+unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
 	$(PY) -m pytest tests -q -n 2 --dist loadfile -m "not slow" \
+	  --durations=10 \
 	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
 
 test: lint book  ## Every check: ruff, strict build, library, links, browser, nbval
@@ -63,6 +65,10 @@ test: lint book  ## Every check: ruff, strict build, library, links, browser, nb
 execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
 	$(PY) scripts/sync_code.py $(or $(NB),$(NOTEBOOKS))
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
+	$(PY) scripts/plain_notebooks.py
+
+notebooks: $(STAMP)  ## Rewrite notebooks/: the chapters as plain Jupyter (launch buttons)
+	$(PY) scripts/plain_notebooks.py
 
 train: $(STAMP)  ## Retrain every model of the book (NAMES="a b" for some)
 	$(PY) scripts/train.py $(NAMES)

@@ -7,6 +7,12 @@ build, which turns this extension on. It then
   gated solution (``{solution-start}`` … ``{solution-end}``) into one node,
   so the solution's prose, its code cells and their outputs go together
   (and never reach the search index);
+* publishes no check's verdict: the stored outputs of every code cell that
+  calls one of the exercises' checks are dropped before the notebook is
+  read (the solved run's "Correct: ..." lines, which often print the
+  answer itself), and any cell output left that still reads as a verdict
+  (``[ex-...] Correct: ...``, whatever printed it) is removed from the
+  page, so it reaches neither the HTML nor the search index;
 * replaces the downloadable notebooks under ``_sources/`` with the student
   versions that ``selfattention-assign`` makes;
 * drops the launch buttons (Colab, Binder, JupyterHub, Live code), which
@@ -20,12 +26,76 @@ writer rejects.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.transforms import SphinxTransform
 
 ENV = "SELFATTENTION_SOLUTIONS"
+
+
+def verdict_pattern() -> re.Pattern:
+    """A check's verdict as its feedback prints it: ``[label] Mark:``."""
+    from selfattention.exercises.core import MARKS
+
+    marks = "|".join(re.escape(m) for m in sorted(set(MARKS.values())))
+    return re.compile(rf"\[ex-[\w-]+\]\s*(?:{marks})\b")
+
+
+def _check_names() -> set[str]:
+    """The names students call to check an exercise (``check_...``)."""
+    from selfattention_course.assign import find_exercises
+
+    return {name for _, name, _ in find_exercises().values()}
+
+
+def _calls_a_check(source: str, names: set[str]) -> bool:
+    return any(re.search(rf"(?<![\w]){re.escape(n)}\s*\(", source)
+               for n in names)
+
+
+def without_verdicts(text: str, names: set[str], verdict: re.Pattern) -> str:
+    """A notebook's JSON with no output in any cell that calls a check or
+    prints a verdict (solutions are left to :class:`RemoveSolutions`)."""
+    nb = json.loads(text)
+    changed = False
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code" or not cell.get("outputs"):
+            continue
+        source = "".join(cell.get("source", ""))
+        printed = json.dumps(cell["outputs"], ensure_ascii=False)
+        if _calls_a_check(source, names) or verdict.search(printed):
+            cell["outputs"] = []
+            changed = True
+    return json.dumps(nb, ensure_ascii=False) if changed else text
+
+
+def _source_read(app, docname: str, source: list) -> None:
+    if not app.config.course_edition:
+        return
+    if not str(app.env.doc2path(docname)).endswith(".ipynb"):
+        return
+    source[0] = without_verdicts(source[0], _check_names(),
+                                 verdict_pattern())
+
+
+class RemoveVerdicts(SphinxTransform):
+    """Drop any cell output that still reads as a check's verdict."""
+
+    default_priority = 51
+
+    def apply(self, **kwargs) -> None:
+        if not self.config.course_edition:
+            return
+        verdict = verdict_pattern()
+        for node in list(self.document.findall(nodes.container)):
+            if "cell_output" not in node.get("classes", []):
+                continue
+            if verdict.search(node.astext()) and node.parent is not None:
+                node.parent.remove(node)
 
 
 class RemoveSolutions(SphinxTransform):
@@ -81,5 +151,7 @@ def setup(app):
     app.add_config_value("course_edition", False, "env")
     app.connect("config-inited", _from_environment)
     app.add_transform(RemoveSolutions)
+    app.add_transform(RemoveVerdicts)
+    app.connect("source-read", _source_read)
     app.connect("build-finished", _student_sources)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

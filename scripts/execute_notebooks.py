@@ -27,7 +27,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbconvert.preprocessors import (ClearMetadataPreprocessor,
+                                     CoalesceStreamsPreprocessor)
 
 KERNEL = "python3"
 TIMEOUT = 300          # seconds per cell
@@ -73,8 +74,10 @@ class Client(NotebookClient):
 
 
 def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Keep only the metadata the book reads, with a fixed kernelspec."""
+    """Keep only the metadata the book reads, with a fixed kernelspec, and
+    one output per stream of a cell however the kernel flushed it."""
     nb, _ = CLEAN.preprocess(nb, {})
+    nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
     nb.metadata["language_info"].pop("version", None)   # of the machine
     nb.metadata["kernelspec"] = {"display_name": "Python 3",
                                  "language": "python", "name": KERNEL}

@@ -1,6 +1,8 @@
-"""Shared pytest configuration: deterministic hypothesis runs."""
+"""Shared pytest configuration and helpers: deterministic hypothesis runs,
+strict library calls, and the book's files (``from conftest import ROOT``)."""
 
 import os
+from pathlib import Path
 
 # Every call the library makes to its own public functions is checked too:
 # an internal call must pass arguments in the form the maths receives
@@ -16,3 +18,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "book"))
+
+#: The repository, and its chapters in reading order.
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))

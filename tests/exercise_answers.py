@@ -1,4 +1,4 @@
-"""Answers for the tests of the exercise checks.
+"""Answers and verdict helpers shared by the tests of the exercise checks.
 
 A check reports an answer that calls the library's own version of what the
 exercise asks for "for review". The tests often need a right (or a
@@ -6,10 +6,16 @@ deliberately wrong) answer built from the library; :func:`own` gives them a
 copy of a library function with a code object of its own, placed where the
 library has none, which is what a student who retyped the function would
 have.
+
+:func:`expect`, :func:`verdict` and :func:`hidden` assert what a check or
+the grader decides: a status and a diagnosis code (``Wrong(code=...)``),
+never the wording of a message.
 """
 
 import inspect
 import types
+
+import numpy as np
 
 
 def own(fn):
@@ -19,3 +25,34 @@ def own(fn):
     return types.FunctionType(code, bare.__globals__,
                               bare.__name__, bare.__defaults__,
                               bare.__closure__)
+
+
+def expect(fb, status, code=None):
+    """``fb`` has ``status`` (and the diagnosis ``code``), and full points
+    exactly when it is correct.
+
+    ``code`` may still be a list of words for the modules whose judges do
+    not name their diagnoses yet (each word must be in the message).
+    """
+    assert fb.status == status, (fb.code, fb.message)
+    assert fb.points == (fb.max_points if status == "correct" else 0)
+    if isinstance(code, str):
+        assert fb.code == code, (fb.code, fb.message)
+    else:
+        for word in code or ():
+            assert word in fb.message, fb.message
+
+
+def verdict(check, answers, status, code=None):
+    """The in-notebook check's verdict on ``answers`` (public cases)."""
+    expect(check.feedback(*answers), status, code)
+
+
+def hidden(ex, answers, seeds=range(5), base=1000):
+    """Full marks on cases drawn as the grader draws them, for each seed
+    (``base + seed``); ``answers`` is one answer or a list of them."""
+    answers = answers if isinstance(answers, list) else [answers]
+    for seed in seeds:
+        cases = ex.draw(np.random.default_rng(base + seed))
+        fb = ex.assess(ex.attempt(answers, cases), cases)
+        assert fb.status == "correct", (seed, fb.code, fb.message)

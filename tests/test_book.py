@@ -1,7 +1,6 @@
 """Book-level checks: configuration, lock, chapter template, citations."""
 
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -10,9 +9,9 @@ from packaging.requirements import Requirement
 
 from selfattention_course.assign import check_title, find_exercises
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import CHAPTERS, ROOT
+
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 
 def toc_files():
@@ -91,6 +90,31 @@ def test_pyproject_lock_and_environment_agree():
     # Binder must get the CPU build of PyTorch, not the CUDA wheel
     assert env_pins["torch"].endswith("+cpu")
     assert any("download.pytorch.org/whl/cpu" in line for line in pip_section)
+
+
+def test_every_package_the_library_imports_is_declared():
+    import ast
+    import sys
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {Requirement(d).name.lower() for d in project["dependencies"]}
+    declared.add("selfattention")
+    distributions = packages_distributions()
+    imported = set()
+    for path in (ROOT / "lib").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                imported.add(node.module.split(".")[0])
+    undeclared = {
+        name: distributions.get(name, [name])
+        for name in imported - set(sys.stdlib_module_names)
+        if not {d.lower() for d in distributions.get(name, [name])}
+        & declared}
+    assert not undeclared, f"imported by lib/ but not declared: {undeclared}"
 
 
 # ------------------------------------------------------------ chapter template

@@ -717,3 +717,75 @@ def test_cost_calculator_alone_computes_what_python_computes(alone):
     page.locator("[data-in='patch']").select_option("1")     # 10¹² entries
     assert shown() == python(1024, 1, 2, "float64")
     assert axe_problems(page) == [] and page.errors == []
+
+
+# ------------------------------------------------ the figures' scripts alone
+STATIC = importlib.resources.files("selfattention") / "static"
+
+
+@pytest.mark.parametrize("name", sorted(
+    p.name for p in STATIC.iterdir() if p.name.endswith(".js")))
+def test_each_figure_script_compiles_in_the_browser(alone, name):
+    page = alone("")
+    source = interactive._static(name)
+    compiled = page.evaluate(
+        "src => { new Function('D', 'root', 'cap', src); return true; }",
+        source)
+    assert compiled and not page.errors
+
+
+def common_helpers(page, data: dict):
+    """``common.js`` with the figure variables it reads, as an object of its
+    functions."""
+    return page.evaluate_handle(
+        "([src, D]) => new Function('D', 's', 'side', src + "
+        "'; return {colour, step, strongest, at};')(D, 1, 1)",
+        [interactive._COMMON_JS, data])
+
+
+def test_common_colours_follow_the_figure_scale(alone):
+    page = alone("")
+    lut = interactive._viridis_stops()
+    js = common_helpers(page, {"lo": 0.0, "hi": 0.5, "lut": lut,
+                               "rows": 2, "cols": 3, "top": 3})
+
+    def colour(v):
+        return page.evaluate("([h, v]) => h.colour(v)", [js, v])
+
+    assert colour(0.0) == "rgb({},{},{})".format(*lut[0])
+    assert colour(0.5) == "rgb({},{},{})".format(*lut[-1])
+    assert colour(9.0) == colour(0.5) and colour(-1.0) == colour(0.0)
+    assert colour(0.5 / 15) == "rgb({},{},{})".format(*lut[1])
+
+
+def test_common_keys_move_within_the_grid(alone):
+    page = alone("")
+    js = common_helpers(page, {"lo": 0, "hi": 1, "lut": [[0, 0, 0]],
+                               "rows": 2, "cols": 3, "top": 3})
+
+    def step(key, r, c, **mods):
+        event = {"key": key, "altKey": False, "ctrlKey": False,
+                 "metaKey": False, **mods}
+        return page.evaluate("([h, e, r, c]) => h.step(e, r, c)",
+                             [js, event, r, c])
+
+    assert step("ArrowRight", 0, 0) == [0, 1]
+    assert step("ArrowLeft", 0, 0) == [0, 0]             # stays on the grid
+    assert step("ArrowDown", 1, 2) == [1, 2]
+    assert step("ArrowUp", 1, 2) == [0, 2]
+    assert step("Home", 1, 2) == [0, 0] and step("End", 0, 0) == [1, 2]
+    assert step("a", 0, 0) is None
+    assert step("ArrowRight", 0, 0, ctrlKey=True) is None  # the browser's
+
+
+def test_common_strongest_and_positions_say_what_python_says(alone):
+    page = alone("")
+    cols = 3
+    js = common_helpers(page, {"lo": 0, "hi": 1, "lut": [[0, 0, 0]],
+                               "rows": 2, "cols": cols, "top": 3})
+    w = [0.1, 0.3, 0.3, 0.05, 0.2, 0.05]                  # a tie at the top
+    got = page.evaluate("([h, w]) => h.strongest(w)", [js, w])
+    assert [j for _, j in got] == interactive._strongest(w)
+    for j in range(6):
+        assert page.evaluate("([h, j]) => h.at(j)", [js, j]) == \
+            interactive._at(j, cols)

@@ -14,14 +14,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import CHAPTERS, ROOT
+
 SYNC = ROOT / "scripts" / "sync_code.py"
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 # What each chapter that teaches an implementation must show.
 MUST_SHOW = {

@@ -1,9 +1,10 @@
 """The course edition of the site (make book SOLUTIONS=hidden).
 
 The book is built once with SELFATTENTION_SOLUTIONS=hidden into a temporary
-folder; no solution's code or output may appear in its pages, the
-notebooks offered for download are the student versions, and the exercises
-themselves are still there.
+folder; no solution's code or output may appear in its pages, no check's
+verdict may appear in any of its files, the notebooks offered for download
+are the student versions, and the exercises themselves are still there.
+The student notebooks (make assignments) hold no output at all.
 """
 
 import html
@@ -13,14 +14,37 @@ import subprocess
 import sys
 from pathlib import Path
 
+import importlib.util
+
 import nbformat
 import pytest
 
+from selfattention_course import assign
 from selfattention_course.names import BEGIN, END, META
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+
+
+def _extension():
+    spec = importlib.util.spec_from_file_location(
+        "course_edition", ROOT / "_ext" / "course_edition.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_outputs(nb) -> list[str]:
+    """The text the chapter's check calls printed in its solved run."""
+    names = {name for _, name, _ in assign.find_exercises().values()}
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and any(
+                assign.calls(cell.source, n) for n in names):
+            found += [" ".join(str(out.get("text", "")).split())
+                      for out in cell.get("outputs", [])]
+    return [f for f in found if len(f) > 12]
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +89,7 @@ def solution_parts(nb):
         [p for p in printed if len(p) > 12 and p not in shown]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_no_solution_code_or_output_is_published(site, path):
     nb = nbformat.read(path, as_version=4)
@@ -82,6 +107,59 @@ def test_no_solution_code_or_output_is_published(site, path):
         assert f'id="{label}"' in raw, label
 
 
+@pytest.mark.slow
+def test_no_check_verdict_is_published(site):
+    """Every file of the built site: pages, search index, sources."""
+    verdict = _extension().verdict_pattern()
+    leaked = []
+    for path in sorted(site.rglob("*")):
+        if not path.is_file() or path.suffix not in (
+                ".html", ".js", ".json", ".txt", ".ipynb", ".md"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".html":
+            text = re.sub(r"<[^>]+>", "", text)
+        text = html.unescape(text)
+        leaked += [f"{path.relative_to(site)}: {m.group(0)}"
+                   for m in verdict.finditer(text)]
+    assert not leaked, leaked[:10]
+    for path in CHAPTERS:
+        printed = check_outputs(nbformat.read(path, as_version=4))
+        assert printed, f"{path.stem}: no check output to hide"
+        text = page_text(site / "chapters" / f"{path.stem}.html")
+        assert not [p for p in printed if p in text], path.stem
+
+
+def test_the_extension_drops_verdicts_and_check_outputs_only():
+    ext = _extension()
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("checks.check_limits(my_limits)"),
+        nbformat.v4.new_code_cell("print(report)"),
+        nbformat.v4.new_code_cell("print(1 + 1)")])
+    texts = ["[ex-a] Correct: c = 1 / (σ² √d_k)\n", "[ex-b] Not yet: no\n",
+             "2\n"]
+    for cell, text in zip(nb.cells, texts):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                               text=text)]
+    cleaned = nbformat.reads(ext.without_verdicts(
+        nbformat.writes(nb), {"check_limits"}, ext.verdict_pattern()),
+        as_version=4)
+    assert [len(c.outputs) for c in cleaned.cells] == [0, 0, 1]
+    assert ext.verdict_pattern().search("[ex-x-y] For review: z")
+    assert not ext.verdict_pattern().search("Correct: not a check")
+
+
+def test_the_student_notebooks_hold_no_output_and_no_verdict(tmp_path):
+    assign.build(CHAPTERS, tmp_path)
+    verdict = _extension().verdict_pattern()
+    for path in sorted((tmp_path / "student").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert all(not c.get("outputs") for c in nb.cells
+                   if c.cell_type == "code"), path.name
+        assert not verdict.search(path.read_text()), path.name
+
+
+@pytest.mark.slow
 def test_the_downloadable_notebooks_are_the_student_versions(site):
     for path in CHAPTERS:
         copy = site / "_sources" / "chapters" / path.name

@@ -9,6 +9,7 @@ from selfattention import data, masks, patches
 from selfattention import matching as lib
 from selfattention.attention import attention
 from selfattention.exercises import matching as checks
+from selfattention_course.judges import matching as judges
 
 displacements = own(lib.displacements)
 lookup = own(lib.lookup)
@@ -59,7 +60,7 @@ def built_pyramid(H, W, levels):
 @pytest.mark.parametrize("H, W, levels", [(7, 9, 3), (12, 5, 2), (16, 16, 4),
                                           (5, 11, 1)])
 def test_the_formula_counts_a_pyramid_built_with_pytorch(H, W, levels):
-    assert checks.pyramid_entries(H, W, levels) == built_pyramid(H, W, levels)
+    assert judges.pyramid_entries(H, W, levels) == built_pyramid(H, W, levels)
 
 
 def pyramid(H, W, levels):
@@ -89,8 +90,8 @@ def test_pyramid_check(answer, status, words):
 
 def test_one_level_too_few_is_named():
     case = {"H": 47, "W": 63, "levels": 4}
-    with pytest.raises(checks.Wrong, match="too few"):
-        checks._pyramid_judge(pyramid(47, 63, 3), **case)
+    with pytest.raises(judges.Wrong, match="too few"):
+        judges._pyramid_judge(pyramid(47, 63, 3), **case)
 
 
 # ------------------------------------------------------------ 10.3 bilinear
@@ -114,14 +115,14 @@ def grid_sample_lookup(C, flow, radius):
 
 def test_the_reference_is_grid_sample_on_a_wrapped_volume():
     for case in checks.check_bilinear_lookup.draw(np.random.default_rng(6)):
-        ref = checks.bilinear_lookup(**case)
+        ref = judges.bilinear_lookup(**case)
         assert np.abs(ref - grid_sample_lookup(**case)).max() < 1e-12
 
 
 def test_whole_pixel_flows_read_what_the_chapter_s_lookup_reads():
     case = checks.check_bilinear_lookup.public_cases()[0]
     flow = case["flow"].astype(int)
-    assert np.array_equal(checks.bilinear_lookup(**case),
+    assert np.array_equal(judges.bilinear_lookup(**case),
                           lookup(case["C"], flow, case["radius"]))
 
 
@@ -142,7 +143,7 @@ def four_lookups(C, flow, radius):
     (None, "not done", []),
     (lambda C, f, r: lookup(C, np.rint(f).astype(int), r), "wrong",
      ["rounded"]),
-    (lambda C, f, r: own(checks.bilinear_lookup)(C, f, r, swap=True), "wrong",
+    (lambda C, f, r: own(judges.bilinear_lookup)(C, f, r, swap=True), "wrong",
      ["swapped"]),
     (lambda C, f, r: four_lookups(C, f[..., ::-1].copy(), r), "wrong",
      ["d_row, d_col"]),
@@ -240,7 +241,7 @@ def test_whole_patch_motions_land_and_one_pixel_more_does_not():
     (0.5, lambda s, dy, dx: 4 * matches(s, dy, dx), "wrong", ["pixels"]),
     (0.5, lambda s, dy, dx: matches(s, dy, dx)[:, ::-1], "wrong",
      ["rows first"]),
-    (0.5, lambda s, dy, dx: own(checks.landing_matches)(s, dy, dx,
+    (0.5, lambda s, dy, dx: own(judges.landing_matches)(s, dy, dx,
                                                    transpose=True),
      "wrong", ["each row"]),
     (0.5, lambda s, dy, dx: matches(s, dy, dx)[:10], "wrong", ["shape"]),

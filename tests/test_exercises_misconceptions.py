@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from selfattention.exercises import misconceptions as checks
+from selfattention_course.judges import misconceptions as judges
 from selfattention.exercises.core import CORRECT, FOR_REVIEW, NOT_DONE, WRONG
 
 
@@ -339,6 +340,6 @@ def test_faithfulness_judge_handles_an_image_without_ink():
     ex = checks.check_faithfulness
     case = ex.public_cases()[1]
     case["X"][0] = 0.0                          # a blank image
-    case["y"] = checks._linear_predict(case["W"])(case["X"])
+    case["y"] = judges._linear_predict(case["W"])(case["X"])
     fb = ex.assess(ex.attempt([faithfulness], [case]), [case])
     assert fb.status == CORRECT, fb.message

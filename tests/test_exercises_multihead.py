@@ -4,24 +4,10 @@ hidden cases, and explain wrong ones."""
 import numpy as np
 import pytest
 
+from exercise_answers import expect, hidden
 from selfattention.exercises import multihead as checks
 
 torch = pytest.importorskip("torch")
-
-
-def expect(fb, status, words=()):
-    assert fb.status == status, fb.message
-    assert fb.points == (fb.max_points if status == "correct" else 0)
-    for word in words:
-        assert word in fb.message, fb.message
-
-
-def hidden(ex, answer, seeds=range(5)):
-    """The answer's verdict on cases drawn as the grader draws them."""
-    for seed in seeds:
-        cases = ex.draw(np.random.default_rng(1000 + seed))
-        fb = ex.assess(ex.attempt([answer], cases), cases)
-        assert fb.status == "correct", (seed, fb.message)
 
 
 # ------------------------------------------------------------ 3.1 counts

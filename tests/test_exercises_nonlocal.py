@@ -8,6 +8,7 @@ from exercise_answers import own
 from selfattention import data, patches
 from selfattention.attention import softmax
 from selfattention.exercises import nonlocal_block as checks
+from selfattention_course.judges import nonlocal_block as judges
 from selfattention.nonlocal_block import NonLocalBlock, nonlocal_op, scope_mask
 
 
@@ -35,7 +36,7 @@ def test_the_reference_gradients_are_pytorch_s():
         z = t["x"] + t["gamma"] * (t["F"] @ t["x"] @ t["W_g"] @ t["W_z"])
         ((z - t["target"]) ** 2).mean().backward()
         want = (t["gamma"].grad, t["W_g"].grad, t["W_z"].grad)
-        for mine, ref in zip(checks.gate_gradients(**case), want):
+        for mine, ref in zip(judges.gate_gradients(**case), want):
             assert np.abs(mine - ref.numpy()).max() < 1e-12
 
 
@@ -52,7 +53,7 @@ def test_the_gradients_reach_a_real_block_as_derived():
     th, ph = (m.weight.detach().numpy().T for m in (block.theta, block.phi))
     F = softmax((X @ th) @ (X @ ph).T)
     W_g, W_z = (m.weight.detach().numpy().T for m in (block.g, block.out))
-    d_gamma, d_Wg, d_Wz = checks.gate_gradients(
+    d_gamma, d_Wg, d_Wz = judges.gate_gradients(
         X, F, W_g, W_z, 0.7, target[0].flatten(1).T.numpy())
     assert np.isclose(d_gamma, block.gamma.grad.item(), rtol=1e-10)
     assert np.allclose(d_Wg, block.g.weight.grad.numpy().T, rtol=1e-10)
@@ -66,12 +67,12 @@ def test_the_gradients_reach_a_real_block_as_derived():
     (slip(lambda g, *a: (g[0] / 2, g[1], g[2])), "wrong", ["factor 2"]),
     (slip(lambda g, x, *a: (g[0] * x.size, g[1], g[2])), "wrong", ["mean"]),
     (slip(lambda g, *a: (-g[0], g[1], g[2])), "wrong", ["sign"]),
-    (lambda *a: own(checks.gate_gradients)(*a, at_x=True), "wrong",
+    (lambda *a: own(judges.gate_gradients)(*a, at_x=True), "wrong",
      ["z = x + γ"]),
     (slip(lambda g, x, F, Wg, Wz, gamma, t: (
         g[0], g[1], g[2] / gamma if gamma else np.ones_like(g[2]))),
      "wrong", ["γ"]),
-    (lambda *a: own(checks.gate_gradients)(*a, FT=False), "wrong", ["Fᵀ"]),
+    (lambda *a: own(judges.gate_gradients)(*a, FT=False), "wrong", ["Fᵀ"]),
     (slip(lambda g, *a: (g[0], g[1].T, g[2].T)), "wrong", ["transposed"]),
     (slip(lambda g, *a: (g[0], g[1], g[2][:, :1])), "wrong", ["shape"]),
     (slip(lambda g, *a: (np.array([g[0], g[0]]), g[1], g[2])), "wrong",
@@ -91,8 +92,8 @@ def test_a_gate_left_open_at_zero_is_named():
     case = checks.check_gate_gradients.public_cases()[1]
     assert case["gamma"] == 0.0
     ref = gradients(**case)
-    with pytest.raises(checks.Wrong, match="exactly zero"):
-        checks._gate_judge((ref[0], ref[1] + 1, ref[2]), **case)
+    with pytest.raises(judges.Wrong, match="exactly zero"):
+        judges._gate_judge((ref[0], ref[1] + 1, ref[2]), **case)
 
 
 # ------------------------------------------------------------ 9.2 subsampled
@@ -118,9 +119,9 @@ def pooled(X, Wt, Wp, Wg, pool="max", before=False, queries=False,
 
 def test_the_reference_agrees_with_pytorch_pooling_and_nonlocal_op():
     for case in checks.check_subsampled.draw(np.random.default_rng(4)):
-        ref = checks.subsampled(**case)
+        ref = judges.subsampled(**case)
         assert np.abs(ref - pooled(*case.values())).max() < 1e-12
-        full = checks.subsampled(**case, pool=False)
+        full = judges.subsampled(**case, pool=False)
         Y, _ = nonlocal_op(case["X"], case["W_theta"], case["W_phi"],
                            case["W_g"])
         assert np.abs(full - Y).max() < 1e-12

@@ -7,20 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from exercise_answers import own
+from exercise_answers import own, verdict
 from selfattention import patches, scaling
 from selfattention.attention import softmax as library_softmax
 from selfattention.exercises import scaling as checks
+from selfattention_course.judges import scaling as judges
 
 softmax = own(library_softmax)
-
-
-def status_and_words(check, answers, status, words):
-    fb = check.feedback(*answers)
-    assert fb.status == status, fb.message
-    assert (fb.points == fb.max_points) == (status == "correct")
-    for word in words:
-        assert word in fb.message, fb.message
 
 
 # ------------------------------------------------------------ scale factor
@@ -38,7 +31,7 @@ def status_and_words(check, answers, status, words):
     (lambda d_k, s: "x", "wrong", ["one number"]),
 ])
 def test_scale_factor_check(answer, status, words):
-    status_and_words(checks.check_scale_factor, [answer], status, words)
+    verdict(checks.check_scale_factor, [answer], status, words)
 
 
 # ------------------------------------------------------------ norm
@@ -72,7 +65,7 @@ def closed_form_squared(P):
      "for review", ["softmax_jacobian"]),
 ])
 def test_jacobian_norm_check(answer, status, words):
-    status_and_words(checks.check_jacobian_norm, [answer], status, words)
+    verdict(checks.check_jacobian_norm, [answer], status, words)
 
 
 def test_norm_cases_hold_one_hot_uniform_and_saturated_rows():
@@ -102,7 +95,7 @@ def test_the_reference_gradient_agrees_with_autograd():
         d_k = K.shape[1]
         Y = torch.softmax(Q @ K.T / math.sqrt(d_k), dim=-1) @ V
         (Y * G).sum().backward()
-        assert np.allclose(checks._query_gradient(**case), Q.grad.numpy(),
+        assert np.allclose(judges._query_gradient(**case), Q.grad.numpy(),
                            rtol=1e-10, atol=1e-12)
 
 
@@ -119,7 +112,7 @@ def test_the_reference_gradient_agrees_with_autograd():
     (lambda *a: 1.01 * query_gradient(*a), "wrong", ["finite difference"]),
 ])
 def test_query_gradient_check(answer, status, words):
-    status_and_words(checks.check_query_gradient, [answer], status, words)
+    verdict(checks.check_query_gradient, [answer], status, words)
 
 
 def test_saturated_rows_pass_less_gradient_to_the_queries():
@@ -130,8 +123,8 @@ def test_saturated_rows_pass_less_gradient_to_the_queries():
     for _ in range(50):
         case = checks.check_query_gradient.draw(rng)[0]
         big = dict(case, Q=8 * case["Q"])
-        ratios.append(np.linalg.norm(checks._query_gradient(**big))
-                      / np.linalg.norm(checks._query_gradient(**case)))
+        ratios.append(np.linalg.norm(judges._query_gradient(**big))
+                      / np.linalg.norm(judges._query_gradient(**case)))
     assert np.median(ratios) < 0.5
 
 
@@ -170,18 +163,18 @@ def library_measure(d_k, seed):
     ((0.86, library_measure), "for review", ["scaling_experiment"]),
 ])
 def test_predict_check(answers, status, words):
-    status_and_words(checks.check_predict_max_weight, answers, status, words)
+    verdict(checks.check_predict_max_weight, answers, status, words)
 
 
 def test_the_exact_draw_of_the_4x4_product_matches_direct_sampling():
     """The judge's Wishart shortcut has the distribution of G_Q G_Kᵀ."""
     for d_k in (16, 256):
         direct = np.mean([max_weight_at(d_k, seed) for seed in range(12)])
-        assert abs(direct - checks._expected_max_weight(d_k)) < 0.01
+        assert abs(direct - judges._expected_max_weight(d_k)) < 0.01
 
 
 def test_the_expected_weight_climbs_slowly_toward_its_limit():
-    w = [checks._expected_max_weight(d) for d in (1024, 2048, 4096)]
+    w = [judges._expected_max_weight(d) for d in (1024, 2048, 4096)]
     assert w[0] < w[1] < w[2] < 0.92
     assert abs(w[0] - 0.81) < 0.01          # the table's d_k = 1024 row
 
@@ -226,4 +219,4 @@ def saturation(d_ks, n, seed, std=1.0, swap=False, two_draws=False):
      ["scaling_experiment"]),
 ])
 def test_saturation_check(answer, status, words):
-    status_and_words(checks.check_saturation, [answer], status, words)
+    verdict(checks.check_saturation, [answer], status, words)

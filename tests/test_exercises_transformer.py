@@ -147,20 +147,8 @@ def test_no_position_right_answer_passes_on_a_hidden_seed():
     assert fb.status == "correct", fb.message
 
 
-def test_made_up_numbers_fail_where_the_grader_replays_the_run():
-    # Numbers inside the judge's ranges, without training anything: the
-    # notebook's check (no replay) lets them through, the grader does not.
-    from selfattention.exercises import transformer as tx
-
-    def made_up(seed):
-        return 0.66, np.full((2, 4), 4.0)
-
-    assert tx.check_no_position.feedback(made_up).status == "correct"
-    cases = [{"seed": 3}]
-    fb = tx.check_no_position.assess(
-        tx.check_no_position.attempt([made_up], cases), cases)
-    assert fb.status == "wrong" and "seed 3" in fb.message
-    honest = tx.no_position_run(3)
-    fb = tx.check_no_position.assess(
-        tx.check_no_position.attempt([lambda seed: honest], cases), cases)
-    assert fb.status == "correct", fb.message
+def test_the_no_position_experiment_gives_no_auto_points():
+    """Its numbers could be trained at home for every case: the written
+    part carries its points, and the grader runs none of it."""
+    ex = checks.check_no_position
+    assert ex.points == 0 and ex.written_points > 0

@@ -231,14 +231,16 @@ def test_a_run_that_grades_nothing_changes_nothing(manifest, tmp_path):
                      echo=lambda *a: None)
     assert SECRET not in str(err.value) and "FIFO" in str(err.value)
     assert (out / "gradebook.csv").read_bytes() == before
+    unisolated = ["--sandbox", "none", "--exposing",
+                  "instructor-files,network,other-submissions"]
     code = main([str(subs), "--manifest", str(manifest), "--out", str(out),
-                 "--sandbox", "none"])
+                 *unisolated])
     assert code == 1 and (out / "gradebook.csv").read_bytes() == before
     (subs / "eve" / "c.ipynb").unlink()
     (subs / "eve" / "b.ipynb").unlink()
     os.unlink(subs / "eve" / "a.ipynb")
     assert main([str(subs), "--manifest", str(manifest), "--out",
-                 str(out), "--sandbox", "none"]) == 1      # no notebook
+                 str(out), *unisolated]) == 1      # no notebook
 
 
 # ------------------------------------------------------------------ sandbox

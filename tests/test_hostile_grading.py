@@ -13,9 +13,11 @@ columns. The tests after the run check the pieces that do not need a
 sandbox: fingerprints of copied code, NaN, Markdown, names, parsing.
 """
 
+import base64
 import csv
 import ctypes
 import hashlib
+import inspect
 import json
 import os
 import platform
@@ -39,6 +41,10 @@ CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 LABELS = ["ex-definition-tempered", "ex-definition-limits",
           "ex-definition-moved", "ex-definition-noise"]
 WRITTEN = ["ex-definition-moved", "ex-definition-noise"]   # parts to be read
+#: The exercises that give auto-points (the noise Experiment's points are
+#: its written part's).
+AUTO = ["ex-definition-tempered", "ex-definition-limits",
+        "ex-definition-moved"]
 ROWS = [row for label in LABELS for row in
         [label] + [f"{label} (written)"] * (label in WRITTEN)]
 MARKER = "hostile-marker-7f3a"
@@ -52,6 +58,27 @@ BACKEND = Bubblewrap()               # its jobs run as uid_base, uid_base + 1
 # CI must run the graded class: there a missing bubblewrap is a failure,
 # not a skip.
 NO_SANDBOX = not BACKEND.works() and not os.environ.get("CI")
+
+
+def _shown_attention_cell() -> str:
+    """The cell in which chapter 1 shows the library's attention."""
+    nb = nbformat.read(CHAPTER, as_version=4)
+    return next(c.source for c in nb.cells if c.cell_type == "code" and
+                c.source.startswith("# lib/selfattention/attention.py"))
+
+
+SHOWN = _shown_attention_cell()
+ENCODED = base64.b64encode(b"""
+import selfattention.attention as A
+my_tempered_attention = lambda Q, K, V, tau: A.attention(
+    Q / tau[..., None], K, V)
+""").decode()
+#: The routes of the tripwire's gaps: every one of them is for review.
+FOR_REVIEW_ROUTES = ["global-exec", "input-transformer", "profile-off",
+                     "thread", "co-filename", "recompiled-source",
+                     "shifted-shown-cell", "encoded-setup",
+                     "private-helpers", "shortcut-sdpa", "shortcut-alias",
+                     "computed-name"]
 
 
 def routes(port: int, gradebook: Path) -> dict[str, str]:
@@ -349,6 +376,136 @@ def my_tempered_attention(Q, K, V, tau):
 def predict_moved(query, shift):
     return ("www.x.example", "https://x.example\\udcff")
 ''',
+        # Routes around a tripwire that lives in the student's process
+        # (each gets 0: "for review" is decided from the source, in the
+        # grader).
+        # A global `exec` that the harvest's own call would resolve first.
+        "global-exec": """
+import builtins
+from selfattention.attention import attention as lib_attention
+_real_exec = builtins.exec
+def exec(code, *namespaces):
+    return _real_exec(code, *namespaces)
+def my_tempered_attention(Q, K, V, tau):
+    return lib_attention(Q / tau[..., None], K, V)
+""",
+        # An input transformer that rewrites every later cell (the
+        # harvest's call included).
+        "input-transformer": """
+from selfattention import attention as sa
+def rewrite(lines):
+    return lines + ["my_tempered_attention = lambda Q, K, V, tau: "
+                    "sa.attention(Q / tau[..., None], K, V)\\n"]
+get_ipython().input_transformers_cleanup.append(rewrite)
+""",
+        # The profile hook switched off from inside the answer.
+        "profile-off": """
+import sys
+import selfattention.attention as A
+def my_tempered_attention(Q, K, V, tau):
+    sys.setprofile(None)
+    return A.attention(Q / tau[..., None], K, V)
+""",
+        # A thread started earlier answers with the library.
+        "thread": """
+import threading, queue
+import selfattention.attention as A
+jobs, done = queue.Queue(), queue.Queue()
+def worker():
+    while True:
+        done.put(A.attention(*jobs.get()))
+threading.Thread(target=worker, daemon=True).start()
+def my_tempered_attention(Q, K, V, tau):
+    jobs.put((Q / tau[..., None], K, V))
+    return done.get()
+""",
+        # The library's code object with its file name replaced.
+        "co-filename": """
+import types
+import selfattention.attention as A
+bare = A.attention.__wrapped__
+my_tempered_attention = types.FunctionType(
+    bare.__code__.replace(co_filename="<mine>"), bare.__globals__)
+""",
+        # The library's source compiled again under another name.
+        "recompiled-source": """
+import inspect
+import selfattention.attention as A
+source = inspect.getsource(A.attention.__wrapped__).replace(
+    "def attention", "def lib_copy")
+namespace = dict(vars(A))
+exec(compile(source, "<retyped>", "exec"), namespace)
+def my_tempered_attention(Q, K, V, tau):
+    return namespace["lib_copy"](Q / tau[..., None], K, V)
+""",
+        # The cell the chapter shows, pasted with a shifted first line.
+        "shifted-shown-cell": SHOWN.replace(
+            "# lib/selfattention/attention.py", "\n# my own attention")
+        + """
+def my_tempered_attention(Q, K, V, tau):
+    return attention(Q / tau[..., None], K, V)
+""",
+        # A setup cell whose payload is encoded, run at grading time.
+        "encoded-setup": f"""
+import base64
+exec(base64.b64decode({ENCODED!r}).decode())
+""",
+        # The checks' private helpers through the public core.call, the
+        # judges of the grader imported, and assess as an oracle.
+        "private-helpers": """
+from selfattention.exercises import core
+try:
+    from selfattention_course.judges import definition as J
+except ImportError as err:
+    print("judges", type(err).__name__)
+    J = None
+def my_tempered_attention(Q, K, V, tau):
+    A = core.call(J._tempered, Q, K, tau[..., None], Q.shape[-1])
+    return A @ V, A
+def predict_moved(query, shift):
+    for r in range(8):
+        for c in range(8):
+            fb = checks.check_moved.assess(
+                {"outcomes": [{"output": (r, c)}], "called": [],
+                 "tampered": False}, [{"query": query, "shift": shift}])
+            if fb.passed:
+                return r, c
+    return 0, 0
+""",
+        # Shortcuts: PyTorch's fused attention with a per-query scale, the
+        # library reached through an alias and a computed name.
+        "shortcut-sdpa": """
+import torch
+import torch.nn.functional as F
+def my_tempered_attention(Q, K, V, tau):
+    q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
+    q = q / torch.from_numpy(tau)[..., None]
+    Y = F.scaled_dot_product_attention(q, k, v)
+    S = q @ k.transpose(-1, -2) / Q.shape[-1] ** 0.5
+    return Y.numpy(), torch.softmax(S, -1).numpy()
+""",
+        "shortcut-alias": """
+import selfattention as sa
+tool = sa.attention.attention
+def my_tempered_attention(Q, K, V, tau):
+    return tool(Q / tau[..., None], K, V)
+""",
+        "computed-name": """
+import selfattention.attention as A
+def my_tempered_attention(Q, K, V, tau):
+    return getattr(A, "atten" + "tion")(Q / tau[..., None], K, V)
+""",
+        # Made-up numbers for the experiment, and a prediction measured on
+        # the moved copy instead of predicted.
+        "invented-numbers": """
+def edge_weights(noise, seed):
+    return (0.357 - 0.5 * noise + (seed % 7) / 1000, 0.05 + 0.9 * noise)
+def predict_moved(query, shift):
+    img1, img2 = checks.moved_image(shift)
+    X1, X2 = (patches.center(patches.patchify(im, 4)) for im in (img1, img2))
+    S = X1 @ X2.T
+    return divmod(int(S[query[0] * 8 + query[1]].argmax()), 8)
+""",
         # The instructor's session keyring, inherited by every process.
         "keyring": f'''
 import ctypes
@@ -520,15 +677,36 @@ def rows_of(run, student):
 
 
 def test_the_honest_student_scores_full_marks(run):
-    for label in LABELS:
+    for label in AUTO:
         row = run["book"]["honest", label]
         assert row.points == row.max_points > 0, row.feedback
+    for label in set(LABELS) - set(AUTO):       # the written part's points
+        row = run["book"]["honest", label]
+        assert row.max_points == 0 and row.feedback.startswith("To be read")
 
 
 def test_the_untouched_notebook_scores_zero(run):
-    for label in LABELS:
+    for label in AUTO:
         row = run["book"]["untouched", label]
         assert row.points == 0 and row.feedback.startswith("Not attempted")
+
+
+@pytest.mark.parametrize("student", FOR_REVIEW_ROUTES)
+def test_the_tripwire_s_gaps_are_for_review_quoting_the_line(run, student):
+    row = run["book"][student, LABELS[0]]
+    assert row.points == 0
+    assert row.feedback.startswith("For review: cell "), row.feedback
+
+
+def test_made_up_numbers_and_a_measured_prediction_earn_nothing(run):
+    noise = run["book"]["invented-numbers", "ex-definition-noise"]
+    assert noise.max_points == 0 and noise.feedback.startswith("To be read")
+    moved = run["book"]["invented-numbers", "ex-definition-moved"]
+    assert moved.points == 0 and moved.feedback.startswith("For review")
+
+
+def test_the_judges_are_not_in_the_sandbox(run):
+    assert "judges ModuleNotFoundError" in printed(run, "private-helpers")
 
 
 @pytest.mark.parametrize("student", sorted(routes(0, Path("/x"))))
@@ -538,7 +716,8 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     for r in rows:
         assert r.points == 0, (student, r.feedback)
         assert r.feedback.split(":")[0] in ("Not attempted", "Not yet",
-                                            "For review", "Not graded")
+                                            "For review", "Not graded",
+                                            "To be read")
         assert len(r.feedback) > 20
 
 
@@ -547,7 +726,7 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     ("copies", ["For review", "attention.attention"]),
     ("endless-answer", ["time limit"]),
     ("kill-runner", ["Not attempted"]),
-    ("early-look", ["Not yet"]),
+    ("early-look", ["For review", "pickle"]),
 ])
 def test_the_first_row_says_what_happened(run, student, words):
     row = run["book"][student, LABELS[0]]
@@ -1065,3 +1244,11 @@ def test_the_syscall_filter_refuses_the_keyrings_only(machine):
     if machine == "x86_64":                        # the x32 calls
         assert _run_bpf(program, 0xC000003E, 0x40000000 + 250) == deny
     assert seccomp_program("sparc") is None
+
+
+# Every test of the graded run is slow (sandboxed notebooks); the tests
+# above that need no sandbox stay in the fast lane.
+for _name, _test in list(globals().items()):
+    if _name.startswith("test_") and \
+            "run" in inspect.signature(_test).parameters:
+        globals()[_name] = pytest.mark.slow(_test)

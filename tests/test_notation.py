@@ -10,14 +10,13 @@ for the key width, ``keys $Z$``.
 """
 
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import CHAPTERS, ROOT
+
 PAGE = (ROOT / "appendices" / "notation.md").read_text(encoding="utf-8")
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 # symbol -> (a word its row on the page must use, misuses: (regex, reason))
 # The regexes run on the chapter's inline and display math joined with the

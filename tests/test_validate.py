@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 
+from selfattention._relations import (heads_fit, mask_and_bias_fit_scores,
+                                      relation, tiles)
 from selfattention._validate import (boundary, bools, floats, generator,
-                                     grid, integer, ints, number, one_of,
-                                     optional, pair, positive, positive_int,
-                                     sequence, tiles)
-from selfattention.attention import (attention, fits_scores,
-                                     multi_head_attention)
+                                     grid_shape, integer, ints, number,
+                                     one_of, optional, pair, positive,
+                                     positive_int, sequence)
+from selfattention.attention import attention, multi_head_attention
 
 
 # ------------------------------------------------------------ constraints
@@ -35,7 +36,8 @@ from selfattention.attention import (attention, fits_scores,
     (generator(), np.random.RandomState(0), TypeError),
     (ints(), [1.5], TypeError), (ints(), [True], TypeError),
     (ints(ndim=1), [[1]], ValueError),
-    (grid(), (2, 3.0), TypeError), (grid(), (2, -1), ValueError),
+    (grid_shape(), (2, 3.0), TypeError),
+    (grid_shape(), (2, -1), ValueError),
     (sequence(positive_int()), 3, TypeError),
     (sequence(positive_int()), "ab", TypeError),
     (sequence(positive_int()), [1, 0], ValueError),
@@ -60,7 +62,7 @@ def test_scalars_come_back_as_the_values_the_maths_wants():
     assert pair(positive_int())([2, np.int64(3)], "grid") == (2, 3)
     assert optional(positive_int())(None, "x") is None
     assert ints()([1, 2], "x").dtype == np.int64
-    assert grid()([4, np.int64(6)], "grid") == (4, 6)
+    assert grid_shape()([4, np.int64(6)], "grid") == (4, 6)
     assert sequence(positive_int())((2, np.int64(3)), "d") == [2, 3]
     rng = np.random.default_rng(0)
     assert generator()(rng, "rng") is rng
@@ -150,17 +152,17 @@ def test_fits_scores_accepts_what_broadcasts_to_the_scores(shape, ok):
     args = {"Q": np.ones((2, 4, 3)), "K": np.ones((5, 3)),
             "bias": np.ones(shape)}             # scores: (2, 4, 5)
     if ok:
-        fits_scores("bias")(args)
+        mask_and_bias_fit_scores(args)
     else:
         with pytest.raises(ValueError, match="^bias"):
-            fits_scores("bias")(args)
+            mask_and_bias_fit_scores(args)
 
 
 @pytest.mark.parametrize("H, W, M, ok", [(8, 8, 4, True), (56, 56, 7, True),
                                          (6, 9, 3, True), (8, 8, 3, False),
                                          (6, 4, 4, False)])
 def test_tiles_accepts_exactly_the_windows_that_tile_the_grid(H, W, M, ok):
-    check = tiles()
+    check = tiles
     if ok:
         check({"grid": (H, W), "M": M})
     else:
@@ -191,3 +193,38 @@ def test_strict_mode_reports_an_internal_call_in_the_wrong_form(
     monkeypatch.delenv("SELFATTENTION_STRICT_CALLS")
     with pytest.raises(AttributeError):     # what a user would meet
         ones_wrong(3)
+
+
+# ------------------------------------------------------------ relations
+def test_a_relation_reads_the_arguments_it_names_and_names_them_back():
+    seen = []
+
+    @relation
+    def ordered(name, low, high=10):
+        seen.append((low, high))
+        if low > high:
+            raise ValueError(f"{name['low']} must not exceed {name['high']}")
+
+    ordered({"low": 1, "other": 5})                   # high takes its default
+    ordered.using(low="start", high="stop")({"start": 2, "stop": 3})
+    assert seen == [(1, 10), (2, 3)]
+    with pytest.raises(ValueError, match="^start must not exceed stop"):
+        ordered.using(low="start", high="stop")({"start": 4, "stop": 3})
+
+
+def test_a_renamed_relation_names_the_callers_arguments():
+    W = np.ones((4, 4))
+    args = {"x": np.ones((2, 2, 3)), "W_q": W, "W_k": W, "W_v": W, "W_o": W,
+            "h": 2}
+    with pytest.raises(ValueError, match="^W_q and x must agree"):
+        heads_fit.using(X="x")(args)
+
+
+def test_the_declaration_stays_readable_on_the_function():
+    @boundary(x=floats(), n=positive_int(), checks=(tiles,))
+    def f(x, n):
+        return x
+
+    assert set(f.constraints) == {"x", "n"}
+    assert f.checks == (tiles,)
+    assert f.constraints["n"].expected == "an integer >= 1"

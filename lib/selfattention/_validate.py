@@ -1,10 +1,21 @@
 """Argument checks at the library's public boundary (not part of the API).
 
+Each public function declares what its arguments must be, as data:
+
+    @boundary(Q=floats(min_ndim=2), h=positive_int(), checks=(...,))
+
 ``@boundary`` converts each declared argument (wrong type: ``TypeError``,
 wrong value: ``ValueError``, naming the argument, what was expected and what
-came), runs the relational ``checks``, then calls the bare maths. Calls made
-by the library itself are not checked unless ``SELFATTENTION_STRICT_CALLS=1``
-(the tests): they must pass what the maths receives.
+came), runs the relational ``checks`` (written in :mod:`._relations`), then
+calls the bare maths. The declaration stays readable on the function as
+``fn.constraints`` (name -> :class:`Constraint`) and ``fn.checks``; each
+constraint also says which values it accepts and which it refuses, from
+which one test (``tests/test_bad_input.py``) tries every public function of
+the library with every kind of bad argument.
+
+Calls made by the library itself are not checked unless
+``SELFATTENTION_STRICT_CALLS=1`` (the tests): they must pass what the maths
+receives.
 """
 
 import functools
@@ -67,6 +78,9 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
                 return fn(*bound.args, **bound.kwargs)
             finally:
                 _state.depth -= enters
+
+        public.constraints = dict(constraints)    # the declaration, as data
+        public.checks = tuple(checks)
         return public
     return wrap
 
@@ -84,14 +98,32 @@ def _same(converted, given) -> bool:
 
 
 class Constraint:
-    """What one argument must be: ``convert(value, name)`` returns what the
-    maths receives or raises; ``expected`` completes "name must be ..."."""
+    """What one argument must be.
 
-    def __init__(self, convert, expected: str):
+    Parameters
+    ----------
+    convert : callable ``(value, name) -> value``
+        Returns what the maths receives, or raises ``TypeError`` (wrong
+        type) or ``ValueError`` (wrong value) with a message that starts
+        with ``name``.
+    expected : str
+        Completes "name must be ...".
+    valid : callable ``() -> value``, optional
+        A value that ``convert`` accepts (for the tests).
+    invalid : callable ``() -> list of (value, error class)``, optional
+        Values that ``convert`` refuses, each with the error it raises.
+    """
+
+    def __init__(self, convert, expected: str, valid=None, invalid=None):
         self.convert, self.expected = convert, expected
+        self.valid = valid
+        self.invalid = invalid or (lambda: [])
 
     def __call__(self, value, name: str):
         return self.convert(value, name)
+
+    def __repr__(self) -> str:
+        return f"<Constraint: {self.expected}>"
 
 
 def _got(value) -> str:
@@ -105,23 +137,42 @@ def _wrong(error, name: str, expected: str, got) -> Exception:
     return error(f"{name} must be {expected}, got {got}")
 
 
-def _is(test, what: str, error=TypeError) -> Constraint:
+def _is(test, what: str, error=TypeError, valid=None,
+        invalid=()) -> Constraint:
     """The value itself, if ``test(value)`` holds."""
 
     def convert(value, name):
         if not test(value):
             raise _wrong(error, name, what, _got(value))
         return value
-    return Constraint(convert, what)
+    return Constraint(convert, what, valid,
+                      lambda: [(v, error) for v in invalid])
 
 
 # ------------------------------------------------------------------ arrays
+def _axes_text(ndim, min_ndim) -> str:
+    if ndim is not None:
+        return f" with {ndim} dimension(s)"
+    if min_ndim:
+        return f" with at least {min_ndim} dimension(s)"
+    return ""
+
+
+def _wrong_axes(ndim, min_ndim) -> list:
+    """Shapes with the wrong number of axes (empty if any number fits)."""
+    if ndim is not None:
+        return [(2,) * (ndim + 1)]
+    if min_ndim:
+        return [(2,) * (min_ndim - 1)]
+    return []
+
+
 def _array(kinds: str, what: str, ndim=None, min_ndim=0,
-           then=lambda arr, name: arr) -> Constraint:
+           then=lambda arr, name: arr, example=np.ones) -> Constraint:
     """An array of a dtype kind in ``kinds`` with fitting axes, then passed
-    through ``then``."""
-    what += (f" with {ndim} dimension(s)" if ndim is not None else
-             f" with at least {min_ndim} dimension(s)" if min_ndim else "")
+    through ``then``; ``example(shape)`` makes arrays of the right kind."""
+    what += _axes_text(ndim, min_ndim)
+    shape = (2,) * (min_ndim if ndim is None else ndim)
 
     def convert(value, name):
         try:
@@ -133,7 +184,11 @@ def _array(kinds: str, what: str, ndim=None, min_ndim=0,
         if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
             raise _wrong(ValueError, name, what, f"shape {arr.shape}")
         return then(arr, name)
-    return Constraint(convert, what)
+
+    def invalid():
+        return [(np.full(shape, "text"), TypeError)] + [
+            (example(s), ValueError) for s in _wrong_axes(ndim, min_ndim)]
+    return Constraint(convert, what, lambda: example(shape), invalid)
 
 
 def floats(ndim: int | None = None, min_ndim: int = 0,
@@ -144,42 +199,111 @@ def floats(ndim: int | None = None, min_ndim: int = 0,
     def finite(arr, name):
         if arr.dtype not in (np.float32, np.float64):
             arr = arr.astype(np.float64)          # bools, integers, float16
-        bad = np.isnan(arr) | np.isposinf(arr) if neg_inf else ~np.isfinite(arr)
+        if neg_inf:
+            bad = np.isnan(arr) | np.isposinf(arr)
+            allowed = " (-inf is allowed)"
+        else:
+            bad = ~np.isfinite(arr)
+            allowed = ""
         if bad.any():
-            raise ValueError(f"{name} must be finite"
-                             f"{' (-inf is allowed)' if neg_inf else ''}, got "
+            raise ValueError(f"{name} must be finite{allowed}, got "
                              f"{int(bad.sum())} NaN or infinite value(s)")
         return arr
-    return _array("biuf", "an array of real numbers", ndim, min_ndim, finite)
+
+    constraint = _array("biuf", "an array of real numbers", ndim, min_ndim,
+                        finite)
+    wrong_kind_and_axes = constraint.invalid
+    shape = (2,) * (min_ndim if ndim is None else ndim)
+
+    def invalid():
+        not_finite = np.full(shape, np.nan)
+        return wrong_kind_and_axes() + [(1j, TypeError),
+                                        (not_finite, ValueError)]
+    constraint.invalid = invalid
+    return constraint
 
 
 def bools(ndim: int | None = None) -> Constraint:
     """A boolean array; integer 0/1 arrays are refused (``TypeError``)."""
-    return _array("b", "a boolean array (True = may attend)", ndim)
+    constraint = _array("b", "a boolean array (True = may attend)", ndim,
+                        example=lambda shape: np.ones(shape, bool))
+    wrong_kind_and_axes = constraint.invalid
+    constraint.invalid = lambda: wrong_kind_and_axes() + [
+        (np.ones((2, 2), int), TypeError)]
+    return constraint
 
 
 def ints(ndim: int | None = None) -> Constraint:
     """An array of integers (``bool`` refused), returned as ``int64``."""
-    return _array("iu", "an array of integers", ndim,
-                  then=lambda arr, name: arr.astype(np.int64, copy=False))
+    constraint = _array("iu", "an array of integers", ndim,
+                        then=lambda arr, name: arr.astype(np.int64,
+                                                          copy=False),
+                        example=lambda shape: np.ones(shape, np.int64))
+    wrong_kind_and_axes = constraint.invalid
+    constraint.invalid = lambda: wrong_kind_and_axes() + [
+        (np.full(max(1, ndim or 1) * (1,), 1.5), TypeError),
+        (np.ones(max(1, ndim or 1) * (1,), bool), TypeError)]
+    return constraint
 
 
 # ------------------------------------------------------------------ scalars
-def _scalar(types, cast, what, low=None, high=None, strict=False):
-    """A finite scalar of ``types`` (``bool`` refused) within the bounds."""
-    what += ("" if low is None and high is None else f" <= {high}" if low is
-             None else f" in {low}..{high}" if high is not None else
-             f" {'>' if strict else '>='} {low}")
+def _bounds_text(low, high, strict: bool) -> str:
+    """The bounds of a scalar, as they complete "... must be a number"."""
+    if low is None and high is None:
+        return ""
+    if low is None:
+        return f" <= {high}"
+    if high is not None:
+        return f" in {low}..{high}"
+    if strict:
+        return f" > {low}"
+    return f" >= {low}"
+
+
+def _outside(value, low, high, strict: bool) -> bool:
+    if not -math.inf < value < math.inf:
+        return True
+    if low is not None and strict and value <= low:
+        return True
+    if low is not None and not strict and value < low:
+        return True
+    if high is not None and value > high:
+        return True
+    return False
+
+
+def _scalar(types, cast, what, low=None, high=None, strict=False,
+            step=1) -> Constraint:
+    """A finite scalar of ``types`` (``bool`` refused) within the bounds;
+    ``step`` is the distance just past a bound (1 for integers)."""
+    what += _bounds_text(low, high, strict)
 
     def convert(value, name):
         if isinstance(value, bool) or not isinstance(value, types):
             raise _wrong(TypeError, name, what, _got(value))
-        if not -math.inf < value < math.inf or (low is not None and (
-                value <= low if strict else value < low)) or (
-                high is not None and value > high):
+        if _outside(value, low, high, strict):
             raise _wrong(ValueError, name, what, repr(value))
         return cast(value)
-    return Constraint(convert, what)
+
+    def valid():
+        if low is not None:
+            return cast(low + step if strict else low)
+        if high is not None:
+            return cast(high)
+        return cast(1)
+
+    def invalid():
+        wrong = [("1", TypeError), (True, TypeError)]
+        if types is numbers.Integral:
+            wrong.append((1.5, TypeError))
+        else:
+            wrong.append((math.nan, ValueError))
+        if low is not None:
+            wrong.append((low if strict else low - step, ValueError))
+        if high is not None:
+            wrong.append((high + step, ValueError))
+        return wrong
+    return Constraint(convert, what, valid, invalid)
 
 
 def integer(low: int | None = None, high: int | None = None,
@@ -192,7 +316,8 @@ def number(low: float | None = None, strict: bool = False,
            what: str = "a finite real number") -> Constraint:
     """A real number above ``low`` (exclusive if ``strict``), returned
     unchanged: a float32 scale keeps float32 maths float32."""
-    return _scalar(numbers.Real, lambda v: v, what, low, strict=strict)
+    return _scalar(numbers.Real, lambda v: v, what, low, strict=strict,
+                   step=0.5)
 
 
 positive_int = functools.partial(integer, 1)
@@ -202,7 +327,9 @@ positive = functools.partial(number, 0, strict=True)
 def one_of(*choices) -> Constraint:
     """One of ``choices`` (compared with ``==``)."""
     return _is(lambda v: any(v == c for c in choices),
-               "one of " + ", ".join(map(repr, choices)), ValueError)
+               "one of " + ", ".join(map(repr, choices)), ValueError,
+               valid=lambda: choices[0],
+               invalid=["none of " + "/".join(map(str, choices))])
 
 
 # ------------------------------------------------------------------ groups
@@ -216,7 +343,21 @@ def _items(item: Constraint, what: str, size: int | None = None):
             raise _wrong(TypeError, name, what, _got(value))
         items = [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
         return items if size is None else tuple(items)
-    return Constraint(convert, what)
+
+    def valid():
+        items = [item.valid() for _ in range(size or 1)]
+        return items if size is None else tuple(items)
+
+    def invalid():
+        count = size or 1
+        wrong = [("ab", TypeError), ({"a": 1}, TypeError)]
+        if size is not None:
+            wrong.append((tuple(item.valid() for _ in range(size + 1)),
+                          TypeError))
+        for bad, error in item.invalid():
+            wrong.append(([bad] + [item.valid()] * (count - 1), error))
+        return wrong
+    return Constraint(convert, what, valid, invalid)
 
 
 def pair(item: Constraint, names: tuple[str, str] = ("H", "W")) -> Constraint:
@@ -229,38 +370,45 @@ def sequence(item: Constraint) -> Constraint:
     return _items(item, f"a sequence of items, each {item.expected}")
 
 
-grid = functools.partial(pair, positive_int(), ("H", "W"))   # a patch grid
+def grid_shape() -> Constraint:
+    """A patch grid ``(H, W)`` of positive sides, returned as a tuple."""
+    return pair(positive_int(), ("H", "W"))
+
+
+#: The name the library's modules used first for :func:`grid_shape`.
+grid = grid_shape
 
 
 def optional(inner: Constraint) -> Constraint:
     """``None``, or what ``inner`` accepts."""
     return Constraint(lambda v, name: None if v is None else inner(v, name),
-                      f"None or {inner.expected}")
+                      f"None or {inner.expected}", lambda: None,
+                      inner.invalid)
 
 
-def instance(cls, what: str | None = None) -> Constraint:
+def _an_instance(cls):
+    """An instance of ``cls`` made without running its ``__init__``: all
+    that an ``isinstance`` test needs."""
+    if cls is bool:
+        return False
+    return cls.__new__(cls)
+
+
+def instance(cls, what: str | None = None, valid=None) -> Constraint:
     """An instance of ``cls``."""
-    return _is(lambda v: isinstance(v, cls), what or f"a {cls.__name__}")
+    return _is(lambda v: isinstance(v, cls), what or f"a {cls.__name__}",
+               valid=valid or (lambda: _an_instance(cls)),
+               invalid=["text"] if cls is not str else [0])
 
 
-generator = functools.partial(
-    instance, np.random.Generator,
-    "a numpy.random.Generator (np.random.default_rng(seed))")
-function = functools.partial(_is, callable, "callable")
+def generator() -> Constraint:
+    """A NumPy random generator, as ``np.random.default_rng(seed)`` gives."""
+    return _is(lambda v: isinstance(v, np.random.Generator),
+               "a numpy.random.Generator (np.random.default_rng(seed))",
+               valid=lambda: np.random.default_rng(0),
+               invalid=[0, np.random.RandomState(0)])
 
 
-# ------------------------------------------------------------------ relations
-def divides(name: str, sizes, what: str):
-    """A check: argument ``name`` divides each of ``sizes(args)``, the sizes
-    of ``what``."""
-
-    def check(args) -> None:
-        k, n = args[name], tuple(sizes(args))
-        if any(s % k for s in n):
-            raise ValueError(f"{name}={k} must divide {what}, got {n}")
-    return check
-
-
-def tiles(grid: str = "grid", M: str = "M"):
-    """A check: windows of ``M × M`` patches tile the grid exactly."""
-    return divides(M, lambda args: args[grid], f"both sides of the {grid}")
+def function() -> Constraint:
+    """Something callable."""
+    return _is(callable, "callable", valid=lambda: len, invalid=[3])

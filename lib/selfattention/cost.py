@@ -1,15 +1,16 @@
 """What attention costs: tokens, score entries, bytes and multiply-adds
-(chapters 7 and 8), in exact integers: a grid ``(H, W)`` of ``n = H·W``
-tokens of width ``C``, windows of ``M × M`` patches, ``h`` heads.
+(:ref:`ch-cost` and :ref:`ch-windows`), in exact integers: a grid ``(H, W)``
+of ``n = H·W`` tokens of width ``C``, windows of ``M × M`` patches, ``h``
+heads.
 """
 
 import numbers
 
 import numpy as np
 
-from ._validate import (Constraint, boundary, grid, integer, optional, pair,
-                        tiles)
-from ._validate import positive_int as count
+from ._relations import patches_tile_image, tiles
+from ._validate import (Constraint, boundary, grid_shape, integer, optional,
+                        pair, positive_int)
 
 __all__ = ["tokens", "score_entries", "attention_bytes", "msa_macs",
            "window_msa_macs", "window_score_entries", "human_bytes"]
@@ -17,12 +18,16 @@ __all__ = ["tokens", "score_entries", "attention_bytes", "msa_macs",
 
 def _sides(names: tuple[str, str]) -> Constraint:
     """A positive int ``s``, meaning ``(s, s)``, or a pair of them."""
-    as_pair = pair(count(), names)
+    as_pair = pair(positive_int(), names)
 
     def convert(value, name):
         square = isinstance(value, numbers.Integral)  # True fails below
         return as_pair((value, value) if square else value, name)
-    return Constraint(convert, "an int or " + as_pair.expected)
+    return Constraint(convert, "an int or " + as_pair.expected,
+                      valid=lambda: 2,
+                      invalid=lambda: [("2", TypeError), (True, TypeError),
+                                       (0, ValueError),
+                                       ((2, 2, 2), TypeError)])
 
 
 def _numeric_dtype(value, name):
@@ -35,52 +40,52 @@ def _numeric_dtype(value, name):
                     f"got {value!r}")
 
 
-def _patches_tile(args) -> None:
-    (H, W), (P_h, P_w) = args["image_size"], args["patch_size"]
-    if H % P_h or W % P_w:
-        raise ValueError(f"patch_size {(P_h, P_w)} must divide image_size "
-                         f"{(H, W)} so that the patches tile the image")
-
-
 @boundary(image_size=_sides(("H", "W")), patch_size=_sides(("P_h", "P_w")),
-          checks=(_patches_tile,))
+          checks=(patches_tile_image,))
 def tokens(image_size, patch_size):
     """Number of tokens when an image is cut into non-overlapping patches;
-    sizes are ints (squares) or pairs (chapter 7)."""
+    sizes are ints (squares) or pairs (:ref:`ch-cost`)."""
     (H, W), (P_h, P_w) = image_size, patch_size
     return (H // P_h) * (W // P_w)
 
 
-@boundary(n=count(), h=count(), n_k=optional(count()))
+@boundary(n=positive_int(), h=positive_int(), n_k=optional(positive_int()))
 def score_entries(n, h=1, n_k=None):
     """Entries of the score matrices ``Q Kᵀ`` of one attention layer:
     ``h · n · n_k`` (``n_k`` keys, by default ``n``)."""
     return h * n * (n if n_k is None else n_k)
 
 
-@boundary(n=count(), h=count(),
-          dtype=Constraint(_numeric_dtype, "a numeric NumPy dtype"),
-          n_k=optional(count()))
+@boundary(n=positive_int(), h=positive_int(),
+          dtype=Constraint(_numeric_dtype, "a numeric NumPy dtype",
+                           valid=lambda: "float32",
+                           invalid=lambda: [("text", TypeError),
+                                            (3.5, TypeError)]),
+          n_k=optional(positive_int()))
 def attention_bytes(n, h=1, dtype="float32", n_k=None):
     """Bytes needed to hold the score (or weight) matrices of one layer."""
     return score_entries(n, h, n_k) * dtype.itemsize
 
 
-@boundary(grid=grid(), C=count())
+@boundary(grid=grid_shape(), C=positive_int())
 def msa_macs(grid, C):
-    """Swin's cost of global self-attention, ``4nC² + 2n²C`` (chapter 8)."""
+    """Swin's cost of global self-attention, ``4nC² + 2n²C``
+    (:ref:`ch-windows`)."""
     n = grid[0] * grid[1]
     return 4 * n * C * C + 2 * n * n * C
 
 
-@boundary(grid=grid(), C=count(), M=count(), checks=(tiles(),))
+@boundary(grid=grid_shape(), C=positive_int(), M=positive_int(),
+          checks=(tiles,))
 def window_msa_macs(grid, C, M):
-    """Swin's cost of window self-attention, ``4nC² + 2M²nC`` (chapter 8)."""
+    """Swin's cost of window self-attention, ``4nC² + 2M²nC``
+    (:ref:`ch-windows`)."""
     n = grid[0] * grid[1]
     return 4 * n * C * C + 2 * M * M * n * C
 
 
-@boundary(grid=grid(), M=count(), h=count(), checks=(tiles(),))
+@boundary(grid=grid_shape(), M=positive_int(), h=positive_int(),
+          checks=(tiles,))
 def window_score_entries(grid, M, h=1):
     """Score entries of window attention: ``H·W`` queries times ``M²`` keys."""
     return h * grid[0] * grid[1] * M * M

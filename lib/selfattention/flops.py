@@ -1,4 +1,4 @@
-"""FLOPs counted on real PyTorch modules (chapter 8)."""
+"""FLOPs counted on real PyTorch modules (:ref:`ch-windows`)."""
 
 from ._validate import boundary, function
 
@@ -10,7 +10,7 @@ def count_flops(fn, *args, **kwargs):
     """FLOPs per operator recorded while ``fn(*args, **kwargs)`` runs: PyTorch's
     ``FlopCounterMode`` counts two per multiply-add of the operators it has a
     formula for; elementwise work, the softmax and fused kernels count nothing
-    (chapter 8)."""
+    (:ref:`ch-windows`)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:

@@ -31,10 +31,15 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+from importlib import resources
 
 import numpy as np
 
+from . import _stills
+
 from . import cost
+from ._relations import (bars_fit_labels, explorer_fits_grid,
+                         frames_fit_grid, patch_divides_side)
 from ._validate import (Constraint, boundary, floats, integer, one_of,
                         optional, pair, positive, positive_int)
 
@@ -43,6 +48,26 @@ __all__ = ["patch_explorer", "frames_explorer", "bar_explorer",
 
 
 # ------------------------------------------------------------ shared pieces
+def _static(name: str) -> str:
+    """The text of ``selfattention/static/<name>``, without its header (a
+    leading ``/* ... */`` comment, which says what the file is for)."""
+    text = resources.files(__package__).joinpath("static", name).read_text(
+        encoding="utf-8")
+    if text.startswith("/*"):
+        text = text[text.index("*/\n") + 3:]
+    return text
+
+
+#: The line of a figure's script where :data:`_COMMON_JS` goes.
+_COMMON_AT = "  // common.js: the helpers every figure shares\n"
+
+
+def _script(name: str) -> str:
+    """A figure's script from ``static/``, the shared helpers put in at
+    the line that names ``common.js``."""
+    return _static(name).replace(_COMMON_AT, _COMMON_JS)
+
+
 def _viridis_stops(k: int = 16) -> list[list[int]]:
     """``k`` evenly spaced colours of viridis as ``[r, g, b]`` in 0 … 255."""
     from matplotlib import colormaps
@@ -139,100 +164,11 @@ def _legend(lo: float, hi: float, ticks: list, what: str,
 #: Styles of every kernel-free figure. A figure carries its own white
 #: background and dark text, so it reads the same in the book's light and
 #: dark modes and in Jupyter; focus is a 3-pixel outline (WCAG 2.4.7).
-_STYLE = """<style>
-.sa-fig{font-family:sans-serif;font-size:15px;line-height:1.4;
-background:#fff;color:#1a1a1a;border:1px solid #c8c8c8;border-radius:4px;
-padding:8px 10px;margin:4px 0;box-sizing:border-box}
-.sa-fig p{margin:4px 0}
-.sa-fig .sa-title{margin:0 0 6px 0;font-weight:bold}
-.sa-fig button,.sa-fig select{font:inherit;color:#1a1a1a;background:#f0f0f0;
-border:1px solid #6e6e6e;border-radius:3px;padding:2px 8px;margin:0 4px 4px 0}
-.sa-fig button{cursor:pointer}
-.sa-fig button[aria-pressed=true]{background:#1a1a1a;color:#fff;
-border-color:#1a1a1a}
-.sa-fig .sa-row{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;
-margin:0 0 6px 0}
-.sa-fig figure{margin:0;padding:0}
-.sa-fig figcaption{font-size:0.85em;text-align:center;margin:2px 0 0 0;
-padding:0;color:#1a1a1a}
-.sa-fig canvas{display:block;max-width:100%;height:auto;
-border:1px solid #6e6e6e}
-.sa-fig canvas.sa-pick,.sa-fig canvas.sa-map{cursor:pointer}
-.sa-fig :focus-visible{outline:3px solid #1a1a1a;outline-offset:2px}
-.sa-fig .sa-legend{max-width:340px;margin:6px 0 0 0}
-.sa-fig .sa-legend-text,.sa-fig .sa-help,.sa-fig .sa-caption{font-size:0.9em}
-.sa-fig .sa-bar{height:12px;border:1px solid #6e6e6e;margin:0 0 2px 0}
-.sa-fig .sa-ticks{position:relative;height:1.3em;font-size:0.8em}
-.sa-fig .sa-ticks span{position:absolute;top:0;transform:translateX(-50%)}
-.sa-fig table{border-collapse:collapse;margin:6px 0 0 0}
-.sa-fig th,.sa-fig td{padding:2px 8px;border-bottom:1px solid #c8c8c8}
-.sa-fig th{text-align:left;font-weight:normal}
-.sa-fig td{text-align:right}
-</style>
-"""
+_STYLE = "<style>\n" + _static("figure.css") + "</style>\n"
 
 #: JavaScript shared by the explorers: colours, the query's outline, the
 #: patch under the pointer, the arrow keys, the strongest weights.
-_COMMON_JS = """\
-  function colour(v) {
-    var t = Math.min(1, Math.max(0, (v - D.lo) / (D.hi - D.lo)));
-    var k = t * (D.lut.length - 1), i = Math.floor(k), f = k - i;
-    var j = Math.min(i + 1, D.lut.length - 1);
-    return "rgb(" + D.lut[i].map(function(c, m) {
-      return Math.round(c + f * (D.lut[j][m] - c)); }).join(",") + ")";
-  }
-  function grey(cv, img) {
-    var cx = cv.getContext("2d");
-    for (var y = 0; y < img.length; y++) {
-      for (var x = 0; x < img[0].length; x++) {
-        var g = img[y][x];
-        cx.fillStyle = "rgb(" + g + "," + g + "," + g + ")";
-        cx.fillRect(x * s, y * s, s, s);
-      }
-    }
-  }
-  function map(cv, w) {
-    var cx = cv.getContext("2d");
-    for (var j = 0; j < w.length; j++) {
-      cx.fillStyle = colour(w[j]);
-      cx.fillRect((j % D.cols) * side, Math.floor(j / D.cols) * side,
-                  side, side);
-    }
-  }
-  function outline(cv, r, c) {
-    var cx = cv.getContext("2d");
-    [[4, "#000"], [2, "#fff"]].forEach(function(pen) {
-      cx.lineWidth = pen[0]; cx.strokeStyle = pen[1];
-      cx.strokeRect(c * side + 2, r * side + 2, side - 4, side - 4);
-    });
-  }
-  function under(cv, e) {
-    var b = cv.getBoundingClientRect();
-    var x = (e.clientX - b.left - cv.clientLeft) * cv.width / cv.clientWidth;
-    var y = (e.clientY - b.top - cv.clientTop) * cv.height / cv.clientHeight;
-    return [Math.max(0, Math.min(D.rows - 1, Math.floor(y / side))),
-            Math.max(0, Math.min(D.cols - 1, Math.floor(x / side)))];
-  }
-  function step(e, r, c) {
-    if (e.altKey || e.ctrlKey || e.metaKey) return null;
-    var k = e.key;
-    if (k === "ArrowLeft") c -= 1; else if (k === "ArrowRight") c += 1;
-    else if (k === "ArrowUp") r -= 1; else if (k === "ArrowDown") r += 1;
-    else if (k === "Home") { r = 0; c = 0; }
-    else if (k === "End") { r = D.rows - 1; c = D.cols - 1; }
-    else return null;
-    return [Math.max(0, Math.min(D.rows - 1, r)),
-            Math.max(0, Math.min(D.cols - 1, c))];
-  }
-  function strongest(w) {
-    return w.map(function(v, j) { return [v, j]; })
-      .sort(function(a, b) { return b[0] - a[0] || a[1] - b[1]; })
-      .slice(0, D.top);
-  }
-  function at(j) {
-    return "(" + Math.floor(j / D.cols) + ", " + (j % D.cols) + ")";
-  }
-"""
+_COMMON_JS = _static("common.js")
 
 #: How many of the strongest weights the live region reads out.
 _TOP = 3
@@ -287,17 +223,31 @@ def _shell(*, uid: str, css_class: str, testid: str, title: str,
     return (
         f'<div id="{uid}" class="sa-fig {css_class}" data-testid="{testid}" '
         f'role="group" aria-labelledby="{uid}-title" '
+        # Lumino (JupyterLab, Notebook 7) matches its keyboard shortcuts,
+        # the arrow keys that move between cells among them, against the
+        # ancestors of the focused element, and skips every shortcut for
+        # keys pressed inside an element with this attribute.
+        'data-lm-suppress-shortcuts="true" '
         f'style="max-width:{max_width}px">\n{_STYLE}'
         f'<div class="sa-title" id="{uid}-title">{_escape(title)}</div>\n'
         f"{body}"
         f'<p class="sa-help" id="{uid}-help">{_escape(help_text)}</p>\n'
+        f'<p class="sa-still-note">{_STILL_NOTE}</p>\n'
         f'<p class="sa-caption" id="{uid}-cap" '
         f'data-testid="{caption_testid}" aria-live="polite">'
         f"{_escape(caption)}</p>\n</div>\n"
         f"<script>\n(function() {{\n  var D = {payload};\n"
         f'  var root = document.getElementById("{uid}");\n'
         f'  var cap = document.getElementById("{uid}-cap");\n'
+        '  root.querySelector(".sa-still-note").remove();\n'
         f"{script}}})();\n</script>")
+
+
+#: Shown under a figure whose script did not run (an untrusted notebook);
+#: the script removes it.
+_STILL_NOTE = ("This is a still of the figure as it opens. To explore it, "
+               "run this cell, or trust the notebook (in JupyterLab: File "
+               "\u2192 Trust Notebook).")
 
 
 def _html(text: str):
@@ -317,22 +267,6 @@ def _buttons(group_label: str, attribute: str, labels, pressed: int) -> str:
 
 
 # ---------------------------------------------------------- patch explorer
-def _fits_patch_grid(values):
-    rows, cols = values["grid"]
-    n, P = rows * cols, values["patch"]
-    A = values["A"]
-    if A.ndim not in (2, 3) or A.shape[-2:] != (n, n):
-        raise ValueError(f"A must have shape (n, n) or (h, n, n) with n = "
-                         f"{n} patches, got shape {A.shape}")
-    if values["img"].shape != (rows * P, cols * P):
-        raise ValueError(f"img must have shape {(rows * P, cols * P)} for a "
-                         f"{rows} x {cols} grid of {P}-pixel patches, got "
-                         f"{values['img'].shape}")
-    if values["query"] >= n:
-        raise ValueError(f"query must be a patch index below {n}, got "
-                         f"{values['query']}")
-
-
 def _patch_caption(w, query: int, cols: int, head: int, heads: int) -> str:
     head_text = f", head {head + 1} of {heads}" if heads > 1 else ""
     return (f"patch {_at(query, cols)}{head_text}: most weight on "
@@ -342,7 +276,7 @@ def _patch_caption(w, query: int, cols: int, head: int, heads: int) -> str:
 @boundary(img=floats(ndim=2), A=floats(min_ndim=2),
           grid=pair(positive_int()), patch=positive_int(),
           query=integer(0, what="a patch index"), scale=positive_int(),
-          vmax=optional(positive()), checks=(_fits_patch_grid,))
+          vmax=optional(positive()), checks=(explorer_fits_grid,))
 def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
                    vmax=None):
     """A kernel-free figure: pick a patch, see its attention map.
@@ -406,16 +340,24 @@ def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
                         [f"head {k + 1}" for k in range(heads)],
                         0) if heads > 1 else ""
     heads_text = " of the selected head" if heads > 1 else ""
+    side = patch * scale
+    r, c = divmod(query, W)
+    pick_still = _stills.outline(_stills.grey(data["pixels"], scale), r, c,
+                                 side)
+    map_still = _stills.outline(_stills.attention_map(
+        weights[0][query], H, W, side, lo, hi, data["lut"]), r, c, side)
     body = (
         controls + '<div class="sa-row">\n'
         f'<figure><canvas class="sa-pick" width="{size[0]}" '
-        f'height="{size[1]}" tabindex="0" role="application" '
+        f'height="{size[1]}" style="{_stills.background(pick_still)}" '
+        f'tabindex="0" role="application" '
         f'aria-label="Image cut into {H} by {W} patches, the query patch '
         f'outlined: arrow keys move the query" '
         f'aria-describedby="{uid}-help"></canvas>'
         "<figcaption>image: pick the query patch</figcaption></figure>\n"
         f'<figure><canvas class="sa-map" width="{size[0]}" '
-        f'height="{size[1]}" role="img" aria-label="Attention '
+        f'height="{size[1]}" style="{_stills.background(map_still)}" '
+        f'role="img" aria-label="Attention '
         f"weights{heads_text} of the query patch over the {n} patches, in "
         f'the grid of the image" aria-describedby="{uid}-cap"></canvas>'
         "<figcaption>attention weights of the query patch</figcaption>"
@@ -434,59 +376,10 @@ def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
         help_text=help_text, payload=payload, script=_PATCH_JS))
 
 
-_PATCH_JS = """\
-  var head = 0, q = D.query, s = D.scale, side = D.patch * D.scale;
-  var pick = root.querySelector(".sa-pick");
-  var shown = root.querySelector(".sa-map");
-  var btns = root.querySelectorAll("button[data-head]");
-""" + _COMMON_JS + """\
-  function draw() {
-    var w = D.weights[head][q], r = Math.floor(q / D.cols), c = q % D.cols;
-    grey(pick, D.pixels); outline(pick, r, c);
-    map(shown, w); outline(shown, r, c);
-    btns.forEach(function(b, k) {
-      b.setAttribute("aria-pressed", k === head ? "true" : "false"); });
-    cap.textContent = "patch " + at(q) + (D.weights.length > 1 ?
-      ", head " + (head + 1) + " of " + D.weights.length : "") +
-      ": most weight on " + strongest(w).map(function(o) {
-        return at(o[1]) + " " + o[0].toFixed(3); }).join(", ");
-  }
-  [pick, shown].forEach(function(cv) {
-    cv.addEventListener("click", function(e) {
-      var rc = under(cv, e); q = rc[0] * D.cols + rc[1]; draw(); });
-  });
-  pick.addEventListener("keydown", function(e) {
-    var rc = step(e, Math.floor(q / D.cols), q % D.cols);
-    if (rc === null) return;
-    e.preventDefault(); q = rc[0] * D.cols + rc[1]; draw();
-  });
-  btns.forEach(function(b, k) {
-    b.addEventListener("click", function() { head = k; draw(); }); });
-  draw();
-"""
+_PATCH_JS = _script("patch_explorer.js")
 
 
 # --------------------------------------------------------- frames explorer
-def _fits_frames(values):
-    rows, cols = values["grid"]
-    P = values["patch"]
-    want = (rows * P, cols * P)
-    frames, keys = values["frames"], values["keys"]
-    for arr, name in ((frames, "frames"), (keys, "keys")):
-        if arr is not None and arr.shape[1:] != want:
-            raise ValueError(
-                f"{name} must have shape (count, {want[0]}, {want[1]}) for a "
-                f"{rows} x {cols} grid of {P}-pixel patches, got {arr.shape}")
-    n = rows * cols
-    shape = (len(frames) * n, len(frames if keys is None else keys) * n)
-    if values["A"].shape != shape:
-        raise ValueError(f"A must have shape {shape}, got "
-                         f"{values['A'].shape}")
-    if values["query"] >= shape[0]:
-        raise ValueError(f"query must be below {shape[0]} (frames x "
-                         f"patches), got {values['query']}")
-
-
 def _frames_caption(w, query: int, n: int, cols: int, labels,
                     key_labels) -> str:
     def where(j):
@@ -506,19 +399,20 @@ def _frames_caption(w, query: int, n: int, cols: int, labels,
           grid=pair(positive_int()), patch=positive_int(),
           query=integer(0, what="a query index"),
           keys=optional(floats(ndim=3)), scale=positive_int(),
-          vmax=optional(positive()), checks=(_fits_frames,))
+          vmax=optional(positive()), checks=(frames_fit_grid,))
 def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
                     labels=None, key_labels=None, scale=6, vmax=None):
     """A kernel-free figure: pick a patch of one frame, see where it looks.
 
     Attention between the patches of several frames: the frames of a video
-    (self-attention over space and time, chapter 9) or two different images
-    (cross-attention, chapter 10). The top row shows the query frames; the
-    bottom row the weights of the query patch over every key frame, on one
-    colour scale for every query, with a legend; with ``keys``, a middle row
-    shows the key frames. Click a patch, or focus a query frame with Tab
-    and move the query with the arrow keys (Home, End: first and last patch;
-    Enter or Space makes the focused frame the query's frame). A live
+    (self-attention over space and time, :ref:`ch-nonlocal`) or two
+    different images (cross-attention, :ref:`ch-matching`). The top row
+    shows the query frames; the bottom row the weights of the query patch
+    over every key frame, on one colour scale for every query, with a
+    legend; with ``keys``, a middle row shows the key frames. Click a
+    patch, or focus a query frame with Tab and move the query with the
+    arrow keys (Home, End: first and last patch; Enter or Space makes the
+    focused frame the query's frame). A live
     region names the strongest keys and the displacement to the strongest.
 
     Parameters
@@ -589,9 +483,26 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
     w, h = W * patch * scale, H * patch * scale
     size = f'width="{w}" height="{h}"'
 
+    # What the script draws first, as each canvas's background (_stills).
+    side, (f0, r0, c0) = patch * scale, (query // n, *divmod(query % n, W))
+    stills = {
+        "sa-pick": lambda t: _stills.grey(data["q"][t], scale),
+        "sa-key": lambda t: _stills.grey(data["k"][t], scale),
+        "sa-map": lambda t: _stills.attention_map(
+            weights[query][t * n:(t + 1) * n], H, W, side, lo, hi,
+            data["lut"])}
+
+    def still(kind, t):
+        rgb = stills[kind](t)
+        if t == f0 and (kind == "sa-pick" or (kind == "sa-map"
+                                             and not cross)):
+            rgb = _stills.outline(rgb, r0, c0, side)
+        return _stills.background(rgb)
+
     def cells(kind, names, extra, label, caption):
         return "".join(
             f'<figure><canvas class="{kind}" data-frame="{t}" {size} '
+            f'style="{still(kind, t)}" '
             f'{extra} aria-label="{label(_escape(name))}"></canvas>'
             f"<figcaption>{caption(_escape(name))}</figcaption></figure>\n"
             for t, name in enumerate(names))
@@ -634,66 +545,10 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
         payload=payload, script=_FRAMES_JS))
 
 
-_FRAMES_JS = """\
-  var s = D.scale, side = D.patch * D.scale, n = D.rows * D.cols;
-  var q = D.query;
-  var picks = root.querySelectorAll(".sa-pick");
-  var keys = root.querySelectorAll(".sa-key");
-  var maps = root.querySelectorAll(".sa-map");
-""" + _COMMON_JS + """\
-  function where(j) {
-    return [Math.floor(j / n), Math.floor((j % n) / D.cols), j % D.cols];
-  }
-  function draw() {
-    var w = D.weights[q], a = where(q);
-    picks.forEach(function(cv, t) { grey(cv, D.q[t]); });
-    outline(picks[a[0]], a[1], a[2]);
-    keys.forEach(function(cv, t) { grey(cv, D.k[t]); });
-    maps.forEach(function(cv, t) { map(cv, w.slice(t * n, (t + 1) * n)); });
-    if (!D.cross) outline(maps[a[0]], a[1], a[2]);
-    var order = strongest(w), b = where(order[0][1]);
-    cap.textContent = "query: " + D.labels[a[0]] + ", patch (" + a[1] +
-      ", " + a[2] + "); most weight on " + order.map(function(o) {
-        return D.keyLabels[Math.floor(o[1] / n)] + " " + at(o[1] % n) +
-          " " + o[0].toFixed(3); }).join(", ") +
-      "; displacement to the strongest (rows, columns): (" +
-      (b[1] - a[1]) + ", " + (b[2] - a[2]) + ")";
-  }
-  picks.forEach(function(cv, t) {
-    cv.addEventListener("click", function(e) {
-      var rc = under(cv, e); q = t * n + rc[0] * D.cols + rc[1]; draw(); });
-    cv.addEventListener("keydown", function(e) {
-      var a = where(q), rc = step(e, a[1], a[2]);
-      if (rc === null && (e.key === "Enter" || e.key === " ")) rc = a.slice(1);
-      if (rc === null) return;
-      e.preventDefault(); q = t * n + rc[0] * D.cols + rc[1]; draw();
-    });
-  });
-  if (!D.cross) maps.forEach(function(cv, t) {
-    cv.addEventListener("click", function(e) {
-      var rc = under(cv, e); q = t * n + rc[0] * D.cols + rc[1]; draw(); });
-  });
-  draw();
-"""
+_FRAMES_JS = _script("frames_explorer.js")
 
 
 # ------------------------------------------------------------ bar explorer
-def _fits_bars(values):
-    v = values["values"]
-    if (v < 0).any():
-        raise ValueError("values must be non-negative, got a minimum of "
-                         f"{float(v.min()):g}")
-    for name, axis in (("choices", 0), ("series", 1)):
-        got = len(values[name])
-        if got != v.shape[axis]:
-            raise ValueError(f"{name} must have one label per "
-                             f"{'choice' if axis == 0 else 'panel'} "
-                             f"({v.shape[axis]}), got {got}")
-    if values["choice"] >= v.shape[0]:
-        raise ValueError(f"choice must be between 0 and {v.shape[0] - 1}, "
-                         f"got {values['choice']}")
-
-
 def _bars_caption(values, choice: str, series, xlabel: str) -> str:
     where = f" at {xlabel} " if xlabel else " at "
     return f"{choice}: " + "; ".join(
@@ -710,22 +565,23 @@ def _labels(what: str) -> Constraint:
                             f"{type(value).__name__}")
         return [str(x) for x in value]
 
-    return Constraint(convert, f"a sequence of {what}")
+    return Constraint(convert, f"a sequence of {what}", valid=lambda: ["a"],
+                      invalid=lambda: [("ab", TypeError), (3, TypeError)])
 
 
 @boundary(values=floats(ndim=3), choices=_labels("button labels"),
           series=_labels("panel titles"),
           ymax=optional(positive()), choice=integer(0, what="a choice"),
           width=positive_int(), height=positive_int(),
-          checks=(_fits_bars,))
+          checks=(bars_fit_labels,))
 def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
                  choice=0, width=300, height=180):
     """A kernel-free figure: buttons switch between precomputed bar charts.
 
     Each choice (a button) shows ``len(series)`` panels side by side, each a
     bar chart of ``n`` values on one fixed vertical scale; the live region
-    gives each panel's largest bar and where it is. Chapter 2 uses it for
-    one attention row at several ``d_k``, unscaled and scaled.
+    gives each panel's largest bar and where it is. :ref:`ch-scaling` uses
+    it for one attention row at several ``d_k``, unscaled and scaled.
 
     Parameters
     ----------
@@ -772,7 +628,11 @@ def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
     panels = ", ".join(series)
     body = (
         _buttons("choice", "data-choice", choices, choice)
-        + f'<canvas width="{size}" height="{height}" role="img" '
+        + f'<canvas width="{size}" height="{height}" style="'
+        + _stills.background(_stills.bars(
+            stored[choice], data["ymax"], width, height, data["colour"],
+            series, str(xlabel)))
+        + '" role="img" '
         f'aria-label="Bar charts of the selected choice, one panel each for '
         f'{_escape(panels)}, on a vertical scale from 0 to '
         f'{data["ymax"]:g}" aria-describedby="{uid}-cap"></canvas>\n')
@@ -787,43 +647,7 @@ def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
         payload=payload, script=_BARS_JS))
 
 
-_BARS_JS = """\
-  var cv = root.querySelector("canvas"), cx = cv.getContext("2d");
-  var btns = root.querySelectorAll("button[data-choice]");
-  var k = D.choice, pad = 34, top = 22, foot = 26;
-  function draw() {
-    cx.fillStyle = "#fff"; cx.fillRect(0, 0, cv.width, cv.height);
-    cx.font = "12px sans-serif"; cx.textAlign = "center";
-    var parts = [];
-    D.series.forEach(function(name, s) {
-      var v = D.values[k][s], x0 = s * D.w + pad, pw = D.w - pad - 8;
-      var ph = D.h - top - foot, bw = pw / v.length;
-      cx.fillStyle = "#1a1a1a"; cx.fillText(name, x0 + pw / 2, 14);
-      cx.strokeStyle = "#6e6e6e"; cx.beginPath();
-      cx.moveTo(x0, top); cx.lineTo(x0, top + ph); cx.lineTo(x0 + pw, top + ph);
-      cx.stroke();
-      cx.textAlign = "right"; cx.fillText("0", x0 - 3, top + ph + 4);
-      cx.fillText(D.ymax.toFixed(2), x0 - 3, top + 8); cx.textAlign = "center";
-      cx.fillStyle = "rgb(" + D.colour.join(",") + ")";
-      var best = 0;
-      v.forEach(function(y, j) {
-        var hh = Math.min(1, y / D.ymax) * ph;
-        cx.fillRect(x0 + j * bw + 1, top + ph - hh, Math.max(1, bw - 2), hh);
-        if (y > v[best]) best = j;
-      });
-      cx.fillStyle = "#1a1a1a";
-      cx.fillText(D.xlabel, x0 + pw / 2, D.h - 6);
-      parts.push(name + " largest " + v[best].toFixed(4) +
-                 (D.xlabel ? " at " + D.xlabel + " " : " at ") + best);
-    });
-    btns.forEach(function(b, j) {
-      b.setAttribute("aria-pressed", j === k ? "true" : "false"); });
-    cap.textContent = D.choices[k] + ": " + parts.join("; ");
-  }
-  btns.forEach(function(b, j) {
-    b.addEventListener("click", function() { k = j; draw(); }); });
-  draw();
-"""
+_BARS_JS = _script("bar_explorer.js")
 
 
 # --------------------------------------------------------- cost calculator
@@ -852,27 +676,29 @@ def _calculator_caption(image_size, patch_size, heads, dtype, rows) -> str:
             f"entries per head, {rows[2][1]} for {heads} head(s) in {dtype}")
 
 
-def _calculator_fits(values):
-    if values["image_size"] not in _SIDES:
-        raise ValueError(f"image_size must be one of {_SIDES}, got "
-                         f"{values['image_size']}")
-    if values["image_size"] % values["patch_size"]:
-        raise ValueError(f"patch_size must divide image_size "
-                         f"{values['image_size']}, got "
-                         f"{values['patch_size']}")
+def _offered_side(value, name):
+    """An integer side that the calculator's menu offers."""
+    side = positive_int()(value, name)
+    return one_of(*_SIDES)(side, name)
 
 
-@boundary(image_size=positive_int(), patch_size=positive_int(),
+_SIDE = Constraint(_offered_side, "one of " + ", ".join(map(str, _SIDES)),
+                   valid=lambda: 224,
+                   invalid=lambda: [(225, ValueError), (224.0, TypeError),
+                                    ("224", TypeError)])
+
+
+@boundary(image_size=_SIDE, patch_size=positive_int(),
           heads=integer(1, 16, what="a number of heads"),
           dtype=one_of(*(name for name, _ in _DTYPES)),
-          checks=(_calculator_fits,))
+          checks=(patch_divides_side,))
 def cost_calculator(image_size=224, patch_size=16, heads=1,
                     dtype="float32"):
     """A kernel-free calculator: patch size → tokens, entries, bytes.
 
     The table is first filled in Python, from :func:`.cost.tokens`,
     :func:`.cost.score_entries`, :func:`.cost.attention_bytes` and
-    :func:`.cost.human_bytes` (chapter 7), so the stored page shows the
+    :func:`.cost.human_bytes` (:ref:`ch-cost`), so the stored page shows the
     default setting even without JavaScript; menus then recompute it in
     JavaScript with the same formulas, and a live region reads the new
     numbers out.
@@ -941,51 +767,7 @@ def cost_calculator(image_size=224, patch_size=16, heads=1,
         payload=_payload({"vit": _VIT_ENTRIES}), script=_CALC_JS))
 
 
-_CALC_JS = """\
-  function menu(name) {
-    return root.querySelector('[data-in="' + name + '"]'); }
-  function get(name) { return +menu(name).value; }
-  function commas(x) {
-    return String(x).replace(/\\B(?=(\\d{3})+(?!\\d))/g, ","); }
-  function human(b) {
-    var units = [["TB", 1e12], ["GB", 1e9], ["MB", 1e6], ["kB", 1e3]];
-    for (var i = 0; i < units.length; i++) {
-      if (b >= units[i][1]) {
-        return (b / units[i][1]).toFixed(2) + " " + units[i][0]; }
-    }
-    return b + " B";
-  }
-  function patches() {
-    var side = get("side"), sel = menu("patch");
-    var old = +sel.value, best = 1, html = "";
-    for (var p = 1; p <= side; p++) {
-      if (side % p === 0) {
-        if (Math.abs(p - old) < Math.abs(best - old)) { best = p; }
-        html += '<option value="' + p + '">' + p + " × " + p + "</option>";
-      }
-    }
-    sel.innerHTML = html; sel.value = best;
-  }
-  function update() {
-    var side = get("side"), p = get("patch"), h = get("heads");
-    var n = (side / p) * (side / p), e = n * n;
-    var type = menu("bytes").selectedOptions[0].textContent;
-    var vals = [commas(n), commas(e), human(e * h * get("bytes")),
-                commas((e / D.vit).toFixed(2))];
-    root.querySelectorAll("[data-row]").forEach(function(td) {
-      td.textContent = vals[+td.getAttribute("data-row")]; });
-    root.querySelector("[data-heads]").textContent =
-      "memory for " + h + " head(s), one layer";
-    cap.textContent = side + " × " + side + " pixels in " + p + " × " + p +
-      " patches: " + vals[0] + " tokens, " + vals[1] +
-      " score entries per head, " + vals[2] + " for " + h + " head(s) in " +
-      type;
-  }
-  menu("side").addEventListener("change", function() {
-    patches(); update(); });
-  ["patch", "heads", "bytes"].forEach(function(name) {
-    menu(name).addEventListener("change", update); });
-"""
+_CALC_JS = _script("cost_calculator.js")
 
 
 # -------------------------------------------------------------------- live
@@ -1002,5 +784,9 @@ def live(function, **widgets):
     import ipywidgets
 
     widget = ipywidgets.interactive(function, **widgets)
+    for control in widget.children[:-1]:
+        # the whole label ("temperature", not "temperat…"), and the slider
+        # beside it
+        control.style.description_width = "initial"
     widget.children[-1].layout.min_height = "320px"
     return widget

@@ -1,10 +1,10 @@
 """Boolean attention masks: ``mask[i, j]`` is True when query ``i`` may use
-key ``j``; grid tokens are numbered row-major (chapter 4)."""
+key ``j``; grid tokens are numbered row-major (:ref:`ch-masks`)."""
 
 import numpy as np
 
-from ._validate import (boundary, grid, integer, ints, one_of, positive_int,
-                        tiles)
+from ._relations import lengths_fit, tiles, window_tiles_kind
+from ._validate import boundary, grid_shape, integer, ints, one_of, positive_int
 
 __all__ = ["causal_mask", "padding_mask", "local_mask", "grid_positions",
            "window_ids", "window_mask", "neighborhood_mask", "MASK_KINDS",
@@ -17,14 +17,7 @@ def causal_mask(n):
     return np.tril(np.ones((n, n), dtype=bool))
 
 
-def _lengths_fit(args) -> None:
-    lengths, n = args["lengths"], args["n"]
-    if ((lengths < 1) | (lengths > n)).any():
-        raise ValueError(f"lengths must each lie in 1..{n} (a token needs at "
-                         f"least one real key), got {lengths.tolist()}")
-
-
-@boundary(lengths=ints(ndim=1), n=positive_int(), checks=(_lengths_fit,))
+@boundary(lengths=ints(ndim=1), n=positive_int(), checks=(lengths_fit,))
 def padding_mask(lengths, n):
     """Hide padding tokens: a (B, n, n) mask from each item's real length.
 
@@ -41,14 +34,14 @@ def local_mask(n, radius):
     return np.abs(i[:, None] - i[None, :]) <= radius         # (n, n)
 
 
-@boundary(grid=grid())
+@boundary(grid=grid_shape())
 def grid_positions(grid):
     """Row and column of each token of a row-major (H, W) grid: (H·W, 2)."""
     H, W = grid
     return np.stack(np.divmod(np.arange(H * W), W), axis=1)  # (n, 2)
 
 
-@boundary(grid=grid(), radius=integer(0))
+@boundary(grid=grid_shape(), radius=integer(0))
 def neighborhood_mask(grid, radius):
     """Each token may use the patches up to ``radius`` rows and columns away.
 
@@ -59,14 +52,14 @@ def neighborhood_mask(grid, radius):
     return (offset <= radius).all(axis=-1)                   # (n, n)
 
 
-@boundary(grid=grid(), M=positive_int(), checks=(tiles(),))
+@boundary(grid=grid_shape(), M=positive_int(), checks=(tiles,))
 def window_ids(grid, M):
     """Window of each token of a row-major grid, windows numbered row-major."""
     r, c = grid_positions(grid).T                            # (n,) each
     return (r // M) * (grid[1] // M) + c // M                # (n,)
 
 
-@boundary(grid=grid(), M=positive_int(), checks=(tiles(),))
+@boundary(grid=grid_shape(), M=positive_int(), checks=(tiles,))
 def window_mask(grid, M):
     """Each token may use only the tokens of its own ``M × M`` window."""
     ids = window_ids(grid, M)                                # (n,)
@@ -77,21 +70,19 @@ def window_mask(grid, M):
 MASK_KINDS = ("none", "causal", "neighborhood", "window")
 
 
-def _window_of_size_tiles(args) -> None:
-    if args["kind"] == "window":
-        tiles("grid", "size")(args)
+@boundary(kind=one_of(*MASK_KINDS), grid=grid_shape(), M=positive_int(),
+          radius=integer(0), checks=(window_tiles_kind,))
+def mask_of_kind(kind, grid, M=4, radius=1):
+    """One of the masks of a patch grid, chosen by name: windows of ``M × M``
+    patches, or neighbourhoods of ``radius`` patches; the other is unused.
 
-
-@boundary(kind=one_of(*MASK_KINDS), grid=grid(), size=positive_int(),
-          checks=(_window_of_size_tiles,))
-def mask_of_kind(kind, grid, size):
-    """One of chapter 4's masks on a patch grid, chosen by name; ``size`` is
-    the window side, or twice the neighbourhood's radius."""
+    See :ref:`ch-masks`.
+    """
     n = grid[0] * grid[1]
     if kind == "causal":
         return causal_mask(n)
     if kind == "neighborhood":
-        return neighborhood_mask(grid, size // 2)
+        return neighborhood_mask(grid, radius)
     if kind == "window":
-        return window_mask(grid, size)
+        return window_mask(grid, M)
     return np.ones((n, n), dtype=bool)

@@ -1,4 +1,5 @@
-"""Non-local blocks: self-attention over the positions of a video (chapter 9).
+"""Non-local blocks: self-attention over the positions of a video
+(:ref:`ch-nonlocal`).
 
 A feature map of shape (T, H, W, C) has ``N = T·H·W`` positions, numbered
 ``t·H·W + r·W + c``. :func:`nonlocal_op` is the non-local operation of Wang
@@ -13,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._relations import embeddings_fit
 from ._validate import boundary, floats, one_of, optional, positive_int
 from .attention import attention
 
@@ -20,17 +22,6 @@ __all__ = ["FORMS", "SCOPES", "scope_mask", "nonlocal_op", "NonLocalBlock"]
 
 FORMS = ("embedded_gaussian", "dot_product")
 SCOPES = ("spacetime", "space", "time")
-
-
-def _embeddings_fit(args) -> None:
-    C = args["X"].shape[-1]
-    for name in ("W_theta", "W_phi", "W_g"):
-        if args[name].shape[0] != C:
-            raise ValueError(f"{name} must have one row per channel of X "
-                             f"({C}), got shape {args[name].shape}")
-    if args["W_theta"].shape != args["W_phi"].shape:
-        raise ValueError(f"W_theta and W_phi must have the same shape, got "
-                         f"{args['W_theta'].shape} and {args['W_phi'].shape}")
 
 
 @boundary(T=positive_int(), H=positive_int(), W=positive_int(),
@@ -61,7 +52,7 @@ def scope_mask(T, H, W, scope="spacetime"):
 
 @boundary(X=floats(min_ndim=4), W_theta=floats(ndim=2),
           W_phi=floats(ndim=2), W_g=floats(ndim=2), form=one_of(*FORMS),
-          scope=one_of(*SCOPES), checks=(_embeddings_fit,))
+          scope=one_of(*SCOPES), checks=(embeddings_fit,))
 def nonlocal_op(X, W_theta, W_phi, W_g, form="embedded_gaussian",
                 scope="spacetime"):
     """The non-local operation over every position of a video feature map.
@@ -102,9 +93,10 @@ class NonLocalBlock(nn.Module):
     """``z = x + gamma · W_z(y)``, gamma a learnable scalar starting at 0.
 
     SAGAN's gate (Zhang et al., 2019) on the non-local operation ``y``
-    over every position (chapter 9); the embeddings are bias-free linear
-    maps of the channels (the paper's 1×1×1 convolutions). ``forward`` takes
-    ``(B, C, *positions)``, e.g. ``(B, C, T, H, W)``, and returns that shape.
+    over every position (:ref:`ch-nonlocal`); the embeddings are bias-free
+    linear maps of the channels (the paper's 1×1×1 convolutions).
+    ``forward`` takes ``(B, C, *positions)``, e.g. ``(B, C, T, H, W)``, and
+    returns that shape.
 
     Parameters
     ----------

@@ -1,17 +1,19 @@
 """Patch grids: each ``p × p`` patch of a grayscale image becomes a token of
-``p²`` pixels, numbered row-major over the grid ``(H, W)`` (chapters 1, 2).
+``p²`` pixels, numbered row-major over the grid ``(H, W)``
+(:ref:`ch-definition`, :ref:`ch-scaling`).
 """
 
 import numpy as np
 
-from ._validate import boundary, divides, floats, grid, integer, positive_int
+from ._relations import (patch_divides_digits, patch_divides_image,
+                         tokens_fill_grid)
+from ._validate import boundary, floats, grid_shape, integer, positive_int
 
 __all__ = ["patchify", "unpatchify", "center", "digit_patch_tokens"]
 
 
 @boundary(img=floats(min_ndim=2), p=positive_int(),
-          checks=(divides("p", lambda a: a["img"].shape[-2:],
-                          "the image's height and width"),))
+          checks=(patch_divides_image,))
 def patchify(img, p):
     """Cut images (..., H·p, W·p) into ``p × p`` patches (..., H·W, p²),
     numbered row-major."""
@@ -22,15 +24,7 @@ def patchify(img, p):
     return g.reshape(*batch, H * W, p * p)              # (..., n, p²)
 
 
-def _tokens_fill_grid(args) -> None:
-    X, (H, W) = args["X"], args["grid"]
-    p = int(round(np.sqrt(X.shape[-1])))
-    if p * p != X.shape[-1] or X.shape[-2] != H * W:
-        raise ValueError(f"X must hold {H}x{W} square patches, shape (..., "
-                         f"{H * W}, p²), got shape {X.shape}")
-
-
-@boundary(X=floats(min_ndim=2), grid=grid(), checks=(_tokens_fill_grid,))
+@boundary(X=floats(min_ndim=2), grid=grid_shape(), checks=(tokens_fill_grid,))
 def unpatchify(X, grid):
     """Inverse of :func:`patchify`: (..., H·W, p²) -> (..., H·p, W·p)."""
     H, W = grid
@@ -48,10 +42,10 @@ def center(X):
 
 
 @boundary(n_images=integer(1, 1797, "a number of images"), p=positive_int(),
-          checks=(divides("p", lambda a: (8,), "the digits' 8 pixels"),))
+          checks=(patch_divides_digits,))
 def digit_patch_tokens(n_images=300, p=2):
     """Patches of scikit-learn's 8 × 8 digits, each pixel standardized over
-    all images and tokens (chapter 2): shape (n_images, (8/p)², p²)."""
+    all images and tokens (:ref:`ch-scaling`): shape (n_images, (8/p)², p²)."""
     from sklearn.datasets import load_digits
 
     T = patchify(load_digits().images[:n_images], p)     # (N, n, p²)

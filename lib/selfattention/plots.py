@@ -5,6 +5,7 @@ a black stroke for query outlines and window borders (:func:`accent`).
 
 import numpy as np
 
+from ._relations import loglog_fits, numbers_fit_values
 from ._validate import boundary, floats, integer, optional, positive_int
 
 __all__ = ["CMAP", "ACCENT", "accent", "figure", "show_image", "mark_patch",
@@ -94,20 +95,13 @@ def show_mask(ax, mask, title: str | None = None,
     return _titled(ax, title, xlabel=xlabel, ylabel=ylabel)
 
 
-def _numbers_fit(args) -> None:
-    numbers, shape = args["numbers"], args["values"].shape
-    if numbers is not None and np.shape(numbers) != shape:
-        raise ValueError(f"numbers must have the shape of values {shape}, "
-                         f"got {np.shape(numbers)}")
-
-
 @boundary(values=floats(ndim=2), M=optional(positive_int()), start=integer(),
-          checks=(_numbers_fit,))
+          checks=(numbers_fit_values,))
 def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
               title: str | None = None, cmap: str = CMAP):
     """Colour an (H, W) grid cell by cell, write a number in each cell and
     draw window borders before each row and column ``k`` with
-    ``(k - start) % M == 0`` (chapter 8)."""
+    ``(k - start) % M == 0`` (:ref:`ch-windows`)."""
     lo, hi = values.min(), max(values.max(), values.min() + 1)
     ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
     if numbers is not None:
@@ -132,9 +126,9 @@ def show_loglog(ax, x, ys, fit: bool = True, ref_slope: float | None = None,
                 xlabel: str | None = None, ylabel: str | None = None,
                 title: str | None = None, ticks: bool = False):
     """Plot costs against sizes on log–log axes, with their fitted slopes
-    (chapters 7 and 8): ``ys`` is one series or ``{label: y}``, ``y`` possibly
-    a pair ``(x_i, y_i)``; ``ref_slope`` adds a dashed line through the last
-    point."""
+    (:ref:`ch-cost` and :ref:`ch-windows`): ``ys`` is one series or
+    ``{label: y}``, ``y`` possibly a pair ``(x_i, y_i)``; ``ref_slope`` adds
+    a dashed line through the last point."""
     x = np.asarray(x, dtype=float)
     labelled = isinstance(ys, dict)
     series = _series(x, ys if labelled else {None: ys})
@@ -176,19 +170,10 @@ def _series(x, ys: dict) -> list:
     return series
 
 
-def _fits_loglog(args) -> None:
-    x, y = args["x"], args["y"]
-    if x.shape != y.shape or x.size < 2:
-        raise ValueError(f"x and y must have the same length >= 2, got "
-                         f"shapes {x.shape} and {y.shape}")
-    if not ((x > 0).all() and (y > 0).all()):
-        raise ValueError("x and y must be positive to take logarithms")
-
-
-@boundary(x=floats(ndim=1), y=floats(ndim=1), checks=(_fits_loglog,))
+@boundary(x=floats(ndim=1), y=floats(ndim=1), checks=(loglog_fits,))
 def loglog_slope(x, y):
     """Slope ``p`` of the least-squares line through ``(log x, log y)``:
-    ``y`` grows like ``x**p`` (chapter 7)."""
+    ``y`` grows like ``x**p`` (:ref:`ch-cost`)."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 

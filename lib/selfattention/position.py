@@ -1,29 +1,23 @@
 """Position: sinusoidal encodings for the tokens, and the relative position
-bias for the scores, its table ``(h, 2H - 1, 2W - 1)`` (chapters 5 and 8)."""
+bias for the scores, its table ``(h, 2H - 1, 2W - 1)`` (:ref:`ch-position` and
+:ref:`ch-windows`)."""
 
 import numpy as np
 
-from ._validate import boundary, floats, grid, number, positive_int
+from ._relations import d_divisible_by_4, d_even, offset_table_fits
+from ._validate import boundary, floats, grid_shape, number, positive_int
 from .masks import grid_positions
 
 __all__ = ["sinusoidal_1d", "sinusoidal_2d", "relative_offsets",
            "relative_position_index", "relative_position_bias"]
 
 
-def _d_divisible_by(k: int, why: str):
-    def check(args) -> None:
-        if args["d"] % k:
-            raise ValueError(f"d must be divisible by {k} ({why}), got "
-                             f"{args['d']}")
-    return check
-
-
 @boundary(n=positive_int(), d=positive_int(), base=number(1, strict=True),
-          checks=(_d_divisible_by(2, "sin and cos come in pairs"),))
+          checks=(d_even,))
 def sinusoidal_1d(n, d, base=10000.0):
     """The transformer's sinusoidal encoding of positions ``0 … n-1``: columns
     ``2i`` and ``2i+1`` hold sin and cos of ``pos / base**(2i/d)``
-    (chapter 5)."""
+    (:ref:`ch-position`)."""
     pos = np.arange(n)[:, None]                          # (n, 1)
     freq = float(base) ** (-np.arange(0, d, 2) / d)      # (d/2,)
     E = np.empty((n, d))
@@ -32,12 +26,12 @@ def sinusoidal_1d(n, d, base=10000.0):
     return E
 
 
-@boundary(grid=grid(), d=positive_int(), base=number(1, strict=True),
-          checks=(_d_divisible_by(4, "half for rows, half for columns, each "
-                                     "in sin/cos pairs"),))
+@boundary(grid=grid_shape(), d=positive_int(), base=number(1, strict=True),
+          checks=(d_divisible_by_4,))
 def sinusoidal_2d(grid, d, base=10000.0):
     """Two-dimensional sinusoidal encoding of a row-major patch grid: the row
-    in the first ``d/2`` columns, the column in the last (chapter 5)."""
+    in the first ``d/2`` columns, the column in the last
+    (:ref:`ch-position`)."""
     H, W = grid
     r, c = grid_positions(grid).T                        # (n,) each
     E_row = sinusoidal_1d(H, d // 2, base)[r]            # (n, d/2)
@@ -45,36 +39,29 @@ def sinusoidal_2d(grid, d, base=10000.0):
     return np.concatenate([E_row, E_col], axis=1)        # (n, d)
 
 
-@boundary(grid=grid())
+@boundary(grid=grid_shape())
 def relative_offsets(grid):
     """Offset from key to query for every pair of patches of a grid."""
     rc = grid_positions(grid)                            # (n, 2)
     return rc[:, None, :] - rc[None, :, :]               # (n, n, 2)
 
 
-@boundary(grid=grid())
+@boundary(grid=grid_shape())
 def relative_position_index(grid):
     """Index of each query-key offset in a table of ``(2H-1)(2W-1)`` entries.
 
-    Swin's index for ``grid = (M, M)`` (chapter 8).
+    Swin's index for ``grid = (M, M)`` (:ref:`ch-windows`).
     """
     H, W = grid
     off = relative_offsets(grid)                         # (n, n, 2)
     return (off[..., 0] + H - 1) * (2 * W - 1) + off[..., 1] + W - 1
 
 
-def _table_fits(args) -> None:
-    (H, W), table = args["grid"], args["table"]
-    if table.shape[-2:] != (2 * H - 1, 2 * W - 1):
-        raise ValueError(f"table must end with the axes (2H-1, 2W-1) = "
-                         f"{(2 * H - 1, 2 * W - 1)} for a {H}x{W} grid, got "
-                         f"shape {table.shape}")
-
-
-@boundary(table=floats(min_ndim=2), grid=grid(), checks=(_table_fits,))
+@boundary(table=floats(min_ndim=2), grid=grid_shape(),
+          checks=(offset_table_fits,))
 def relative_position_bias(table, grid):
     """Expand a table of per-offset biases (h, 2H-1, 2W-1), offset ``(Δr, Δc)``
     at ``[..., Δr + H - 1, Δc + W - 1]``, into a score bias ``B`` of shape
-    (h, H·W, H·W) (chapter 8)."""
+    (h, H·W, H·W) (:ref:`ch-windows`)."""
     flat = table.reshape(*table.shape[:-2], -1)          # (h, (2H-1)(2W-1))
     return flat[..., relative_position_index(grid)]      # (h, n, n)

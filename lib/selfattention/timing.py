@@ -1,4 +1,4 @@
-"""Time and peak memory (chapter 7): processor time of all threads, and the
+"""Time and peak memory (:ref:`ch-cost`): processor time of all threads, and the
 bytes ``tracemalloc`` sees (NumPy's buffers, not BLAS's or PyTorch's)."""
 
 import time

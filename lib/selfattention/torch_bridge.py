@@ -1,11 +1,12 @@
 """Crossing into PyTorch: weights (PyTorch stores ``W.T``) and masks, whose
 True means blocked in ``nn.MultiheadAttention`` and allowed in
-``scaled_dot_product_attention`` (chapters 3 and 4).
+``scaled_dot_product_attention`` (:ref:`ch-multihead` and :ref:`ch-masks`).
 """
 
 import numpy as np
 
-from ._validate import boundary, bools, divides, floats, instance, positive_int
+from ._relations import square_weights_split
+from ._validate import boundary, bools, floats, instance, positive_int
 
 __all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights"]
 
@@ -26,22 +27,12 @@ def mask_for_sdpa(mask):
     return torch.from_numpy(mask.copy())
 
 
-def _square_and_split(args) -> None:
-    d = args["W_q"].shape[0]
-    for name in ("W_q", "W_k", "W_v", "W_o"):
-        if args[name].shape != (d, d):
-            raise ValueError(f"{name} must be square ({d}, {d}) for "
-                             f"nn.MultiheadAttention, got shape "
-                             f"{args[name].shape}")
-    divides("h", lambda a: (d,), "the width d")(args)
-
-
 @boundary(W_q=floats(ndim=2), W_k=floats(ndim=2), W_v=floats(ndim=2),
           W_o=floats(ndim=2), h=positive_int(), bias=instance(bool),
-          checks=(_square_and_split,))
+          checks=(square_weights_split,))
 def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
     """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights,
-    its biases (if any) zero (chapters 3 and 4)."""
+    its biases (if any) zero (:ref:`ch-multihead` and :ref:`ch-masks`)."""
     import torch
 
     mha = torch.nn.MultiheadAttention(len(W_q), h, bias=bias,

@@ -1,4 +1,5 @@
-"""Window attention, shifted windows and patch merging: Swin (chapter 8).
+"""Window attention, shifted windows and patch merging: Swin
+(:ref:`ch-windows`).
 
 Grids have shape ``(..., H, W, C)``, tokens numbered row-major, as are the
 windows and the tokens inside a window; masks are boolean, True = may
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import (Constraint, boundary, floats, grid, integer,
-                        optional, positive_int, tiles)
-from .attention import _heads_fit, multi_head_attention
+from ._relations import (heads_fit, merging_fits, shift_below_M, tiles,
+                         window_table_fits, windows_fit, windows_tile_x)
+from ._validate import (Constraint, boundary, floats, grid_shape, integer,
+                        optional, positive_int)
+from .attention import multi_head_attention
 from .position import relative_position_bias
 
 __all__ = ["window_partition", "window_reverse", "cyclic_shift",
@@ -34,52 +37,17 @@ def _tokens(value, name):
     return arr
 
 
-def _x_tiles(args) -> None:
-    tiles()({"grid": args["x"].shape[-3:-1], "M": args["M"]})
-
-
-def _shift_below_M(args) -> None:
-    if args["shift"] >= args["M"]:
-        raise ValueError(f"shift must lie in 0..M-1 = 0..{args['M'] - 1} "
-                         f"patches (Swin uses M // 2), got {args['shift']}")
-
-
-def _windows_fit(args) -> None:
-    (H, W), M, shape = args["grid"], args["M"], args["windows"].shape
-    if shape[-3:-1] != ((H // M) * (W // M), M * M):
-        raise ValueError(f"windows must have shape (..., (H/M)·(W/M), M², C) "
-                         f"for grid {(H, W)} and M={M}, got shape {shape}")
-
-
-def _table_fits(args) -> None:
-    name = "table" if "table" in args else "bias_table"
-    table, M = args[name], args["M"]
-    want = (args.get("h", table.shape[0] if table is not None else 0),
-            2 * M - 1, 2 * M - 1)
-    if table is not None and table.shape != want:
-        raise ValueError(f"{name} must have shape (h, 2M-1, 2M-1) = {want}, "
-                         f"got shape {table.shape}")
-
-
-def _weights_fit(args) -> None:          # as multi_head_attention checks them
-    _heads_fit({**args, "X": args["x"], "context": None})
-
-
-def _merging_fits(args) -> None:
-    (H, W, C), rows = args["x"].shape[-3:], args["W_merge"].shape[0]
-    if H % 2 or W % 2 or rows != 4 * C:
-        raise ValueError(f"patch merging needs an even grid and 4C = {4 * C} "
-                         f"rows in W_merge, got x of shape {args['x'].shape}"
-                         f", W_merge of shape {args['W_merge'].shape}")
-
-
-_GRID = Constraint(_tokens, "an array of numbers with at least 3 axes")
-_SHIFTED = dict(grid=grid(), M=positive_int(), shift=integer(0))
-_SHIFT_FITS = (tiles(), _shift_below_M)
+_GRID_ARRAY = Constraint(
+    _tokens, "an array of numbers with at least 3 axes",
+    valid=lambda: np.ones((2, 2, 2)),
+    invalid=lambda: [(np.full((2, 2, 2), "text"), TypeError),
+                     (np.ones((2, 2)), ValueError)])
+_SHIFTED = dict(grid=grid_shape(), M=positive_int(), shift=integer(0))
+_SHIFT_FITS = (tiles, shift_below_M)
 
 
 # ------------------------------------------------------------------ windows
-@boundary(x=_GRID, M=positive_int(), checks=(_x_tiles,))
+@boundary(x=_GRID_ARRAY, M=positive_int(), checks=(windows_tile_x,))
 def window_partition(x, M):
     """Cut a patch grid into non-overlapping ``M × M`` windows.
 
@@ -92,8 +60,8 @@ def window_partition(x, M):
     return x.reshape(*batch, -1, M * M, C)           # (..., nW, M², C)
 
 
-@boundary(windows=_GRID, grid=grid(),
-          M=positive_int(), checks=(tiles(), _windows_fit))
+@boundary(windows=_GRID_ARRAY, grid=grid_shape(), M=positive_int(),
+          checks=(tiles, windows_fit))
 def window_reverse(windows, grid, M):
     """Put the windows back on the grid: undo the window partition."""
     H, W = grid
@@ -105,13 +73,13 @@ def window_reverse(windows, grid, M):
 
 
 # ------------------------------------------------------------------ shift
-@boundary(x=_GRID, shift=integer(0))
+@boundary(x=_GRID_ARRAY, shift=integer(0))
 def cyclic_shift(x, shift):
     """Roll a patch grid up and left by ``shift`` patches (Eq. eq-win-roll)."""
     return np.roll(x, (-shift, -shift), axis=(-3, -2))  # up and left
 
 
-@boundary(x=_GRID, shift=integer(0))
+@boundary(x=_GRID_ARRAY, shift=integer(0))
 def reverse_cyclic_shift(x, shift):
     """Roll down and right by ``shift`` patches: undo the cyclic shift."""
     return np.roll(x, (shift, shift), axis=(-3, -2))    # down and right
@@ -171,7 +139,7 @@ def shifted_window_mask(grid, M, shift):
     return ids[:, None] == ids[None, :]                      # (n, n)
 
 
-@boundary(table=floats(ndim=3), checks=_SHIFT_FITS + (_table_fits,),
+@boundary(table=floats(ndim=3), checks=_SHIFT_FITS + (window_table_fits,),
           **_SHIFTED)
 def shifted_window_bias(table, grid, M, shift):
     """The relative position bias of the (shifted) windows, on the whole grid.
@@ -182,8 +150,8 @@ def shifted_window_bias(table, grid, M, shift):
     (H, W), h = grid, table.shape[0]
     full = np.zeros((h, 2 * H - 1, 2 * W - 1))     # every offset of the grid
     full[:, H - M:H + M - 1, W - M:W + M - 1] = table        # |Δ| < M
-    B = relative_position_bias(full, grid)                   # (h, n, n)
-    return np.where(shifted_window_mask(grid, M, shift), B, 0.0)
+    bias = relative_position_bias(full, grid)                # (h, n, n)
+    return np.where(shifted_window_mask(grid, M, shift), bias, 0.0)
 
 
 # ------------------------------------------------------------------ attention
@@ -191,10 +159,10 @@ def shifted_window_bias(table, grid, M, shift):
           W_v=floats(ndim=2), W_o=floats(ndim=2), h=positive_int(),
           M=positive_int(), shift=integer(0),
           bias_table=optional(floats(ndim=3)),
-          checks=(_x_tiles, _shift_below_M, _weights_fit,
-                  _table_fits))
+          checks=(windows_tile_x, shift_below_M, heads_fit.using(X="x"),
+                  window_table_fits.using(table="bias_table")))
 def window_attention(x, W_q, W_k, W_v, W_o, h, M, shift=0, bias_table=None):
-    """Multi-head self-attention inside ``M × M`` windows (chapter 8).
+    """Multi-head self-attention inside ``M × M`` windows (:ref:`ch-windows`).
 
     Parameters
     ----------
@@ -221,14 +189,14 @@ def window_attention(x, W_q, W_k, W_v, W_o, h, M, shift=0, bias_table=None):
         As ``multi_head_attention``; if ``M`` does not tile the grid,
         ``shift`` is out of range or the table has the wrong shape.
     """
-    B = None if bias_table is None else relative_position_bias(
+    bias = None if bias_table is None else relative_position_bias(
         bias_table, (M, M))                                  # (h, M², M²)
     grid = x.shape[-3:-1]
     windows = window_partition(cyclic_shift(x, shift), M)    # (..., nW, M², C)
     mask = rolled_window_masks(grid, M, shift)[:, None] if shift else None
     # mask: (nW, 1, M², M²), one per window, shared by the heads
     Y, A = multi_head_attention(windows, W_q, W_k, W_v, W_o, h, mask=mask,
-                                bias=B)                      # (..., nW, M², d)
+                                bias=bias)                   # (..., nW, M², d)
     Y = window_reverse(Y, grid, M)                           # (..., H, W, d)
     return reverse_cyclic_shift(Y, shift), A
 
@@ -241,13 +209,13 @@ def layer_norm(x, eps=1e-5):
 
 
 @boundary(x=floats(min_ndim=3), W_merge=floats(ndim=2),
-          checks=(_merging_fits,))
+          checks=(merging_fits,))
 def patch_merging(x, W_merge):
     """Concatenate each 2 × 2 neighbourhood, then map 4C -> 2C.
 
     (..., H, W, C) -> (..., H/2, W/2, C') with ``W_merge`` (4C, C'), Swin's
     ``C' = 2C``, after a layer norm of the 4C features, in the order of
-    Swin's released code (chapter 8, Eq. ``eq-win-merge``).
+    Swin's released code (:ref:`ch-windows`, Eq. ``eq-win-merge``).
     """
     x0 = x[..., 0::2, 0::2, :]                   # (..., H/2, W/2, C) top-left
     x1 = x[..., 1::2, 0::2, :]                   # bottom-left

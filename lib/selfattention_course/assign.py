@@ -219,9 +219,16 @@ class Assignment:
     student: nbformat.NotebookNode
 
     def manifest(self) -> dict:
+        from .review import cell_digest
+
         return {"chapter": self.label, "title": self.title,
                 "file": self.stem,
-                "exercises": [item.manifest() for item in self.items]}
+                "exercises": [item.manifest() for item in self.items],
+                # The student version's code cells: one left unchanged is
+                # the chapter's own code (see selfattention_course.review).
+                "book_cells": sorted({cell_digest(c.source) for c in
+                                      self.student.cells
+                                      if c.cell_type == "code"})}
 
 
 def _cell_id(cell, index: int) -> str:

@@ -16,6 +16,7 @@ of 100 on a 2-core machine.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -132,13 +133,18 @@ def main(argv: list[str] | None = None) -> int:
                                     backend=backend, limits=limits,
                                     jobs=args.jobs, echo=lambda *a: None)
         wall = time.monotonic() - start
+        load = os.getloadavg()
+        info = json.loads((tmp / "book" / "run.json").read_text())
         code = [[r for r in g.rows if not r.exercise.endswith("(written)")]
                 for g in graded]          # written parts wait for a reader
         full = sum(all(r.points == r.max_points for r in rs) for rs in code)
         print(f"a class of {args.students} students x {args.chapter.stem}, "
               f"{args.jobs} jobs on {os.cpu_count()} cores: {wall:.0f} s "
               f"(budget {CLASS_BUDGET:.0f} s); {len(rows)} rows, {full} "
-              f"notebooks with full marks on the code")
+              f"notebooks with full marks on the code; "
+              f"{info['graded_again_alone']} graded again alone; load "
+              f"average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+              f"(1, 5, 15 min) at the end")
     return 0
 
 

@@ -21,10 +21,17 @@
 
 Nothing the notebook prints, writes or patches enters a score: the
 notebook's own check calls are silenced in the grader's kernel, and the
-verdicts come from outputs on inputs the notebook never saw. The gradebook
-(``gradebook.csv``, ``feedback/``, ``executed/``, ``written/``,
-``run.json``) is written to a fresh folder and swapped in; a run that grades
-no notebook writes nothing and exits with status 1.
+verdicts come from outputs on inputs the notebook never saw, and only from
+results whose harvest reported success for them. The gradebook
+(``gradebook.csv``, ``canvas.csv`` and ``moodle.csv`` for learning
+platforms, ``feedback/``, ``executed/``, ``written/``, ``run.json``) is
+written to a fresh folder and swapped in; a run that grades no notebook
+writes nothing and exits with status 1.
+
+``--sandbox none`` needs ``--exposing`` naming all it exposes
+(:data:`~selfattention_course.sandbox.EXPOSED`). With ``--jobs`` above one,
+a notebook is graded again alone only when its neighbours starved it
+(:meth:`Grader.grade_all`), within a budget.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
+import os
 import queue
 import secrets
 import shutil
@@ -45,14 +54,15 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from . import gradebook, wire
+from . import gradebook, review, wire
 from .assign import EXERCISE_RE, calls, find_exercises
 from .gradebook import Row, clean_text
-from .intake import IntakeError, Submission, collect
+from .intake import IntakeError, Submission, collect, mixed_scripts
 from .names import (CORRECT, FOR_REVIEW, JOB_FILE, JOB_NOTEBOOK, MARKS, META,
                     NOT_DONE, NOT_GRADED, PART_EXECUTED, PART_HARVEST,
                     PART_REPORT, REFUSED, TO_BE_READ, WRITTEN_STUB)
-from .sandbox import Limits, NoSandbox, choose_backend
+from .sandbox import (EXPOSED, Limits, NoSandbox, cgroup_support,
+                      choose_backend)
 
 __all__ = ["Grader", "Graded", "Row", "load_manifest", "identify",
            "grade_folder", "main"]
@@ -86,6 +96,11 @@ class Graded:
     # Whether a time limit or a crash cut the run short, which another job
     # running at the same time could have caused (see Grader.grade_all).
     cut_short: bool = False
+    # The sandboxed run's processor seconds and its start and end
+    # (time.monotonic()), measured outside the sandbox.
+    cpu: float | None = None
+    started: float | None = None
+    ended: float | None = None
 
     @property
     def total(self) -> float:
@@ -212,7 +227,8 @@ class Grader:
 
     def __init__(self, manifest: Path, backend, limits: Limits,
                  seed: int | None = None, jobs: int = 1, echo=print,
-                 python_path=(), figures: bool = False):
+                 python_path=(), figures: bool = False,
+                 regrade_budget: int | None = None):
         self.chapters, modules = load_manifest(manifest)
         self.exercises = {label: ex for label, (_, _, ex) in
                           find_exercises(modules).items()}
@@ -221,6 +237,11 @@ class Grader:
         self.seed = secrets.randbits(64) if seed is None else int(seed)
         self.jobs = max(1, int(jobs))
         self.regraded = 0
+        self.not_regraded = 0
+        # At most this many notebooks are graded a second time (None: one
+        # in ten of those handed in, at least one).
+        self.regrade_budget = regrade_budget
+        self.cores = _cores()
         self.echo = echo
         self.python_path = [str(Path(p).resolve()) for p in python_path]
         # Without figures (matplotlib's non-interactive backend) a notebook
@@ -286,6 +307,9 @@ class Grader:
         try:
             cases, given = self._write_job(job, nb, sub.student, chapter)
             outcome = self.backend.run(job, slot, self.limits, given)
+            graded.cpu = getattr(outcome, "cpu_seconds", None)
+            graded.started = getattr(outcome, "started", None) or None
+            graded.ended = getattr(outcome, "ended", None) or None
         finally:
             shutil.rmtree(job, ignore_errors=True)
             shutil.rmtree(job.parent / f"{job.name}-scratch",
@@ -299,6 +323,10 @@ class Grader:
         of the job, which the notebook could read)."""
         exercises, cases, parts = [], [], []
         for index, entry in enumerate(chapter["exercises"]):
+            if not self.auto_points(entry["label"]):
+                # Nothing of it runs: its points are the written part's.
+                cases.append([])
+                continue
             drawn = self.cases_for(student, chapter["file"], entry["label"])
             cases.append(drawn)
             name = f"cases-{index}.bin"
@@ -359,10 +387,24 @@ class Grader:
                 f"limit; the rest of it was dropped")
         harvest = report.get("harvest", {})
         harvest = harvest if isinstance(harvest, dict) else {}
+        flagged = self.review(nb, chapter)
         for index, entry in enumerate(chapter["exercises"]):
             ex = self.exercises[entry["label"]]
-            data = parts.get(PART_HARVEST.format(index=index))
+            if not self.auto_points(entry["label"]):
+                graded.rows.append(Row(
+                    student, stem, entry["label"], 0.0, 0.0,
+                    f"{MARKS[TO_BE_READ]}: no auto-points; the written part "
+                    f"carries this exercise's points"))
+                self._written_row(graded, entry, stem)
+                continue
+            slot = sum(self.auto_points(e["label"])    # its place in the job
+                       for e in chapter["exercises"][:index])
+            data = parts.get(PART_HARVEST.format(index=slot))
             fb = None
+            # A result counts only when the runner saw its harvest report
+            # success for it (runner: "Results only the harvest can write").
+            if harvest.get(str(index)) != "ok":
+                data = None
             if data is not None:
                 try:
                     result = wire.load_result(data, len(cases[index]))
@@ -371,29 +413,24 @@ class Grader:
                     fb = None
             if fb is None:
                 reason = why_none or _harvest_problem(
-                    harvest.get(str(index)), stop)
+                    harvest.get(str(slot)), stop)
                 status, points, message = NOT_GRADED, 0.0, reason
             else:
                 status, points = fb.status, fb.points
                 message = clean_text(fb.message, 500)
+                findings = flagged.get(entry["label"])
+                if findings and status != NOT_DONE:
+                    # Decided here, from the source: what the kernel
+                    # reported (the tripwire) may add to it, never clear it.
+                    status, points = FOR_REVIEW, 0.0
+                    message = clean_text(review.explain(findings), 500)
                 if status not in (CORRECT, FOR_REVIEW) and stop:
                     message += f" (the run stopped: {stop})"
             graded.rows.append(Row(student, stem, entry["label"],
                                    min(points, float(entry["points"])),
                                    float(entry["points"]),
                                    f"{MARKS[status]}: {message}"))
-            written = entry.get("written")
-            if written:
-                text = graded.written.get(entry["label"], "")
-                mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
-                note = (f"the answer is in written/{stem}.md; rubric: "
-                        f"{clean_text(_rubric_part(written['rubric']), 400)}"
-                        if text else "no written answer")
-                graded.rows.append(Row(
-                    student, stem, f"{entry['label']} (written)", 0.0,
-                    float(written["points"]), f"{mark}: {note}",
-                    for_student=f"{mark}: your instructor reads it" if text
-                    else None))
+            self._written_row(graded, entry, stem)
         executed = parts.get(PART_EXECUTED)
         if executed is not None:
             try:
@@ -402,15 +439,55 @@ class Grader:
             except Exception:
                 graded.executed = None
 
+    def auto_points(self, label: str) -> bool:
+        """Whether the grader runs and judges the exercise's code: not when
+        its points are all the written part's (numbers a student could
+        make up)."""
+        return self.exercises[label].points > 0
+
+    @staticmethod
+    def _written_row(graded: Graded, entry: dict, stem: str) -> None:
+        written = entry.get("written")
+        if not written:
+            return
+        student = graded.student
+        text = graded.written.get(entry["label"], "")
+        mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
+        note = (f"the answer is in written/{stem}.md; rubric: "
+                f"{clean_text(_rubric_part(written['rubric']), 400)}"
+                if text else "no written answer")
+        graded.rows.append(Row(
+            student, stem, f"{entry['label']} (written)", 0.0,
+            float(written["points"]), f"{mark}: {note}",
+            for_student=f"{mark}: your instructor reads it" if text
+            else None))
+
+    def review(self, nb, chapter: dict) -> dict:
+        """What sends each exercise of ``nb`` for review, read from its
+        source in this process (:mod:`~selfattention_course.review`)."""
+        spec = {e["label"]: (e["answers"],
+                             self.exercises[e["label"]].references)
+                for e in chapter["exercises"]}
+        try:
+            return review.review(nb, spec, chapter.get("book_cells", ()))
+        except (RecursionError, MemoryError, ValueError) as err:
+            finding = review.Finding(
+                "dynamic", 1, 1, "", f"could not be read by the grader "
+                                     f"({type(err).__name__})")
+            return {label: [finding] for label in spec}
+
     # ------------------------------------------------------------------
     def grade_all(self, submissions: list[Submission]) -> list[Graded]:
         """Grade every submission, ``jobs`` at a time, in order.
 
-        With more than one job, a notebook whose kernel died, or ran into
-        a time limit with less than half a processor, is graded once more
-        at the end, alone: another notebook graded beside it (one that
-        keeps every core busy, or fills the memory) could have caused it.
-        The second result counts.
+        With more than one job, a notebook is graded once more at the end,
+        alone, only if a neighbour starved it: its run was cut short (its
+        kernel died, or a time limit stopped it while it had less than half
+        a processor) *and* the notebooks graded beside it used, on average
+        over its run, all but half a processor of the machine
+        (:func:`starved_by_neighbours`). A notebook that sleeps into its
+        limit is not starved; one that spins is not either. At most
+        :meth:`budget` notebooks are graded again; the second result counts.
         """
         slots: queue.Queue[int] = queue.Queue()
         for slot in range(self.jobs):
@@ -433,13 +510,65 @@ class Grader:
             with ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 graded = list(pool.map(one, submissions))
             if self.jobs > 1:
+                budget = self.budget(len(submissions))
                 for i, g in enumerate(graded):
-                    if g.cut_short:
-                        self.regraded += 1
-                        graded[i] = one(submissions[i])
+                    if not g.cut_short or not starved_by_neighbours(
+                            g, graded, self.cores):
+                        continue
+                    if self.regraded >= budget:
+                        self.not_regraded += 1
+                        g.problems.append(
+                            f"the notebooks graded beside this one kept "
+                            f"the processors busy while it ran, but the "
+                            f"budget of {budget} second gradings was spent; "
+                            f"the instructor can grade it again alone "
+                            f"(--jobs 1)")
+                        continue
+                    self.regraded += 1
+                    graded[i] = one(submissions[i])
             return graded
         finally:
             shutil.rmtree(base, ignore_errors=True)
+
+    def budget(self, count: int) -> int:
+        """How many notebooks of ``count`` may be graded a second time."""
+        if self.regrade_budget is not None:
+            return max(0, int(self.regrade_budget))
+        return max(1, math.ceil(count / 10))
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def neighbours_load(g: Graded, graded: list[Graded]) -> float | None:
+    """Processors the other runs used on average while ``g`` ran.
+
+    Each neighbour's processor time is spread evenly over its own run and
+    counted for the part that overlaps ``g``'s. None when ``g``'s run was
+    not timed.
+    """
+    if g.started is None or g.ended is None or g.ended <= g.started:
+        return None
+    used = 0.0
+    for other in graded:
+        if other is g or other.started is None or other.ended is None \
+                or other.cpu is None or other.ended <= other.started:
+            continue
+        overlap = min(g.ended, other.ended) - max(g.started, other.started)
+        if overlap > 0:
+            used += other.cpu * overlap / (other.ended - other.started)
+    return used / (g.ended - g.started)
+
+
+def starved_by_neighbours(g: Graded, graded: list[Graded],
+                          cores: int) -> bool:
+    """Whether the runs beside ``g`` left it less than half a processor."""
+    load = neighbours_load(g, graded)
+    return load is not None and load >= cores - 0.5
 
 
 def _rubric_part(rubric: str) -> str:
@@ -487,6 +616,10 @@ def _harvest_problem(status, stop: str | None) -> str:
         return "the notebook reached its time limit before this exercise"
     if status == "error":
         return "its answer could not be read in the notebook"
+    if status == "forged":
+        return ("its result was not the one the grader's harvest wrote and "
+                "reported (something in the notebook wrote, replaced or "
+                "blocked the harvest's result), so it has none")
     if stop:
         return f"the run never reached it: {stop}"
     return "no answer came back from the notebook's run"
@@ -533,6 +666,18 @@ def assemble(graded: list[Graded], chapters: dict, only=None):
                 mark = MARKS[REFUSED] if g.refused else MARKS[NOT_GRADED]
                 rows += [Row(student, "", "", 0.0, 0.0, f"{mark}: {p}")
                          for p in g.problems]
+    for student in students:
+        scripts = mixed_scripts(student)
+        if not scripts:
+            continue
+        flag = (f" [name check: this student's name mixes "
+                f"{' and '.join(w.title() for w in scripts)} letters, so it "
+                f"can look like another name; compare it with your roster]")
+        for row in rows:
+            if row.student == student:
+                if row.for_student is None:
+                    row.for_student = row.feedback
+                row.feedback += flag
     written: dict[str, list] = {}
     for stem in wanted:
         for ex in chapters[stem]["exercises"]:
@@ -549,7 +694,7 @@ def assemble(graded: list[Graded], chapters: dict, only=None):
 def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
                  limits: Limits | None = None, jobs: int = 1, only=None,
                  seed: int | None = None, echo=print, python_path=(),
-                 figures: bool = False):
+                 figures: bool = False, regrade_budget: int | None = None):
     """Grade every notebook under ``folder`` into the gradebook ``out``.
 
     Returns ``(rows, graded)``; raises :class:`NothingGraded` (and leaves
@@ -558,7 +703,7 @@ def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
     limits = limits or Limits()
     backend = backend or choose_backend("auto", python_path)
     grader = Grader(manifest, backend, limits, seed, jobs, echo, python_path,
-                    figures)
+                    figures, regrade_budget)
     unknown = [c for c in (only or []) if c not in grader.chapters]
     if unknown:
         raise NothingGraded(f"unknown chapters {unknown}; known: "
@@ -578,10 +723,25 @@ def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
             "notebooks": len(graded),
             "graded": sum(bool(g.chapter) for g in graded),
             "graded_again_alone": grader.regraded,
+            "regrade_budget": grader.budget(len(submissions)),
+            "starved_over_budget": grader.not_regraded,
+            "cgroups": _cgroup_note(backend),
             "seconds": round(time.monotonic() - started, 2)}
     gradebook.write(out, rows, students, graded, notes, titles, written,
                     info)
     return rows, graded
+
+
+def _cgroup_note(backend) -> str:
+    """How the jobs' memory and processes are capped, in one line."""
+    if getattr(backend, "engine", None):
+        return f"{backend.engine}'s own (--memory, --pids-limit)"
+    version, where = cgroup_support()
+    if version:
+        return f"cgroup {version} ({where}): memory and processes per job"
+    return (f"none: {where}; each process keeps its own limits (address "
+            f"space, processes of its user id) but a job as a whole is not "
+            f"capped")
 
 
 class NothingGraded(RuntimeError):
@@ -633,7 +793,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="isolation of each notebook (default auto: "
                              "bubblewrap, else docker or podman); 'none' "
                              "runs students' code as you, with your files "
-                             "and the network")
+                             "and the network, and needs --exposing")
+    parser.add_argument("--exposing", default="",
+                        metavar=",".join(EXPOSED),
+                        help="with --sandbox none only: say that you accept "
+                             "what it exposes to every notebook, by naming "
+                             "all of it: " + ",".join(EXPOSED))
+    parser.add_argument("--regrade-budget", type=int, default=None,
+                        metavar="N",
+                        help="with --jobs > 1: at most N notebooks that a "
+                             "neighbour starved are graded again alone "
+                             "(default: one in ten, at least one)")
     parser.add_argument("--image", default="selfattention-grader",
                         help="container image of the docker/podman backend")
     parser.add_argument("--python-path", nargs="*", default=[],
@@ -642,6 +812,10 @@ def main(argv: list[str] | None = None) -> int:
                              "visible (read-only) to the notebooks")
     parser.add_argument("--memory", type=float, default=3.0,
                         help="GB of memory per process (default 3)")
+    parser.add_argument("--job-memory", type=float, default=3.0,
+                        help="GB of memory for each notebook's job as a "
+                             "whole, /tmp included (default 3; needs a "
+                             "writable cgroup hierarchy)")
     parser.add_argument("--figures", action="store_true",
                         help="keep the figures in the executed notebooks "
                              "(slower)")
@@ -655,11 +829,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.manifest.exists():
         parser.error(f"no manifest {args.manifest}: run `make assignments`")
+    if args.sandbox == "none":
+        named = {w.strip() for w in args.exposing.split(",") if w.strip()}
+        if named != set(EXPOSED):
+            print("error: --sandbox none runs every student's code as you, "
+                  "with no isolation: it can read your files (the "
+                  "solutions among them), reach the network and read or "
+                  "change the other submissions. If you accept that, add "
+                  f"--exposing {','.join(EXPOSED)}", file=sys.stderr)
+            return 2
+    elif args.exposing:
+        parser.error("--exposing goes with --sandbox none only")
     for path in args.python_path:
         sys.path.insert(0, str(Path(path).resolve()))
     limits = Limits(cell_seconds=args.timeout,
                     notebook_seconds=args.notebook_timeout,
-                    memory_bytes=int(args.memory * 2 ** 30))
+                    memory_bytes=int(args.memory * 2 ** 30),
+                    job_memory_bytes=int(args.job_memory * 2 ** 30))
     try:
         backend = choose_backend(args.sandbox, args.python_path, args.image)
     except NoSandbox as err:
@@ -667,7 +853,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.sandbox == "none":
         print("warning: --sandbox none: students' code runs as you, with "
-              "your files and the network", file=sys.stderr)
+              "your files, the other submissions and the network",
+              file=sys.stderr)
+    note = _cgroup_note(backend)
+    if note.startswith("none"):
+        print(f"warning: no control group per job: {note[6:]}",
+              file=sys.stderr)
     if args.verify:
         folder = args.submissions or args.manifest.parent.parent / "student"
         return verify_students(folder, args.manifest, backend, limits,
@@ -679,14 +870,14 @@ def main(argv: list[str] | None = None) -> int:
             args.submissions, args.manifest, args.out, backend=backend,
             limits=limits, jobs=args.jobs, only=args.chapters,
             seed=args.seed, python_path=args.python_path,
-            figures=args.figures)
+            figures=args.figures, regrade_budget=args.regrade_budget)
     except (IntakeError, NothingGraded) as err:
         print(f"error: {err}; the gradebook was not changed",
               file=sys.stderr)
         return 1
-    print(f"{len(rows)} gradebook rows in {args.out / 'gradebook.csv'}, "
-          f"feedback in {args.out / 'feedback'} (sandbox: "
-          f"{backend.describe()})")
+    print(f"{len(rows)} gradebook rows in {args.out / 'gradebook.csv'} "
+          f"(for Canvas: canvas.csv, for Moodle: moodle.csv), feedback in "
+          f"{args.out / 'feedback'} (sandbox: {backend.describe()})")
     return 0
 
 

@@ -8,6 +8,22 @@ messages that quote an answer, written answers) is neutralised where it
 lands: CSV cells cannot start a formula, Markdown cannot render links,
 images or HTML, and written answers sit in code fences longer than any run
 of backticks they hold.
+
+Besides ``gradebook.csv`` (one row per student and exercise), the folder
+holds the same auto-points in the two forms that learning platforms import,
+one row per student and one column per assignment (a chapter):
+
+* ``canvas.csv``, Canvas's gradebook import: the columns ``Student``,
+  ``ID``, ``SIS User ID``, ``SIS Login ID`` and ``Section`` (the student's
+  name as handed in goes under ``Student`` and ``SIS Login ID``; Canvas
+  matches on either), a ``Points Possible`` row, then one column per
+  chapter named by its title;
+* ``moodle.csv``, for Moodle's "Import grades from CSV": a ``Username``
+  column (map it to the user field that the submission folders are named
+  by: username, ID number or e-mail address) and one column per chapter.
+
+Written parts ("to be read") count no auto-points; add them by hand after
+reading.
 """
 
 from __future__ import annotations
@@ -24,11 +40,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .intake import safe_file_name
-from .names import (COLUMNS, EXECUTED_DIR, FEEDBACK_DIR, GRADEBOOK,
-                    RUN_FILE, WRITTEN_DIR)
+from .names import (CANVAS_CSV, COLUMNS, EXECUTED_DIR, FEEDBACK_DIR,
+                    GRADEBOOK, MOODLE_CSV, RUN_FILE, WRITTEN_DIR)
 
 __all__ = ["Row", "neutral", "md_text", "fenced", "clean_text", "write",
-           "replace_folder"]
+           "replace_folder", "assignment_totals", "canvas_csv",
+           "moodle_csv"]
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 # Control characters, and the invisible ones that reorder or hide text
@@ -113,6 +130,63 @@ def csv_text(rows: list[Row]) -> str:
     return buffer.getvalue()
 
 
+def assignment_totals(rows: list[Row], students: list[str]):
+    """Auto-points per student and chapter, and each chapter's maximum.
+
+    Returns ``(chapters, points, possible)``: the chapters in order of
+    first appearance, ``points[student][chapter]`` and
+    ``possible[chapter]`` (the auto-graded exercises' points; written
+    parts are read, not auto-graded).
+    """
+    chapters = list(dict.fromkeys(r.chapter for r in rows if r.chapter))
+    points = {s: {c: 0.0 for c in chapters} for s in students}
+    possible: dict[str, float] = {c: 0.0 for c in chapters}
+    seen: dict[str, set] = {c: set() for c in chapters}
+    for r in rows:
+        if not r.chapter or r.exercise.endswith(" (written)"):
+            continue
+        points.setdefault(r.student, {c: 0.0 for c in chapters})
+        points[r.student][r.chapter] += r.points
+        if r.exercise not in seen[r.chapter]:
+            seen[r.chapter].add(r.exercise)
+            possible[r.chapter] += r.max_points
+    return chapters, points, possible
+
+
+def _title(stem: str, titles: dict) -> str:
+    title = titles.get(stem)
+    return f"{title} ({stem})" if title else stem
+
+
+def canvas_csv(rows: list[Row], students: list[str], titles: dict) -> str:
+    """The auto-points in the layout of Canvas's gradebook import."""
+    chapters, points, possible = assignment_totals(rows, students)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID",
+                     "Section"] + [neutral(_title(c, titles))
+                                   for c in chapters])
+    writer.writerow(["Points Possible", "", "", "", ""] +
+                    [f"{possible[c]:g}" for c in chapters])
+    for student in students:
+        writer.writerow([neutral(student), "", "", neutral(student), ""] +
+                        [f"{points[student][c]:g}" for c in chapters])
+    return buffer.getvalue()
+
+
+def moodle_csv(rows: list[Row], students: list[str], titles: dict) -> str:
+    """The auto-points for Moodle's "Import grades from CSV"."""
+    chapters, points, _ = assignment_totals(rows, students)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["Username"] + [neutral(_title(c, titles))
+                                    for c in chapters])
+    for student in students:
+        writer.writerow([neutral(student)] +
+                        [f"{points[student][c]:g}" for c in chapters])
+    return buffer.getvalue()
+
+
 def feedback_page(student: str, rows: list[Row], notebooks: dict,
                   notes: list[str], titles: dict) -> str:
     """The Markdown feedback of one student."""
@@ -167,6 +241,10 @@ def write(out: Path, rows: list[Row], students: list[str], graded: list,
     try:
         text = {"encoding": "utf-8", "errors": "replace"}  # never fails
         (fresh / GRADEBOOK).write_text(csv_text(rows), **text)
+        (fresh / CANVAS_CSV).write_text(canvas_csv(rows, students, titles),
+                                        **text)
+        (fresh / MOODLE_CSV).write_text(moodle_csv(rows, students, titles),
+                                        **text)
         names: dict[str, str] = {}
         taken: set[str] = set()          # case-folded: macOS, Windows
         for student in students:

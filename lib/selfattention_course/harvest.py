@@ -10,12 +10,15 @@ in the modules it imported (a check, ``Feedback``, ``Exercise.attempt``)
 is not what runs here.
 
 It reads the answers by name from the notebook's namespace, runs them on
-the hidden cases (which the runner writes into the result folder just
-before this call, and removes after it) with ``Exercise.attempt`` (the
-references' tripwire armed with the signatures the grader computed,
-anything printed thrown away) and writes the plain-data result to a file
-of the runner's scratch folder. The
-grader judges it in its own process.
+the hidden cases (which the runner writes into this call's own folder just
+before the call) with ``Exercise.attempt`` (the references' tripwire armed
+with the signatures the grader computed, anything printed thrown away),
+writes the plain-data result to a new file of that folder named after the
+call's nonce (created exclusively: it never replaces a file, never follows
+a link), and returns the digest of the nonce and the bytes written, which
+the runner compares with the file it reads (:mod:`selfattention_course.
+runner`, "Results only the harvest can write"). The grader judges the
+result in its own process.
 
 This still runs inside a process the student controls, so it proves
 nothing by itself: a notebook that changes Python or NumPy themselves could
@@ -25,11 +28,16 @@ the hidden cases without running a correct implementation.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
+
+# Bound when this file is executed, before any answer runs.
+_open, _write, _close = os.open, os.write, os.close
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 __all__ = ["harvest", "fresh_modules"]
 
@@ -101,8 +109,9 @@ def _namespace() -> dict:
     return vars(sys.modules["__main__"])
 
 
-def harvest(job_dir: str, index: int, out_dir: str) -> None:
-    """Run exercise ``index`` of the job and write its result file."""
+def harvest(job_dir: str, index: int, out_dir: str, nonce: str) -> str:
+    """Run exercise ``index`` of the job, write its result file; return
+    its digest (the runner accepts nothing else)."""
     from selfattention_course.names import JOB_FILE
 
     job = json.loads(Path(job_dir, JOB_FILE).read_text(encoding="utf-8"))
@@ -123,6 +132,11 @@ def harvest(job_dir: str, index: int, out_dir: str) -> None:
     finally:
         sys.stdout, sys.stderr = saved
     data = wire.dump_result(result)
-    partial = Path(out_dir, f"{index}.part")
-    partial.write_bytes(data)
-    os.replace(partial, Path(out_dir, f"{index}.bin"))
+    fd = _open(os.path.join(out_dir, f"result-{nonce}.bin"), _NEW, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[_write(fd, view):]
+    finally:
+        _close(fd)
+    return hashlib.sha256(nonce.encode() + b"\0" + data).hexdigest()

@@ -11,7 +11,10 @@ ever quotes a file's content.
 Layouts: ``SUBMISSIONS/<student>/<any name>.ipynb`` (subfolders allowed), and
 loose notebooks ``SUBMISSIONS/<name>.ipynb``, which count as the
 submission of a student called ``<name>``. Hidden entries (``.name``, such
-as ``.ipynb_checkpoints``) are skipped.
+as ``.ipynb_checkpoints``) are skipped. One source per student: a loose
+``victim.ipynb`` beside a folder ``victim/`` is refused as a whole (neither
+is read), with a row that names both, since anyone who can drop a file in
+the folder could otherwise add a worse notebook to a classmate's.
 
 A student's name is the folder's (or loose file's) name, shown as it is
 when it is printable, short and in Unicode's composed form; any other name
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Submission", "IntakeError", "collect", "display_name",
-           "student_name", "safe_file_name"]
+           "student_name", "safe_file_name", "mixed_scripts"]
 
 MAX_DEPTH = 4
 #: Notebooks, bytes and folder entries read for one student.
@@ -83,6 +86,31 @@ def student_name(name: str, limit: int = 64) -> str:
             and unicodedata.normalize("NFC", name) == name):
         return name
     return display_name(name, limit - 9) + "~" + _digest(name)
+
+
+# Scripts written together in one name as a matter of course: Japanese
+# (kanji, hiragana, katakana) and Korean (hangul, hanja).
+_ONE_SCRIPT = {"CJK": "HAN", "HIRAGANA": "HAN", "KATAKANA": "HAN",
+               "HANGUL": "HAN", "IDEOGRAPHIC": "HAN"}
+
+
+def _script(ch: str) -> str | None:
+    """The script of a letter, by the first word of its Unicode name."""
+    if not ch.isalpha():
+        return None
+    try:
+        word = unicodedata.name(ch).split()[0]
+    except ValueError:
+        return "UNKNOWN"
+    return _ONE_SCRIPT.get(word, word)
+
+
+def mixed_scripts(name: str) -> list[str]:
+    """The scripts of the letters of ``name`` when there are two or more
+    (``["CYRILLIC", "LATIN"]``), else ``[]``."""
+    found = {_script(ch) for ch in unicodedata.normalize("NFC", name)}
+    found.discard(None)
+    return sorted(found) if len(found) > 1 else []
 
 
 def safe_file_name(name: str) -> str:
@@ -239,6 +267,7 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
     root = _open_dir(str(folder))
     found: list[Submission] = []
     budgets: dict[str, _Budget] = {}
+    sources: dict[str, dict[str, str]] = {}      # student -> kind -> name
     try:
         entries = _scan(root, _class_budget())
         for entry in entries:
@@ -251,6 +280,9 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
                 continue
             student = student_name(name.removesuffix(".ipynb")
                                    if not stat.S_ISDIR(mode) else name)
+            if stat.S_ISDIR(mode) or name.endswith(".ipynb"):
+                kind = "folder" if stat.S_ISDIR(mode) else "file"
+                sources.setdefault(student, {})[kind] = display_name(name)
             budget = budgets.setdefault(student, _Budget())
             if stat.S_ISDIR(mode):
                 try:
@@ -276,6 +308,16 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
                     found.append(taken)
     finally:
         os.close(root)
+    for student, kinds in sources.items():
+        if len(kinds) > 1:
+            found = [s for s in found if s.student != student]
+            found.append(Submission(student, "", problem=(
+                f"two sources for {display_name(student)}: a loose notebook "
+                f"{kinds['file']} and a folder {kinds['folder']}/; one "
+                f"student hands in one of them, so neither was graded (move "
+                f"the notebook into the folder, or remove one, and grade "
+                f"again)")))
+            budgets.pop(student, None)
     for student, budget in budgets.items():
         if budget.skipped:
             found.append(Submission(student, "", problem=(

@@ -42,6 +42,9 @@ PART_HARVEST = "harvest-{index}"
 
 # A gradebook folder.
 GRADEBOOK = "gradebook.csv"
+#: The same grades, one column per assignment (chapter), for an LMS import.
+CANVAS_CSV = "canvas.csv"
+MOODLE_CSV = "moodle.csv"
 FEEDBACK_DIR = "feedback"
 EXECUTED_DIR = "executed"
 WRITTEN_DIR = "written"

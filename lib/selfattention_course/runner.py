@@ -17,8 +17,25 @@ within reach), and
    its own time limit (:mod:`selfattention_course.harvest`), handing it
    that exercise's hidden cases only now; the harvest writes plain data
    only;
-3. writes one frame to standard output: a report of the run, the harvested
+3. accepts an exercise's result only when its harvest reports success for
+   it (below); otherwise the exercise has no result, whatever files exist;
+4. writes one frame to standard output: a report of the run, the harvested
    bundles and the executed notebook.
+
+Results only the harvest can write. Each harvest gets a folder of its own,
+made just before its call under a name drawn then (so nothing that ran
+earlier could prepare it), held open by this process, and a secret of its
+own (a nonce drawn here after every cell has run). The harvest writes its
+result to a file named after the nonce, created exclusively (never
+replacing, never through a link), and its call's value is the SHA-256 of
+the nonce and the bytes it wrote. This process reads the file through the
+folder it holds open, refuses it unless it is a regular file and the only
+entry of the folder besides the cases, and accepts it only if the call
+ended "ok" with exactly that digest as its one result. An answer that
+writes the result path itself, puts a folder or a link where the result
+goes, swaps the folder or floods the call's output therefore leaves its
+exercise with no result at all (0 points, "not graded"); it cannot make
+its own.
 
 Nothing here decides a score: the grader judges the harvested outputs in its
 own process. The kernel's own standard output and error go nowhere.
@@ -31,6 +48,7 @@ import os
 import platform
 import resource
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -192,9 +210,6 @@ def run(job_dir: Path, cases: bytes = b"") -> bytes:
     limits = job["limits"]
     scratch = Path(os.environ.get(SCRATCH_ENV, SCRATCH))
     work = scratch / Path(WORK_DIR).relative_to(SCRATCH)
-    # Made only once the cells have run, under a name they cannot guess,
-    # so that no cell can leave a result there in advance.
-    harvest_dir = scratch / f"{Path(HARVEST_DIR).name}-{secrets.token_hex(8)}"
     home = Path(os.environ.get("HOME", scratch / "home"))
     for folder in (work, home):
         folder.mkdir(parents=True, exist_ok=True)
@@ -247,25 +262,18 @@ def run(job_dir: Path, cases: bytes = b"") -> bytes:
     if client.kc is not None:
         alive = _run_cells(client, nb, report, deadline - reserve,
                            DeadKernelError)
-        try:
-            harvest_dir.mkdir(mode=0o700)
-        except OSError:                    # the notebook filled the scratch
-            alive = False
         kernel = _kernel_pid(client)
         if alive:
             report["strays"] = _stop_strays({kernel}, clamp=kernel)
-            _harvest(client, job, job_dir, harvest_dir, report, deadline,
-                     cases)
+            results = _harvest(client, job, job_dir, scratch, report,
+                               deadline, cases)
+            for index, data in sorted(results.items()):
+                parts.append((PART_HARVEST.format(index=index), data))
         report["cpu"] = _cpu_seconds(kernel)
         _stop_kernel(client)
     _stop_strays(set())
     report["truncated"] = sorted(client.truncated)
     report["seconds"] = round(time.monotonic() - started, 3)
-    for index in range(len(job["exercises"])):
-        data = _read_result(harvest_dir / f"{index}.bin",
-                            wire.MAX_BUNDLE)
-        if data is not None:
-            parts.append((PART_HARVEST.format(index=index), data))
     # "replace": text a notebook made of lone surrogates cannot stop this.
     executed = nbformat.writes(nb).encode("utf-8", "replace")
     if len(executed) > limits["notebook_output_bytes"] + 4 * 2 ** 20:
@@ -346,47 +354,158 @@ def _execute(client, code: str, seconds: float) -> str:
 
 
 # The harvest runs from its file, executed afresh in a namespace of its own
-# (the notebook may have replaced what ``import`` would find).
+# (the notebook may have replaced what ``import`` would find). The call's
+# value is the harvest's report: the digest of what it wrote.
 HARVEST_CALL = (
     "(lambda n: (exec(compile(open(n['__file__'], encoding='utf-8').read(), "
-    "n['__file__'], 'exec'), n), n['harvest']({job!r}, {index}, {out!r})))("
+    "n['__file__'], 'exec'), n), n['harvest']({job!r}, {index}, {out!r}, "
+    "{nonce!r}))[1])("
     "{{'__name__': '_selfattention_harvest', '__file__': {path!r}}})")
 
 
-def _harvest(client, job, job_dir, harvest_dir, report, deadline,
-             cases: dict) -> None:
+def _harvest(client, job, job_dir, scratch: Path, report, deadline,
+             cases: dict) -> dict[int, bytes]:
+    """Run every exercise's harvest; the results it reported, by index."""
     from . import harvest
 
     path = str(Path(harvest.__file__).resolve())
     count = len(job["exercises"])
+    results: dict[int, bytes] = {}
     for index in range(count):
         left = deadline - time.monotonic()
         if left <= 1:
             report["harvest"][index] = "deadline"
             continue
         seconds = min(job["limits"]["harvest_seconds"], left)
-        call = HARVEST_CALL.format(job=str(job_dir), index=index,
-                                   out=str(harvest_dir), path=path)
         name = job["exercises"][index]["cases"]
-        given = harvest_dir / name
+        nonce = secrets.token_hex(16)
+        folder = scratch / f"{Path(HARVEST_DIR).name}-{secrets.token_hex(8)}"
         try:
-            given.write_bytes(cases[name])
-        except (KeyError, OSError):
+            folder.mkdir(mode=0o700)
+            folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY |
+                                os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:                    # the notebook filled the scratch
             report["harvest"][index] = "error"
             continue
-        kernel = _kernel_pid(client)
-        cpu, since = _cpu_seconds(kernel), time.monotonic()
-        status = _execute(client, call, seconds)
-        given.unlink(missing_ok=True)
-        report["harvest"][index] = status
-        if status == "timeout":
-            report["shares"][index] = _share(kernel, cpu, since)
+        try:
+            try:
+                _write_new(folder_fd, name, cases[name])
+            except (KeyError, OSError):
+                report["harvest"][index] = "error"
+                continue
+            call = HARVEST_CALL.format(job=str(job_dir), index=index,
+                                       out=str(folder), nonce=nonce,
+                                       path=path)
+            kernel = _kernel_pid(client)
+            cpu, since = _cpu_seconds(kernel), time.monotonic()
+            status, values = _execute_values(client, call, seconds)
+            if status == "ok":
+                data, why = _reported_result(folder_fd, nonce, name, values)
+                if data is None:
+                    status = why
+                else:
+                    results[index] = data
+            elif status == "error" and _littered(folder_fd, name):
+                status = "forged"       # the harvest could not write its own
+            report["harvest"][index] = status
+            if status == "timeout":
+                report["shares"][index] = _share(kernel, cpu, since)
+        finally:
+            os.close(folder_fd)
+            shutil.rmtree(folder, ignore_errors=True)
         if status == "timeout" and not _responds(client):
             status = "stuck"
         if status in ("dead", "stuck"):
             for rest in range(index + 1, count):
                 report["harvest"][rest] = status
-            return
+            return results
+    return results
+
+
+def _write_new(dir_fd: int, name: str, data: bytes) -> None:
+    """Write a new regular file ``name`` of the folder ``dir_fd``."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                 | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def result_name(nonce: str) -> str:
+    """The file a harvest writes its result to."""
+    return f"result-{nonce}.bin"
+
+
+def result_digest(nonce: str, data: bytes) -> str:
+    """What a harvest reports for the result ``data`` it wrote."""
+    import hashlib
+
+    return hashlib.sha256(nonce.encode() + b"\0" + data).hexdigest()
+
+
+def _reported_result(dir_fd: int, nonce: str, cases_name: str,
+                     values: list) -> tuple[bytes | None, str]:
+    """The result the harvest reported, or ``(None, why not)``.
+
+    The folder must hold the cases and the result only; the result must be
+    a regular file within the size limit, and the call's one result value
+    must be its digest.
+    """
+    from .wire import MAX_BUNDLE
+
+    expected = result_name(nonce)
+    try:
+        entries = sorted(os.listdir(dir_fd))
+    except OSError:
+        return None, "forged"
+    if entries != sorted({cases_name, expected}):
+        return None, "forged"
+    data = _read_result_at(dir_fd, expected, MAX_BUNDLE)
+    if data is None:
+        return None, "forged"
+    if values != [repr(result_digest(nonce, data))]:
+        return None, "forged"
+    return data, "ok"
+
+
+def _littered(dir_fd: int, cases_name: str) -> bool:
+    """Whether a harvest that failed left anything but the cases (it
+    writes nothing before its result: something else did)."""
+    try:
+        return sorted(os.listdir(dir_fd)) != [cases_name]
+    except OSError:
+        return True
+
+
+def _execute_values(client, code: str, seconds: float):
+    """Run ``code`` like :func:`_execute`; also the text of its results."""
+    import nbformat
+    from nbclient.exceptions import DeadKernelError
+
+    cell = nbformat.v4.new_code_cell(code)
+    cell.metadata["grader_seconds"] = seconds
+    client.nb.cells.append(cell)
+    client.timed_out = False
+    try:
+        client.execute_cell(cell, len(client.nb.cells) - 1,
+                            store_history=False)
+    except DeadKernelError:
+        return "dead", []
+    except Exception:
+        return "error", []
+    finally:
+        client.nb.cells.pop()
+    if client.timed_out:
+        return "timeout", []
+    if _errors(cell):
+        return "error", []
+    values = [out.get("data", {}).get("text/plain")
+              for out in cell.get("outputs", [])
+              if out.get("output_type") == "execute_result"]
+    return "ok", values
 
 
 def _kernel_pid(client) -> int | None:
@@ -487,13 +606,14 @@ def _stop_kernel(client) -> None:
         pass
 
 
-def _read_result(path: Path, cap: int) -> bytes | None:
-    """A harvest file, if it is a regular file within the cap."""
+def _read_result_at(dir_fd: int, name: str, cap: int) -> bytes | None:
+    """A harvest file of the folder ``dir_fd``, if it is a regular file
+    within the cap (never through a link)."""
     import stat
 
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags)
+        fd = os.open(name, flags, dir_fd=dir_fd)
     except OSError:
         return None
     try:

@@ -3,11 +3,13 @@
 Each exercise is an :class:`~selfattention.exercises.core.Exercise`,
 declared once: the check a student calls in the notebook
 (``checks.check_softmax(my_softmax)``) and what the grader of
-``selfattention_course`` runs on hidden cases. A check tries the answer
-on cases it builds itself and prints a specific message: what is right, or
-the first thing that is wrong (a shape, a row that does not sum to one, a
-missing ``√d_k``). It never raises in a notebook, so "Run all" goes to the
-end even when an exercise is not done yet.
+``selfattention_course`` runs on hidden cases. Their judges, case
+generators and reference helpers are the grader's
+(``selfattention_course.judges``, one module per chapter module here).
+A check tries the answer on public cases and prints a specific message:
+what is right, or the first thing that is wrong (a shape, a row that does
+not sum to one, a missing ``√d_k``). It never raises in a notebook, so "Run
+all" goes to the end even when an exercise is not done yet.
 
 ======================  ==========================================
 module                  chapter

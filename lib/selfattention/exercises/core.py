@@ -6,13 +6,16 @@ module::
     check_softmax = Exercise(
         "ex-definition-softmax", kind="Implement", points=1,
         answers=("my_softmax",),       # the names the grader reads
-        cases=softmax_cases,           # (rng) -> list of dicts of plain data
         run=softmax_run,               # (my_softmax, **case) -> an output
-        judge=softmax_judge,           # (output, **case) -> None or Wrong
         references=("selfattention.attention.softmax",),
         success="rows are non-negative, sum to one ...")
 
-The same declaration serves two places:
+What decides a grade is not here: the cases (``(rng) -> list of dicts of
+plain data``), the judge (``(output, **case) -> None or Wrong(message,
+code)``) and an Experiment's replay live with the grader, in
+``selfattention_course.judges.<module>`` (:meth:`Exercise.grading` finds
+them), which the sandbox of a graded notebook does not hold. The same
+declaration serves two places:
 
 * **in the notebook**, ``checks.check_softmax(my_softmax)`` draws the public
   cases (a fixed seed), runs the answer on them, turns each output into
@@ -21,19 +24,21 @@ The same declaration serves two places:
 * **in the grader** (``selfattention_course``), :meth:`Exercise.attempt`
   runs the answers found in the student's executed notebook on hidden cases
   drawn at grading time, inside the sandboxed kernel; only plain data comes
-  back, and :meth:`Exercise.assess` calls the same ``judge`` in the grader's
-  own process.
+  back, and :meth:`Exercise.assess` calls the judge in the grader's own
+  process.
 
 ``run`` raises :class:`NotDone` while the answer is the starter code and
 :class:`Wrong` when the answer cannot even be run on a case; ``judge``
-raises :class:`Wrong` with a diagnosis (or :class:`NotDone` for a value
-answer still ``None``). An answer that calls one of the exercise's
-``references`` (the library's own version of what the student is asked to
-write) is reported "for review": the notebook asks the student to write it
-themselves and the grader gives it no points. The detection is a profiling
-hook (:class:`Tripwire`) that recognises the references' code objects, and
-the copies of their code that a chapter shows on its page (and so defines
-in the student's notebook).
+raises :class:`Wrong` with a diagnosis and its code (or :class:`NotDone`
+for a value answer still ``None``). An answer that uses one of the
+exercise's ``references`` (the library's own version of what the student
+is asked to write, and the shortcuts that answer it) is reported "for
+review": the notebook asks the student to write it themselves and the
+grader gives it no points. The grader decides that from the submitted
+source (``selfattention_course.review``); a profiling hook
+(:class:`Tripwire`) in the kernel, which recognises the references' code
+objects and the copies a chapter shows on its page, adds evidence and can
+never clear an answer.
 
 Plain data (:func:`to_plain`) is what may cross from a student's kernel to
 the grader: ``None``, bools, ints, floats, strings, tuples and lists of
@@ -61,7 +66,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Exercise", "Feedback", "NotDone", "Wrong", "Opaque", "Missing",
+__all__ = ["Exercise", "Feedback", "NotDone", "Wrong", "NoJudge", "Opaque",
+           "Missing",
            "Tripwire", "signatures", "fingerprint", "to_plain", "holds_nan",
            "type_name", "call",
            "answered", "int_pair", "returned_array", "returned_arrays",
@@ -112,6 +118,10 @@ class Feedback:
         Points earned (``max_points`` if correct, else 0).
     max_points : float
         Points the exercise is worth.
+    code : str
+        The diagnosis, stable across rewordings: the :class:`Wrong`'s
+        ``code`` for a wrong answer, else the status in one word
+        (``"correct"``, ``"not-done"``, ``"for-review"``...).
     """
 
     exercise: str
@@ -119,6 +129,7 @@ class Feedback:
     message: str
     points: float
     max_points: float
+    code: str = ""
 
     @property
     def passed(self) -> bool:
@@ -131,9 +142,25 @@ class Feedback:
 class NotDone(Exception):
     """The answer is still the starter code."""
 
+    code = "not-done"
+
+
+class NoJudge(LookupError):
+    """No judge of this exercise is installed here (a graded notebook's
+    sandbox holds none)."""
+
 
 class Wrong(Exception):
-    """The answer is wrong; the message says what to fix."""
+    """The answer is wrong; the message says what to fix.
+
+    ``code`` names the diagnosis (``"sqrt-missing"``, ``"shape"``...): the
+    wording of a message may change, its code does not, and tests assert
+    codes. A diagnosis raised without one has the code ``"wrong"``.
+    """
+
+    def __init__(self, message: str = "", code: str = "wrong"):
+        super().__init__(message)
+        self.code = str(code)
 
 
 # ------------------------------------------------------------------ plain
@@ -252,8 +279,18 @@ def _big_int(value: int) -> float:
 
 # ------------------------------------------------------------------ tripwire
 def _resolve(dotted: str):
-    module, _, attr = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), attr)
+    """The object a dotted name names: a module's attribute, or a class's
+    (``torch.Tensor.backward``)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            found = getattr(found, attr)
+        return found
+    raise ImportError(dotted)
 
 
 def _code_objects(fn) -> list:
@@ -504,7 +541,8 @@ def call(fn, *args, what: str = "your function"):
     if fn is None or fn is Ellipsis:
         raise NotDone("the answer is still empty; write it in the cell above")
     if not callable(fn):
-        raise Wrong(f"{what} should be a function, got {type(fn).__name__}")
+        raise Wrong(f"{what} should be a function, got {type(fn).__name__}",
+                    "not-a-function")
     try:
         out = fn(*args)
     except NotImplementedError:
@@ -513,7 +551,8 @@ def call(fn, *args, what: str = "your function"):
         frames = traceback.extract_tb(err.__traceback__)
         where = (f" (line {frames[-1].lineno}: {frames[-1].line})"
                  if frames else "")
-        raise Wrong(f"{what} raised {type(err).__name__}: {err}{where}") \
+        raise Wrong(f"{what} raised {type(err).__name__}: {err}{where}",
+                    "raised") \
             from None
     if out is None:
         raise NotDone(f"{what} returned None; fill in its body")
@@ -542,7 +581,8 @@ def int_pair(value, wrong: str) -> tuple[int, int]:
             raise TypeError
         a, b = (int(v) for v in value)
     except (TypeError, ValueError, OverflowError):
-        raise Wrong(f"{wrong}, got {_short(value)}") from None
+        raise Wrong(f"{wrong}, got {_short(value)}", "not-a-pair") \
+            from None
     return a, b
 
 
@@ -562,7 +602,7 @@ def returned_array(out, what: str, kind: str = "an array of numbers"):
         return np.asarray(out, dtype=float)
     except (TypeError, ValueError):
         raise Wrong(f"{what} should return {kind}, got "
-                    f"{type_name(out)}") from None
+                    f"{type_name(out)}", "type") from None
 
 
 def returned_arrays(out, count: int, wrong: str, dtype=float) -> tuple:
@@ -573,18 +613,19 @@ def returned_arrays(out, count: int, wrong: str, dtype=float) -> tuple:
     keeps the dtype that NumPy infers).
     """
     if not (isinstance(out, tuple) and len(out) == count):
-        raise Wrong(wrong)
+        raise Wrong(wrong, "type")
     arrays = []
     for a in out:
         if isinstance(a, (str, Opaque)) or a is None:
-            raise Wrong(f"{wrong}; one item is {type_name(a)}")
+            raise Wrong(f"{wrong}; one item is {type_name(a)}", "type")
         try:
             arr = np.asarray(a, dtype=dtype)
         except (TypeError, ValueError):
-            raise Wrong(f"{wrong}; one item is not an array of numbers") \
-                from None
+            raise Wrong(f"{wrong}; one item is not an array of numbers",
+                        "type") from None
         if arr.dtype.kind not in "biuf":
-            raise Wrong(f"{wrong}; one item is not an array of numbers")
+            raise Wrong(f"{wrong}; one item is not an array of numbers",
+                        "type")
         arrays.append(arr)
     return tuple(arrays)
 
@@ -599,7 +640,7 @@ def expect_shape(arr, name: str, want: tuple, legend: str,
     """
     if arr.shape != want:
         raise Wrong(f"{name} has shape {arr.shape}, expected {legend} = "
-                    f"{want}" + (f": {why}" if why else ""))
+                    f"{want}" + (f": {why}" if why else ""), "shape")
 
 
 # ------------------------------------------------------------------ exercise
@@ -617,19 +658,28 @@ class Exercise:
     kind : str
         One of :data:`KINDS`.
     points : float
-        What a correct answer earns.
+        What a correct answer earns. 0 for an exercise whose numbers a
+        student could make up: the grader then runs nothing of it and the
+        written part carries the points (the check still gives feedback in
+        the notebook).
     answers : tuple of str
         The names, in the student's notebook, that hold the answer: a
         function to complete or a value to set. Calling the exercise takes
         these in the same order.
-    judge : callable
+    judge : callable, optional
         ``judge(output, **case)``: returns None when the output is right,
         raises :class:`Wrong` with a diagnosis, or :class:`NotDone`. It
-        receives plain data only and runs in the grader's process.
+        receives plain data only and runs in the grader's process. The
+        book's exercises leave it out: their judges, cases and replays live
+        with the grader, in ``selfattention_course.judges.<module>``
+        (:meth:`grading` finds them), so that the package a graded notebook
+        runs with holds none of them. An exercise module of an instructor
+        may still give them here.
     cases : callable, optional
         ``cases(rng)``: a list of dicts of plain data, the inputs of one run
         each. Public cases come from ``np.random.default_rng(seed)``, hidden
         ones from a secret seed. None for a value answer (one empty case).
+        With the judge, or in the grader's judges.
     run : callable, optional
         ``run(*answers, **case)``: calls the student's code on one case and
         returns its output; runs in the student's kernel. By default the
@@ -656,20 +706,27 @@ class Exercise:
         :class:`Wrong` when the output is not what that run gives, so that
         plausible numbers made up without running the experiment fail.
         The notebook's own check leaves it out (it costs a training run
-        the chapter has just done).
+        the chapter has just done). With the judge, or in the grader's
+        judges.
+    module : str, optional
+        The module that declares the exercise (by default the caller's):
+        its judges are ``selfattention_course.judges.<last part>``.
     """
 
     def __init__(self, label: str, *, kind: str, points: float,
-                 answers: tuple, judge, cases=None, run=None,
+                 answers: tuple, judge=None, cases=None, run=None,
                  references: tuple = (), written: str | None = None,
                  written_points: float = 1.0, success: str = "",
                  seed: int = 0, doc: str = "", nan_is_a_word: bool = False,
-                 replay=None):
+                 replay=None, module: str | None = None):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         if not answers or not all(isinstance(a, str) and a.isidentifier()
                                   for a in answers):
             raise ValueError(f"answers must be names, got {answers!r}")
+        if float(points) < 0 or (float(points) == 0 and not written):
+            raise ValueError(f"points must be > 0, or 0 with a written part "
+                             f"that carries them, got {points!r}")
         self.label = label
         self.kind = kind
         self.points = float(points)
@@ -685,16 +742,37 @@ class Exercise:
         self.doc = doc
         self.nan_is_a_word = nan_is_a_word
         self.replay = replay
+        self.module = module or sys._getframe(1).f_globals.get(
+            "__name__", "")
         self.__doc__ = doc or f"The check of exercise {label}."
 
     def __repr__(self) -> str:
         return (f"Exercise({self.label!r}, kind={self.kind!r}, "
                 f"points={self.points:g})")
 
+    # -- the grading side ----------------------------------------------
+    def grading(self):
+        """What judges this exercise: an object with ``cases``, ``judge``
+        and ``replay`` (see the parameters).
+
+        The exercise itself when it was declared with its judge; else the
+        entry of ``selfattention_course.judges`` for its label, which the
+        grader imports in its own process. Raises :class:`NoJudge` where
+        that package is not installed (in a graded notebook's sandbox).
+        """
+        if self.judge is not None:
+            return self
+        try:
+            from selfattention_course.judges import judge_for
+        except ImportError:
+            raise NoJudge(self.label) from None
+        return judge_for(self)
+
     # -- cases ---------------------------------------------------------
     def draw(self, rng: np.random.Generator) -> list[dict]:
         """The cases drawn from ``rng`` (one empty case for a value answer)."""
-        return [{}] if self.cases is None else list(self.cases(rng))
+        cases = self.grading().cases
+        return [{}] if cases is None else list(cases(rng))
 
     def public_cases(self) -> list[dict]:
         """The cases of the in-notebook check (a fixed seed)."""
@@ -780,43 +858,55 @@ class Exercise:
                 FOR_REVIEW, f"your answer {what}. Write it yourself: an "
                             f"answer that calls the library's version gets "
                             f"no points")
+        try:
+            grading = self.grading()
+        except NoJudge:
+            return self._feedback(NOT_GRADED, "the judges of the checks are "
+                                              "not installed here")
         outcomes = list(result.get("outcomes", ()))
+        prepare = getattr(grading, "prepare", None)
+        if prepare is not None and outcomes:
+            prepare(copy.deepcopy(cases))   # e.g. measure every case at once
         for case, outcome in zip(cases, outcomes):
             if "not_done" in outcome:
                 return self._feedback(NOT_DONE, outcome["not_done"])
-            if "wrong" in outcome:
-                return self._feedback(WRONG, outcome["wrong"])
+            if "wrong" in outcome:       # the answer could not run on it
+                return self._feedback(WRONG, outcome["wrong"],
+                                      code="run-failed")
             try:
                 with np.errstate(all="ignore"):
-                    self.judge(outcome["output"], **copy.deepcopy(case))
+                    grading.judge(outcome["output"], **copy.deepcopy(case))
             except NotDone as err:
                 return self._feedback(NOT_DONE, str(err))
             except Wrong as err:
-                return self._feedback(WRONG, str(err))
+                return self._feedback(WRONG, str(err), code=err.code)
             except Exception as err:     # plain data of an unexpected form
                 return self._feedback(
                     WRONG, f"the answer could not be checked "
                            f"({type(err).__name__}); look at its type and "
-                           f"shape")
+                           f"shape", code="unreadable")
             if holds_nan(outcome["output"],    # no judge may be fooled by it
                          words=not self.nan_is_a_word):
                 return self._feedback(
                     WRONG, "the output holds NaN (not a number) where a "
-                           "number was expected")
-            if replay and self.replay is not None:
+                           "number was expected", code="nan")
+            if replay and grading.replay is not None:
                 try:
-                    self.replay(outcome["output"], **copy.deepcopy(case))
+                    grading.replay(outcome["output"], **copy.deepcopy(case))
                 except Wrong as err:
-                    return self._feedback(WRONG, str(err))
+                    return self._feedback(WRONG, str(err), code=err.code)
         if len(outcomes) < len(cases):
             return self._feedback(
                 NOT_GRADED, f"the answer ran on {len(outcomes)} of "
                             f"{len(cases)} cases")
         return self._feedback(CORRECT, self.success, self.points)
 
-    def _feedback(self, status: str, message: str,
-                  points: float = 0.0) -> Feedback:
-        return Feedback(self.label, status, message, points, self.points)
+    def _feedback(self, status: str, message: str, points: float = 0.0,
+                  code: str | None = None) -> Feedback:
+        code = code or (WRONG if status == WRONG else status.replace(" ",
+                                                                     "-"))
+        return Feedback(self.label, status, message, points, self.points,
+                        code)
 
     # -- the in-notebook check -----------------------------------------
     def feedback(self, *answers) -> Feedback:
@@ -836,6 +926,10 @@ class Exercise:
             cases = self.public_cases()
             return self.assess(self.attempt(answers, cases), cases,
                                replay=False)
+        except NoJudge:
+            return self._feedback(NOT_GRADED, "this check needs the book's "
+                                              "grading package "
+                                              "(selfattention_course)")
         except Exception as err:     # a check never raises
             return self._feedback(
                 WRONG, f"the answer could not be checked "

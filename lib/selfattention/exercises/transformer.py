@@ -2,97 +2,26 @@
 
 from __future__ import annotations
 
-import functools
 
-import numpy as np
 
-from ..interpret import rollout
-from .core import Exercise, Wrong, call, expect_shape, returned_array
+from .core import Exercise, call
 
 __all__ = ["check_block_counts", "check_rollout", "check_no_position"]
 
 
 # ------------------------------------------------------------------ 6.1
-def block_parameters(d, d_mlp):
-    """What a pre-LN block holds: 2 LayerNorms, W_QKV, W_O, a 2-layer MLP."""
-    return 4 * d * d + 2 * d * d_mlp + 9 * d + d_mlp
-
-
-def block_macs(n, d, d_mlp):
-    """Multiply-adds of one block on n tokens (matrix products only)."""
-    return 4 * n * d * d + 2 * n * n * d + 2 * n * d * d_mlp
-
-
-def _counts_cases(rng):
-    cases = [{"n": 17, "d": 32, "h": 4, "d_mlp": 64, "h_other": 2}]
-    for _ in range(2):
-        h, h_other = (int(x) for x in rng.choice([1, 2, 4, 8], 2,
-                                                  replace=False))
-        d = 8 * int(rng.integers(1, 13))
-        cases.append({"n": int(rng.integers(2, 300)), "d": d, "h": h,
-                      "d_mlp": d * int(rng.integers(2, 5)),
-                      "h_other": h_other})
-    return cases
-
-
 def _counts_run(block_counts, n, d, h, d_mlp, h_other):
     return (call(block_counts, n, d, h, d_mlp, what="block_counts"),
             call(block_counts, n, d, h_other, d_mlp, what="block_counts"))
 
 
-def _pair_of_numbers(out) -> tuple[float, float]:
-    arr = returned_array(out, "block_counts",
-                         "a pair (parameters, multiply-adds)")
-    if arr.shape != (2,):
-        raise Wrong(f"block_counts should return a pair (parameters, "
-                    f"multiply-adds), got {arr.size} number(s)")
-    return float(arr[0]), float(arr[1])
-
-
-def _counts_judge(out, n, d, h, d_mlp, h_other):
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise Wrong("block_counts could not be run on two head counts")
-    (p, m), (p2, m2) = _pair_of_numbers(out[0]), _pair_of_numbers(out[1])
-    P, M = block_parameters(d, d_mlp), block_macs(n, d, d_mlp)
-    case = f"for n={n}, d={d}, h={h}, d_mlp={d_mlp}"
-    if (p, m) != (p2, m2) and (p == P or p2 == P or m == M or m2 == M):
-        raise Wrong(f"your counts change with h ({h} -> {h_other}) {case}; "
-                    f"h heads of width d/h hold and cost what one head of "
-                    f"width d does")
-    if p != P:
-        missing = {4 * d: "the two LayerNorms (a scale and a shift of "
-                          "width d each)",
-                   5 * d + d_mlp: "the biases (every Linear layer has one)",
-                   d * d + d: "W_O and its bias",
-                   d * d_mlp + d_mlp: "the MLP's first layer",
-                   d_mlp * d + d: "the MLP's second layer",
-                   2 * d * d + 2 * d: "two of the projections W_Q, W_K, W_V"}
-        what = missing.get(P - p)
-        raise Wrong(f"{case} the parameter count is {p:g}, "
-                    + (f"it leaves out {what}" if what else
-                       f"{'more' if p > P else 'fewer'} than the block "
-                       f"holds"))
-    if m != M:
-        if m == 2 * M:
-            raise Wrong(f"{case} you counted {m:g}, twice the multiply-adds:"
-                        f" a multiply-add is one operation here, not two")
-        missing = {2 * n * n * d: "both products with n x n entries (Q Kᵀ "
-                                  "and A V)",
-                   n * n * d: "one of the products with n x n entries",
-                   2 * n * d * d_mlp: "the MLP",
-                   n * d * d: "the output projection W_O",
-                   3 * n * d * d: "the projections to Q, K and V"}
-        what = missing.get(M - m)
-        raise Wrong(f"{case} the multiply-adds come to {m:g}, "
-                    + (f"which leaves out {what}" if what else
-                       f"{'more' if m > M else 'fewer'} than the block "
-                       f"does"))
-
-
 check_block_counts = Exercise(
     "ex-transformer-counts", kind="Derive", points=3,
-    answers=("block_counts",), cases=_counts_cases, run=_counts_run,
-    judge=_counts_judge, seed=61,
+    answers=("block_counts",), run=_counts_run,
+    seed=61,
+    references=("selfattention.flops.count_flops",
+                "torch.utils.flop_counter.FlopCounterMode",
+                "torch.nn.MultiheadAttention"),
     written="which term dominates each count for ViT-B (n = 197, d = 768, "
             "d_mlp = 3072), and why does h appear in neither?",
     written_points=1,
@@ -103,63 +32,14 @@ check_block_counts = Exercise(
 
 
 # ------------------------------------------------------------------ 6.2
-def _rollout_cases(rng):
-    cases = []
-    for L, h, m in [(2, 4, 5), (3, 2, 6), (1, 3, 4)]:
-        A = rng.random((2, L, h, m, m)) ** 3
-        cases.append({"maps": A / A.sum(-1, keepdims=True),
-                      "residual": float(np.round(rng.uniform(0.2, 0.8), 2))})
-    return cases
-
-
 def _rollout_run(my_rollout, maps, residual):
     return call(my_rollout, maps, residual, what="my_rollout")
 
 
-def _product(A, last_on_left=True):
-    """The product of per-layer matrices A (N, L, m, m)."""
-    R = np.broadcast_to(np.eye(A.shape[-1]), A.shape[:1] + A.shape[2:])
-    for layer in range(A.shape[1]):
-        R = A[:, layer] @ R if last_on_left else R @ A[:, layer]
-    return R
-
-
-def _mixed(heads, residual):
-    """Each layer's (N, L, m, m) head summary mixed with the identity."""
-    A = (1 - residual) * heads + residual * np.eye(heads.shape[-1])
-    return A / A.sum(-1, keepdims=True)
-
-
-def _rollout_judge(R, maps, residual):
-    R = returned_array(R, "my_rollout")
-    N, L, h, m, _ = maps.shape
-    expect_shape(R, "my_rollout's result", (N, m, m), "(N, 1+n, 1+n)",
-                 "one matrix per image")
-    if np.allclose(R, rollout.__wrapped__(maps, residual)):
-        return None
-    mean = maps.mean(axis=2)
-    if L > 1 and np.allclose(R, _product(_mixed(mean, residual), False)):
-        raise Wrong("the layers are multiplied in the wrong order: the last "
-                    "layer goes on the left, R = Â_L ··· Â_1, because the "
-                    "first layer acts first on the tokens")
-    if np.allclose(R, _product(mean)):
-        raise Wrong("the identity is missing: each layer's matrix is "
-                    "residual·I + (1 - residual)·(mean over heads)")
-    if h > 1 and np.allclose(R, _product(_mixed(maps.sum(axis=2),
-                                                residual))):
-        raise Wrong("the heads are summed, not averaged: with the identity "
-                    "mixed in, the sum gives the heads h times the weight")
-    if h > 1 and np.allclose(R, _product(_mixed(maps[:, :, 0], residual))):
-        raise Wrong("only the first head is used: average the heads of "
-                    "each layer (axis 2 of maps)")
-    raise Wrong("R differs from the product of the layers' matrices; check "
-                "the mix with the identity and the row sums")
-
-
 check_rollout = Exercise(
     "ex-transformer-rollout", kind="Implement", points=2,
-    answers=("my_rollout",), cases=_rollout_cases, run=_rollout_run,
-    judge=_rollout_judge, references=("selfattention.interpret.rollout",),
+    answers=("my_rollout",), run=_rollout_run,
+    references=("selfattention.interpret.rollout",),
     seed=62,
     success="each layer's head average mixed with the identity, rows "
             "renormalised, layers multiplied with the last on the left.",
@@ -167,87 +47,20 @@ check_rollout = Exercise(
 
 
 # ------------------------------------------------------------------ 6.3
-#: Bounds that hold for the tiny ViT without position embeddings over
-#: training seeds (15 epochs): accuracy and each head's distance in pixels.
-NO_POSITION_ACCURACY = (0.55, 0.82)
-WITH_POSITION_ACCURACY = 0.88
-DISTANCE = (3.0, 5.0)
-
-
-def _no_position_cases(rng):
-    # The public draw (seed 108 below) gives training seed 0,
-    # the one the chapter's solution reports: the chapter trains that model
-    # only once. Ten seeds: the grader trains each one it meets once.
-    return [{"seed": int(rng.integers(0, 10))}]
-
-
 def _no_position_run(distance_without_position, seed):
     return call(distance_without_position, seed,
                 what="distance_without_position")
 
 
-def _no_position_judge(out, seed):
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise Wrong("distance_without_position should return a pair "
-                    "(accuracy, distances)")
-    accuracy = returned_array(out[0], "distance_without_position",
-                              "an accuracy first")
-    dist = returned_array(out[1], "distance_without_position",
-                          "distances (L, h) second")
-    if accuracy.shape != () or not 0 <= accuracy <= 1:
-        raise Wrong(f"the accuracy should be one share in [0, 1], got "
-                    f"{np.round(accuracy, 3).tolist()}")
-    expect_shape(dist, "the distances", (2, 4), "(L, h)",
-                 "one per layer and head of the chapter's model")
-    if accuracy >= WITH_POSITION_ACCURACY:
-        raise Wrong(f"for seed {seed} the test accuracy is {accuracy:.1%}, "
-                    f"as high as with position embeddings: train with "
-                    f"position=False")
-    lo, hi = NO_POSITION_ACCURACY
-    if not lo <= accuracy <= hi:
-        raise Wrong(f"for seed {seed} the test accuracy is {accuracy:.1%}; "
-                    f"without position embeddings the chapter's model "
-                    f"trained for 15 epochs reaches {lo:.0%} to {hi:.0%}")
-    lo, hi = DISTANCE
-    if not np.all((lo <= dist) & (dist <= hi)):
-        raise Wrong(f"for seed {seed} the distances run from "
-                    f"{dist.min():.2f} to {dist.max():.2f} px; measure them "
-                    f"in pixels of the 8 x 8 image over the test images (a "
-                    f"patch is 2 px; uniform attention gives 4.02 px)")
-
-
-@functools.lru_cache(maxsize=None)
-def no_position_run(seed):
-    """The grader's run of the experiment: ``(accuracy, distances)``."""
-    from .. import interpret, vit
-
-    data = vit.digit_split()
-    model = vit.train(data, position=False, seed=seed)
-    _, maps = vit.forward(model, data.X_test)
-    return (vit.accuracy(model, data.X_test, data.y_test),
-            interpret.mean_attention_distance(maps, data.grid, data.patch))
-
-
-def _no_position_replay(out, seed):
-    accuracy, dist = no_position_run(seed)
-    got_acc = float(np.asarray(out[0], dtype=float))
-    got = np.asarray(out[1], dtype=float)
-    if abs(got_acc - accuracy) > 1e-9 or \
-            not np.allclose(got, dist, rtol=0, atol=1e-6):
-        raise Wrong(f"for seed {seed} these are not the numbers of the "
-                    f"model vit.train(data, position=False, seed={seed}) "
-                    f"gives on the chapter's split: train that model and "
-                    f"measure it on the test digits")
-
-
 check_no_position = Exercise(
-    "ex-transformer-no-position", kind="Experiment", points=3,
-    answers=("distance_without_position",), cases=_no_position_cases,
-    run=_no_position_run, judge=_no_position_judge, seed=108,
-    replay=_no_position_replay,
+    # Numbers a student could make up: the points go to the written
+    # part, which the instructor reads.
+    "ex-transformer-no-position", kind="Experiment", points=0,
+    answers=("distance_without_position",),
+    run=_no_position_run, seed=108,
     written="do your distances support the chapter's explanation of why no "
             "head is local?",
-    written_points=2,
+    written_points=5,
     success="a model without position embeddings, trained and measured; "
             "compare its distances with the chapter's model.",
     doc="Exercise 6.3: attention distance without position embeddings.")

@@ -1,0 +1,106 @@
+"""Pictures of a kernel-free figure's first state, for when its script
+cannot run.
+
+A notebook opened from disk is not trusted, so Jupyter shows its HTML
+outputs without their scripts, and a figure drawn on a ``<canvas>`` by
+JavaScript would be an empty box. Each canvas of
+:mod:`selfattention.interactive` therefore carries, as its CSS background,
+a PNG of what its script draws when the page loads: these functions paint
+the same picture in NumPy from the same data (``D`` of the script), pixel
+for pixel for the grey images, attention maps and outlines
+(``tests/test_stills.py`` compares them with Chromium's drawing). The script
+paints over the background, so with scripts the figure is unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+
+__all__ = ["background", "grey", "attention_map", "outline", "bars"]
+
+
+def _png(rgb: np.ndarray) -> str:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8), "RGB").save(
+        buffer, format="PNG", optimize=False, compress_level=9)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def background(rgb: np.ndarray) -> str:
+    """A ``style`` attribute value that shows ``rgb`` (H, W, 3) as the
+    element's background, stretched to the element's box."""
+    return (f"background-image:url(data:image/png;base64,{_png(rgb)});"
+            "background-size:100% 100%")
+
+
+def grey(levels, scale: int) -> np.ndarray:
+    """The script's ``grey``: each image pixel a ``scale`` × ``scale``
+    square of its grey level (0 … 255). Returns (H·s, W·s, 3) uint8."""
+    g = np.asarray(levels, dtype=np.uint8)
+    g = np.repeat(np.repeat(g, scale, axis=0), scale, axis=1)
+    return np.stack([g, g, g], axis=-1)
+
+
+def colour(values, lo: float, hi: float, lut) -> np.ndarray:
+    """The script's ``colour``: values to RGB through the colour stops
+    ``lut`` (k, 3), linearly between stops, rounded as
+    JavaScript's ``Math.round`` does (halves up)."""
+    lut = np.asarray(lut, dtype=float)
+    t = np.clip((np.asarray(values, dtype=float) - lo) / (hi - lo), 0, 1)
+    k = t * (len(lut) - 1)
+    i = np.floor(k).astype(int)
+    f = k - i
+    j = np.minimum(i + 1, len(lut) - 1)
+    rgb = lut[i] + f[..., None] * (lut[j] - lut[i])
+    return np.floor(rgb + 0.5).astype(np.uint8)
+
+
+def attention_map(weights, rows: int, cols: int, side: int, lo: float,
+                  hi: float, lut) -> np.ndarray:
+    """The script's ``map``: patch j a ``side`` × ``side`` square of its
+    weight's colour. Returns (rows·side, cols·side, 3) uint8."""
+    rgb = colour(np.asarray(weights).reshape(rows, cols), lo, hi, lut)
+    return np.repeat(np.repeat(rgb, side, axis=0), side, axis=1)
+
+
+def outline(rgb: np.ndarray, r: int, c: int, side: int) -> np.ndarray:
+    """The script's ``outline``: a black frame 4 px wide with a white one
+    2 px wide inside it, around patch (r, c), drawn on a copy of ``rgb``."""
+    out = rgb.copy()
+    x0, y0, w = c * side + 2, r * side + 2, side - 4
+    for width, value in ((4, 0), (2, 255)):
+        half = width // 2
+        for a, b in ((y0, x0), (y0 + w, x0)):          # top and bottom
+            out[max(a - half, 0):a + half, max(b - half, 0):b + w + half] \
+                = value
+        for a, b in ((y0, x0), (y0, x0 + w)):          # left and right
+            out[max(a - half, 0):a + w + half, max(b - half, 0):b + half] \
+                = value
+    return out
+
+
+def bars(values, ymax: float, width: int, height: int, colour_rgb,
+         series, xlabel: str) -> np.ndarray:
+    """The bar panels of the script's first state (its layout: a margin of
+    34 px on the left, 22 on top, 26 below), without the text, which the
+    figure's caption and labels carry. Returns (height, n·width, 3)."""
+    pad, top, foot = 34, 22, 26
+    out = np.full((height, len(series) * width, 3), 255, dtype=np.uint8)
+    ph = height - top - foot
+    for s, v in enumerate(values):
+        x0, pw = s * width + pad, width - pad - 8
+        bw = pw / len(v)
+        out[top:top + ph + 1, x0] = 110                   # the axes
+        out[top + ph, x0:x0 + pw + 1] = 110
+        for j, y in enumerate(v):
+            hh = int(round(min(1.0, y / ymax) * ph))
+            left = int(round(x0 + j * bw + 1))
+            right = left + max(1, int(round(bw - 2)))
+            if hh:
+                out[top + ph - hh:top + ph, left:right] = colour_rgb
+    return out

@@ -1,0 +1,110 @@
+"""The judges of the book's exercises: the grader's side, one module per
+chapter.
+
+An exercise is declared once, in the student's package
+(:mod:`selfattention.exercises`): its label, kind, points, the names of its
+answers, how to call them on a case (``run``), its references, its written
+part. That is what a student and a graded notebook see. What decides a
+grade lives here, beside the grader, and runs in the grader's process:
+
+* ``cases(rng)``: the cases drawn from a generator (public ones from the
+  exercise's fixed ``seed`` for the in-notebook check, hidden ones from the
+  grader's secret seed);
+* ``judge(output, **case)``: returns None or raises ``Wrong(message,
+  code=...)`` / ``NotDone``, on plain data only;
+* ``replay(output, **case)`` (Experiments): redoes the experiment of a
+  hidden case and raises ``Wrong`` when the numbers are not what it gives;
+* ``prepare(cases)``, optional: work done once for all the cases of one
+  answer (chapter 7 measures every peak in one process of its own);
+* the reference helpers these use.
+
+``selfattention_course.judges.<module>`` holds those of
+``selfattention.exercises.<module>``, as ``JUDGES = {label: Judge(...)}``.
+The sandbox of a graded notebook does not mount this package, so nothing a
+notebook runs can call a judge, a reference helper or a case generator
+(the grader judges with its own copy; a notebook's check there prints
+"checked by the grader"). The in-notebook checks on a student's machine
+import the same judges, on the public cases: the same diagnoses, from code
+whose use cannot change a grade.
+
+Porting an exercise module (the recipe)
+---------------------------------------
+An exercise written the old way (``Exercise(..., cases=..., judge=...,
+replay=...)`` with its helpers in the chapter's module) moves here in one
+step::
+
+    .venv/bin/python scripts/port_judges.py <module>     # e.g. scaling
+
+The script (:mod:`scripts.port_judges`) reads
+``lib/selfattention/exercises/<module>.py``, moves every function named by
+a ``cases=``, ``judge=`` or ``replay=`` of an ``Exercise`` and every
+top-level helper or constant that only those use into
+``lib/selfattention_course/judges/<module>.py`` (which imports back what
+the chapter's module keeps: student tools, constants, ``run`` helpers),
+ends that file with the ``JUDGES`` table, and deletes the three keywords
+from the declarations. Then:
+
+1. ``.venv/bin/ruff check --fix lib/selfattention/exercises/<module>.py
+   lib/selfattention_course/judges/<module>.py`` (unused imports);
+2. read the diff: a helper that a ``run`` and a judge share stays in the
+   chapter's module; make sure it computes no answer (it runs in the
+   student's kernel);
+3. ``.venv/bin/python -m pytest tests/test_judges.py
+   tests/test_exercises_<module>.py -q -n 0``: every exercise has a judge
+   here and none in the student's package, and
+   the honest answers get full marks on the hidden cases.
+
+A new exercise written from the start: declare it in the chapter's module
+without ``cases``/``judge``/``replay``, and add its entry to ``JUDGES``
+here; give every ``Wrong`` a ``code``, which the tests assert.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["Judge", "judge_for", "modules"]
+
+#: The package of the exercises whose judges live here.
+EXERCISES = "selfattention.exercises"
+
+
+@dataclass(frozen=True)
+class Judge:
+    """How the grader judges one exercise (see the module's docstring)."""
+
+    judge: Callable
+    cases: Callable | None = None
+    replay: Callable | None = None
+    #: ``prepare(cases)``, called once before the cases of one answer are
+    #: judged: work the judge can do for all of them at once.
+    prepare: Callable | None = None
+
+
+def judge_for(exercise) -> Judge:
+    """The :class:`Judge` of a book exercise, from the judges module named
+    like the module that declares it."""
+    module = str(exercise.module)
+    if not module.startswith(EXERCISES + "."):
+        raise LookupError(f"{exercise.label} is declared in {module!r}, "
+                          f"outside {EXERCISES}, without a judge")
+    stem = module.rsplit(".", 1)[-1]
+    try:
+        table = importlib.import_module(f"{__name__}.{stem}").JUDGES
+    except ImportError:
+        raise LookupError(f"no judges module {__name__}.{stem} for "
+                          f"{exercise.label}") from None
+    try:
+        return table[exercise.label]
+    except KeyError:
+        raise LookupError(f"{__name__}.{stem} has no judge for "
+                          f"{exercise.label}") from None
+
+
+def modules() -> list[str]:
+    """The judges modules of this package, by name."""
+    import pkgutil
+
+    return sorted(m.name for m in pkgutil.iter_modules(__path__))

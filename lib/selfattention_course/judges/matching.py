@@ -1,0 +1,316 @@
+"""The judges of chapter 10, Matching and motion: hidden cases, judges and
+the reference helpers they use (see
+:mod:`selfattention_course.judges`)."""
+
+from __future__ import annotations
+
+import numpy as np
+from selfattention.exercises.core import (
+    NotDone,
+    Opaque,
+    Wrong,
+    expect_shape,
+    returned_array,
+    returned_arrays,
+    type_name,
+)
+from selfattention.matching import displacements
+
+from . import Judge
+
+
+def _array(out, what: str, dtype=None) -> np.ndarray:
+    if isinstance(out, (str, Opaque)) or out is None:
+        raise Wrong(f"{what} should return an array, got {type_name(out)}")
+    try:
+        return np.asarray(out, dtype=dtype)
+    except (TypeError, ValueError):
+        raise Wrong(f"{what} should return an array of numbers, got "
+                    f"{type_name(out)}") from None
+
+
+def _number(value, what: str) -> float:
+    try:
+        if isinstance(value, (str, Opaque, tuple, list, bool)):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise Wrong(f"{what} should be a number, got "
+                    f"{type_name(value)}") from None
+
+
+def _displacement_cases(rng):
+    drawn_rows = int(rng.integers(2, 6))
+    drawn = (drawn_rows, drawn_rows + int(rng.integers(1, 4)))
+    cases = []
+    for rows, cols in [(3, 5), drawn]:    # not square: (row, col) order matters
+        n = rows * cols
+        A = rng.random((n, n))
+        targets = rng.permutation(n)
+        A[np.arange(n), targets] += 2.0    # a clear winner per query
+        cases.append({"A": A / A.sum(axis=1, keepdims=True),
+                      "grid": (rows, cols)})
+    return cases
+
+
+def _displacement_judge(D, A, grid):
+    D = _array(D, "my_displacements")
+    rows, cols = grid
+    n = rows * cols
+    if D.shape != (n, 2):
+        raise Wrong(f"got shape {D.shape}, expected (n, 2) = {(n, 2)}: one "
+                    f"(d_row, d_col) per query")
+    ref = displacements(A, (rows, cols), periodic=False)
+    if np.array_equal(D, ref):
+        return None
+    if np.array_equal(D, ref[:, ::-1]):
+        raise Wrong("you return (d_col, d_row); give (d_row, d_col)")
+    if np.array_equal(D, -ref):
+        raise Wrong("the signs are flipped: subtract the query's place from "
+                    "the key's place")
+    targets = np.argmax(A, axis=1)
+    if np.array_equal(D, np.stack(np.divmod(targets, cols), axis=1)):
+        raise Wrong("these are the positions of the best keys; subtract the "
+                    "position of each query to get a displacement")
+    wrong_axis = displacements(A.T, (rows, cols), periodic=False)
+    if np.array_equal(D, wrong_axis):
+        raise Wrong("you took the argmax over queries (axis 0); each query "
+                    "is a row, so take the argmax along axis 1")
+    raise Wrong("some displacements are wrong: for row i take "
+                "j = argmax(A[i]), then divmod(j, cols) - divmod(i, cols)")
+
+
+def pyramid_entries(H, W, levels, floor=True, frame1=True, first=0):
+    """Entries of levels ``first … levels − 1`` of a correlation pyramid.
+
+    ``floor=False`` divides exactly; ``frame1=False`` pools frame 1 too:
+    the mistakes the check names.
+    """
+    total = 0
+    for k in range(first, levels):
+        h, w = ((H // 2 ** k, W // 2 ** k) if floor
+                else (H / 2 ** k, W / 2 ** k))
+        total += (H * W if frame1 else h * w) * h * w
+    return total
+
+
+def _pyramid_cases(rng):
+    cases = [{"H": 47, "W": 63, "levels": 4}]          # odd: pooling floors
+    for _ in range(2):
+        levels = int(rng.integers(1, 6))
+        low = 2 ** (levels - 1)                        # no level is empty
+        cases.append({"H": int(rng.integers(low, 400)),
+                      "W": int(rng.integers(low, 400)), "levels": levels})
+    return cases
+
+
+def _pyramid_judge(out, H, W, levels):
+    value = _number(out, "my_pyramid_entries(H, W, levels)")
+    want = pyramid_entries(H, W, levels)
+    if value == want:
+        return None
+    slips = [
+        (pyramid_entries(H, W, levels, floor=False), "a pooled side is a "
+         "whole number: 2 × 2 average pooling floors odd sides, so level k "
+         "has ⌊H/2^k⌋ × ⌊W/2^k⌋ targets"),
+        (pyramid_entries(H, W, levels, frame1=False), "only the last two "
+         "axes (frame 2) are pooled; every pixel of frame 1 keeps its own "
+         "slice at every level"),
+        (pyramid_entries(H, W, levels) // (H * W), "each level holds one "
+         "slice per pixel of frame 1: multiply by H·W"),
+        (pyramid_entries(H, W, levels + 1), "one level too many: the finest "
+         "level is level 0, so the levels are k = 0 … levels − 1"),
+        (pyramid_entries(H, W, levels - 1), "one level too few: the finest "
+         "level counts too, k = 0 … levels − 1"),
+        (pyramid_entries(H, W, levels, first=levels - 1), "that is only the "
+         "coarsest level; the pyramid keeps all of them"),
+    ]
+    for other, message in slips:          # exact division: up to rounding
+        if abs(value - other) < 1 <= abs(other - want):
+            raise Wrong(message)
+    raise Wrong(f"for H={H}, W={W}, levels={levels} the pyramid holds "
+                f"{want:,} entries, you give {value:,.0f}")
+
+
+def bilinear_lookup(C, flow, radius, how="bilinear", swap=False):
+    """RAFT's lookup at real-valued targets, indices wrapping around.
+
+    ``how`` = "round" or "floor" and ``swap`` (each pixel's nearer neighbour
+    weighted less) are the mistakes the check names.
+    """
+    H, W = C.shape[:2]
+    d = np.arange(-radius, radius + 1)
+    dy, dx = (o.ravel() for o in np.meshgrid(d, d, indexing="ij"))
+    ys, xs = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
+    py = ys[..., None] + flow[..., :1] + dy                 # (H, W, k²)
+    px = xs[..., None] + flow[..., 1:] + dx
+    if how != "bilinear":
+        cut = np.rint if how == "round" else np.floor
+        py, px = cut(py), cut(px)
+    y0, x0 = np.floor(py), np.floor(px)
+    a, b = py - y0, px - x0                                # in [0, 1)
+    if swap:
+        a, b = 1 - a, 1 - b
+    y0, x0 = y0.astype(int), x0.astype(int)
+    i, j = ys[..., None], xs[..., None]
+    out = 0.0
+    for oy, wy in ((0, 1 - a), (1, a)):
+        for ox, wx in ((0, 1 - b), (1, b)):
+            out = out + wy * wx * C[i, j, (y0 + oy) % H, (x0 + ox) % W]
+    return out
+
+
+def _bilinear_cases(rng):
+    cases = []
+    for whole in (True, False):
+        H, W = int(rng.integers(4, 7)), int(rng.integers(7, 10))
+        flow = rng.uniform(-3, 3, size=(H, W, 2))
+        cases.append({"C": rng.standard_normal((H, W, H, W)),
+                      "flow": np.round(flow) if whole else flow,
+                      "radius": int(rng.integers(1, 3))})
+    return cases
+
+
+def _bilinear_judge(L, C, flow, radius):
+    L = returned_array(L, "my_bilinear_lookup")
+    H, W = C.shape[:2]
+    expect_shape(L, "L", (H, W, (2 * radius + 1) ** 2),
+                 "(H, W, (2·radius + 1)²)", "one window per pixel")
+    if _allclose(L, bilinear_lookup(C, flow, radius)):
+        return None
+    swap = "the weights are swapped: the nearer neighbour must get the " \
+        "larger weight, 1 − a for a fraction a past it"
+    if np.array_equal(flow, np.round(flow)):                  # whole pixels
+        if _allclose(L, bilinear_lookup(C, flow[..., ::-1], radius)):
+            raise Wrong("flow is (d_row, d_col): its first component moves "
+                        "along the rows")
+        if _allclose(L, bilinear_lookup(C, flow, radius, swap=True)):
+            raise Wrong(swap)
+        raise Wrong("wrong already for whole-pixel flows, where the lookup "
+                    "must agree with the chapter's: C[x, x + f + d]")
+    for kwargs, message in [
+            ({"how": "round"}, "you rounded each target to the nearest "
+             "pixel; between pixels, mix the four neighbours"),
+            ({"how": "floor"}, "you dropped the fractional part of the "
+             "target; mix the four neighbours by how close each is"),
+            ({"swap": True}, swap)]:
+        if _allclose(L, bilinear_lookup(C, flow, radius, **kwargs)):
+            raise Wrong(message)
+    raise Wrong("right for whole-pixel flows, wrong between pixels: with "
+                "y₀ = ⌊y⌋, a = y − y₀ (and x₀, b alike) the value is "
+                "Σ weights × C at the four neighbours, e.g. (1−a)(1−b) at "
+                "(y₀, x₀)")
+
+
+def _allclose(a, b) -> bool:
+    return a.shape == b.shape and np.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def _context_cases(rng):
+    return [{"seed": int(rng.integers(0, 2 ** 31)),
+             "noise": float(np.round(rng.uniform(0.02, 0.15), 3)),
+             "beta": beta} for beta in (8.0, 0.0)]
+
+
+def _context_judge(out, seed, noise, beta):
+    first, again = returned_arrays(out, 2, "my_match_rates should return "
+                                           "two rates (plain, context)")
+    if first.shape != (2,):
+        raise Wrong(f"my_match_rates should return two rates (plain, "
+                    f"context), got shape {first.shape}")
+    if not np.array_equal(first, again):
+        raise Wrong("two runs with the same seed gave different rates: draw "
+                    "every pair from np.random.default_rng(seed)")
+    plain, context = first.tolist()
+    if not (0 <= plain <= 1 and 0 <= context <= 1):
+        raise Wrong(f"a rate is a fraction of the ring queries, between 0 "
+                    f"and 1; got {plain:.3f} and {context:.3f}")
+    if plain > 0.5:
+        raise Wrong(f"plain cross-attention matched {plain:.0%} of the rings, "
+                    f"far above the 25% that appearance alone allows among "
+                    f"four identical rings: does your plain version use "
+                    f"anything besides the patches?")
+    if beta >= 4 and context < 0.9:
+        raise Wrong(f"with β = {beta:g} the context step should give every "
+                    f"ring its own offset to the landmark, but only "
+                    f"{context:.0%} match: check where the self-attention "
+                    f"puts its weight and how the offsets are compared")
+    if beta == 0 and context > 0.85:
+        raise Wrong(f"with β = 0 your context step still matches "
+                    f"{context:.0%}: does your self-attention use β? With "
+                    f"β = 0 every patch weighs every patch alike")
+    return None
+
+
+def landing_matches(seed, dy, dx, periodic=True, transpose=False):
+    """Each patch's displacement to its best match, in patches (8 × 8 grid).
+
+    ``periodic=False`` and ``transpose`` (best query per key) are mistakes
+    the check names.
+    """
+    from selfattention.data import shifted_pair, textured_scene
+    from selfattention.matching import normalize
+    from selfattention.patches import center, patchify
+
+    rng = np.random.default_rng(seed)
+    img1, img2 = shifted_pair(textured_scene(rng), (dy, dx), rng)
+    X1, X2 = (normalize(center(patchify(im, 4))) for im in (img1, img2))
+    S = X1 @ X2.T                                     # (64, 64)
+    return displacements(S.T if transpose else S, (8, 8), periodic)
+
+
+def _landing_cases(rng):
+    def whole():
+        return int(4 * rng.integers(-3, 3))
+    return [{"seed": int(rng.integers(0, 2 ** 31)), "dy": whole() + 1,
+             "dx": whole()},
+            {"seed": int(rng.integers(0, 2 ** 31)), "dy": whole() + 3,
+             "dx": whole() + int(rng.choice([1, 3]))},
+            {"seed": int(rng.integers(0, 2 ** 31)), "dy": whole(),
+             "dx": whole() - 8}]               # whole patches, some negative
+
+
+def _landing_judge(out, seed, dy, dx):
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise Wrong("the check needs `prediction` and `my_matches`")
+    prediction, D = out
+    if prediction is None:
+        raise NotDone("`prediction` is still empty; commit to a number "
+                      "before you compute")
+    guess = _number(prediction, "prediction")
+    if not 0 <= guess <= 1:
+        raise Wrong(f"prediction is a fraction of the 64 patches, between 0 "
+                    f"and 1; got {guess}")
+    D = _array(D, "my_matches")
+    expect_shape(D, "my_matches(seed, dy, dx)", (64, 2), "(64, 2)",
+                 "one (d_row, d_col) per patch of frame 1")
+    want = landing_matches(seed, dy, dx)
+    if np.array_equal(D, want):
+        return None
+    for other, message in [
+            (4 * want, "these are pixels; give the displacement in patches "
+             "of 4 pixels"),
+            (want[:, ::-1], "give (d_row, d_col), rows first"),
+            (landing_matches(seed, dy, dx, periodic=False), "wrap the "
+             "displacements as mt.displacements does: the motion is cyclic, "
+             "so +5 patches is the same as −3"),
+            (landing_matches(seed, dy, dx, transpose=True), "each patch of "
+             "frame 1 is a query: take the best key of each row of the "
+             "scores, not the best query of each column")]:
+        if np.array_equal(D, other):
+            raise Wrong(message)
+    wrong = int((D != want).any(axis=1).sum())
+    raise Wrong(f"for seed {seed} and motion ({dy}, {dx}) px, {wrong} of the "
+                f"64 displacements differ from those of the centred, "
+                f"unit-length patches matched by their dot products")
+
+
+JUDGES = {
+    "ex-matching-displacement": Judge(
+        cases=_displacement_cases, judge=_displacement_judge),
+    "ex-matching-pyramid": Judge(cases=_pyramid_cases, judge=_pyramid_judge),
+    "ex-matching-bilinear": Judge(
+        cases=_bilinear_cases, judge=_bilinear_judge),
+    "ex-matching-context": Judge(cases=_context_cases, judge=_context_judge),
+    "ex-matching-landing": Judge(cases=_landing_cases, judge=_landing_judge),
+}

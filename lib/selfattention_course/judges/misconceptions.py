@@ -1,0 +1,315 @@
+"""The judges of chapter 11, Misconceptions: hidden cases, judges and
+the reference helpers they use (see
+:mod:`selfattention_course.judges`)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from selfattention.exercises.core import (
+    Opaque,
+    Wrong,
+    answered,
+    returned_array,
+    type_name,
+)
+from selfattention.exercises.misconceptions import (
+    _linear_predict,
+    _small_vit,
+    digit_patches,
+    reading_heads,
+)
+
+from . import Judge
+
+
+def _same_output_cases(rng):
+    cases = []
+    for n, d_v in ((5, 2), (8, 3), (17, 8), (int(rng.integers(4, 12)), 1)):
+        scores = 2.0 * rng.standard_normal(n)
+        a = np.exp(scores - scores.max())
+        cases.append({"a": a / a.sum(), "V": rng.standard_normal((n, d_v))})
+    return cases
+
+
+def _same_output_judge(b, a, V):
+    b = returned_array(b, "same_output_row", "an attention row")
+    n = len(a)
+    if b.shape != a.shape:
+        raise Wrong(f"same_output_row returned shape {b.shape}; an attention "
+                    f"row over the n = {n} keys has shape {a.shape}")
+    if not np.all(np.isfinite(b)):
+        raise Wrong("b holds NaN or infinite weights")
+    y = a @ V
+    gap = float(np.abs(b @ V - y).max())
+    if not math.isclose(b.sum(), 1.0, abs_tol=1e-8):
+        if gap <= 1e-8 * (1 + np.abs(y).max()) or np.allclose(
+                (b - a) @ V, 0, atol=1e-8):
+            raise Wrong(f"the weights of b sum to {b.sum():.4g}: the step "
+                        f"u you added keeps u @ V = 0 but not sum(u) = 0. "
+                        f"Add a row of ones to the constraints")
+        raise Wrong(f"the weights of b sum to {b.sum():.4g}, not one")
+    if gap > 1e-8 * (1 + np.abs(y).max()):
+        raise Wrong(f"b @ V differs from a @ V by up to {gap:.3g}; move a "
+                    f"only along a direction u with u @ V = 0 (for n = {n} "
+                    f"keys and d_v = {V.shape[1]})")
+    if b.min() < -1e-9:
+        raise Wrong(f"b has a negative weight ({b.min():.3g}): you stepped "
+                    f"too far. Stop where the first weight reaches zero")
+    dropped = (a > 1e-6) & (b <= 1e-9)
+    if np.allclose(b, a, atol=1e-9):
+        raise Wrong("b is the same row as a; find a different one")
+    if not dropped.any():
+        raise Wrong(f"b is a valid row with the same output (it moves "
+                    f"{0.5 * np.abs(b - a).sum():.3f} of the weight), but "
+                    f"every key still has weight: keep going along the same "
+                    f"direction until one weight of b reaches zero")
+    return None
+
+
+def _faithfulness_cases(rng):
+    N, n, p, classes = 1000, 16, 4, 4
+    strength = rng.uniform(0.05, 1.0, (N, n, 1))         # faint to bold
+    X = rng.uniform(0.5, 1.0, (N, n, p)) * strength
+    X[rng.random((N, n)) < 0.45] = 0.0                   # blank patches
+    W = rng.standard_normal((n * p, classes))
+    y = _linear_predict(W)(X)                            # clean: all right
+    seeds = rng.choice(2 ** 31, size=8, replace=False)
+    return [{"X": X, "y": y, "W": W, "scores": rng.standard_normal((N, n)),
+             "k": int(k), "seeds": [int(s) for s in seeds]}
+            for k in (1, 2)]
+
+
+def _removed_accuracy(predict, X, y, chosen):
+    """Accuracy after blanking ``chosen`` (N, k) patches of each image."""
+    X = X.copy()
+    X[np.arange(len(X))[:, None], chosen] = 0.0
+    return float(np.mean(predict(X) == y))
+
+
+def _draw_probabilities(ink, subsets, how):
+    """Probability of drawing each k-subset of patches (rows of
+    ``subsets``): uniformly, or one patch after another with probability
+    proportional to its ink."""
+    if how != "weighted":
+        return np.full(len(subsets), 1 / len(subsets))
+    w = ink / ink.sum()
+    total = np.zeros(len(subsets))
+    for order in itertools.permutations(range(subsets.shape[1])):
+        seq = subsets[:, order]                          # one draw order
+        prob, left = np.ones(len(subsets)), np.ones(len(subsets))
+        for t in range(seq.shape[1]):
+            prob *= w[seq[:, t]] / left
+            left = left - w[seq[:, t]]
+        total += prob
+    return total
+
+
+def _random_accuracy(predict, X, y, k, how):
+    """Mean and standard deviation of the accuracy after blanking ``k``
+    random patches of each image, exactly: ``how`` is "weighted" (ink
+    patches, drawn in proportion to their ink), "uniform" (ink patches,
+    uniformly) or "any" (any patch, uniformly)."""
+    p = np.empty(len(X))
+    for i, x in enumerate(X):
+        ink = np.abs(x).sum(-1)                          # (n,)
+        pool = np.arange(len(x)) if how == "any" else np.flatnonzero(ink)
+        size = min(k, len(pool))
+        if size == 0:                                    # nothing to blank
+            p[i] = float(predict(x[None])[0] == y[i])
+            continue
+        subsets = np.array(list(itertools.combinations(pool, size)))
+        copies = np.repeat(x[None], len(subsets), axis=0)
+        copies[np.arange(len(subsets))[:, None], subsets] = 0.0
+        p[i] = _draw_probabilities(ink, subsets, how) @ (
+            predict(copies) == y[i])
+    return p.mean(), math.sqrt(np.sum(p * (1 - p))) / len(p)
+
+
+def _pair(out, what):
+    try:
+        if isinstance(out, (str, Opaque)) or len(out) != 2:
+            raise TypeError
+        pair = tuple(float(v) for v in out)
+    except (TypeError, ValueError):
+        raise Wrong(f"{what} should return a pair (ranked, control) of "
+                    f"accuracies, got {type_name(out)}") from None
+    if not all(0 <= v <= 1 for v in pair):
+        raise Wrong(f"{what} returned {pair}; accuracies are fractions "
+                    f"between 0 and 1")
+    return pair
+
+
+def _check_ranked(got, predict, X, y, scores, k):
+    order = np.argsort(-scores, axis=1, kind="stable")
+    close = 0.5 / len(X)
+    if abs(got - _removed_accuracy(predict, X, y, order[:, :k])) <= close:
+        return
+    if abs(got - _removed_accuracy(predict, X, y, order[:, -k:])) <= close:
+        raise Wrong(f"k = {k}: you blanked the k lowest-scoring patches; "
+                    f"blank the k highest")
+    if k > 1 and abs(got - _removed_accuracy(
+            predict, X, y, order[:, :k - 1])) <= close:
+        raise Wrong(f"k = {k}: your ranked accuracy is that of k - 1 "
+                    f"removed patches")
+    raise Wrong(f"k = {k}: blanking the {k} highest-scoring patches leaves "
+                f"a different accuracy than the one you return ({got:.3f}); "
+                f"set every value of those patches to 0")
+
+
+def _faithfulness_judge(outs, X, y, W, scores, k, seeds):
+    if not isinstance(outs, (tuple, list)) or len(outs) != len(seeds) + 1:
+        raise Wrong("faithfulness could not be run on every seed")
+    pairs = [_pair(o, "faithfulness") for o in outs]
+    predict = _linear_predict(W)
+    for ranked, _ in pairs:
+        _check_ranked(ranked, predict, X, y, scores, k)
+    N, S = len(X), len(seeds)
+    controls = np.array([c for _, c in pairs])
+    if abs(controls[-1] - controls[0]) > 0.5 / N:
+        raise Wrong("the same seed gave two different controls: draw the "
+                    "random patches from np.random.default_rng(seed)")
+    controls = controls[:-1]
+    expected = {how: _random_accuracy(predict, X, y, k, how)
+                for how in ("weighted", "uniform", "any")}
+
+    def near(how):        # the mean over seeds, within 4 of its sd
+        mean, sd = expected[how]
+        return abs(controls.mean() - mean) <= 4 * sd / math.sqrt(S) + 0.5 / N
+
+    mean, sd = expected["weighted"]
+    if np.ptp(controls) == 0 and sd * N >= 5:
+        raise Wrong("the control gives the same accuracy for every seed: "
+                    "its patches must be drawn with the seed")
+    if near("weighted") and np.all(np.abs(controls - mean)
+                                   <= 5 * sd + 0.5 / N):
+        return None
+    got = f"{controls.mean():.3f} on average over {S} seeds"
+    if near("uniform"):
+        raise Wrong(f"k = {k}: your control's accuracy, {got}, is what "
+                    f"drawing ink patches uniformly gives; draw each patch "
+                    f"with a probability proportional to its ink")
+    if near("any"):
+        raise Wrong(f"k = {k}: your control's accuracy, {got}, is what "
+                    f"blanking random patches of any kind gives; many of "
+                    f"them are blank already. Draw among the ink patches")
+    raise Wrong(f"k = {k}: your control's accuracy, {got}, is too far from "
+                f"what k ink patches drawn in proportion to their ink give "
+                f"(all of them if an image has fewer)")
+
+
+def _gradient_cases(rng):
+    cases = []
+    for N in (5, 8):
+        X = rng.uniform(0.0, 1.0, (N, 16, 4))
+        X[rng.random((N, 16)) < 0.3] = 0.0                # blank patches
+        cases.append({"X": X, "seed": int(rng.integers(2 ** 31))})
+    return cases
+
+
+def _gradients(X, seed):
+    """The logits (N, classes) of the case's model and the gradient of
+    each logit with respect to the tokens, (classes, N, n, d_in)."""
+    import torch
+
+    model = _small_vit(seed)
+    x = torch.from_numpy(X).requires_grad_(True)
+    logits, _ = model(x)
+    grads = [torch.autograd.grad(logits[:, c].sum(), x, retain_graph=True)[0]
+             .numpy() for c in range(logits.shape[1])]
+    return logits.detach().numpy(), np.stack(grads)
+
+
+def _gradient_judge(out, X, seed):
+    out = returned_array(out, "my_input_x_gradient", "an array (N, n)")
+    N, n, d_in = X.shape
+    logits, G = _gradients(X, seed)
+    rows = np.arange(N)
+    pred = logits.argmax(1)
+    g = G[pred, rows]                                     # (N, n, d_in)
+    want = (X * g).sum(-1)                                # (N, n)
+    if out.shape == (N, n, d_in) and np.allclose(out, X * g, atol=1e-9):
+        raise Wrong("you return x · gradient for every value; sum it over "
+                    "each patch's values, one number per patch")
+    if out.shape != (N, n):
+        raise Wrong(f"my_input_x_gradient returned shape {out.shape}; "
+                    f"expected (N, n) = {(N, n)}, one number per patch")
+    if np.allclose(out, want, rtol=1e-6, atol=1e-9):
+        return None
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    dlogp = g - np.einsum("cn,cnpd->npd", p.T, G)         # d log p_pred
+    guesses = [
+        (np.abs(want), "take the signed sum: the chapter takes |·| only "
+                       "when it ranks patches"),
+        (np.linalg.norm(g, axis=-1), "this is the gradient's norm per "
+                                     "patch (saliency); multiply the "
+                                     "gradient by the input and sum"),
+        (g.sum(-1), "you summed the gradient alone; multiply it by the "
+                    "input values first"),
+        ((X * G[0]).sum(-1), "you differentiated the logit of class 0; "
+                             "take each image's predicted class"),
+        ((X * G.sum(0)).sum(-1), "you differentiated the sum of all "
+                                 "logits; take each image's predicted "
+                                 "class"),
+        ((X * dlogp).sum(-1), "you differentiated the log-probability; "
+                              "differentiate the predicted logit itself"),
+        ((X * p[rows, pred][:, None, None] * dlogp).sum(-1),
+         "you differentiated the probability; differentiate the "
+         "predicted logit itself"),
+    ]
+    for value, message in guesses:
+        if value.shape == out.shape and np.allclose(out, value, rtol=1e-6,
+                                                    atol=1e-9):
+            raise Wrong(message)
+    raise Wrong(f"the values differ from x · d logit / d x summed per patch "
+                f"by up to {np.abs(out - want).max():.3g}")
+
+
+def _median_rho_sign(a, b):
+    from scipy.stats import rankdata
+
+    ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
+    ra -= ra.mean(-1, keepdims=True)
+    rb -= rb.mean(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (ra * rb).sum(-1) / np.sqrt((ra ** 2).sum(-1)
+                                          * (rb ** 2).sum(-1))
+    return int(np.sign(np.nanmedian(rho)))
+
+
+def _signs_judge(signs):
+    answered(signs, "a pair of signs (ink head, empty head), each +1 or -1",
+             "predicted_signs")
+    try:
+        if isinstance(signs, (str, Opaque)) or len(signs) != 2:
+            raise TypeError
+        got = tuple(int(s) for s in signs)
+        if any(s != float(t) for s, t in zip(got, signs)):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise Wrong(f"predicted_signs should be two signs, +1 or -1, got "
+                    f"{type_name(signs)}") from None
+    if any(s not in (1, -1) for s in got):
+        raise Wrong(f"each sign is +1 or -1, got {got}")
+    heads = reading_heads(digit_patches())
+    want = tuple(_median_rho_sign(a, np.abs(ixg))
+                 for a, ixg in (heads["ink"], heads["empty"]))
+    if got != want:
+        raise Wrong("at least one of the two signs is not what the digits "
+                    "give; compute both correlations and explain the one "
+                    "you missed")
+    return None
+
+
+JUDGES = {
+    "ex-misconceptions-same-output": Judge(
+        cases=_same_output_cases, judge=_same_output_judge),
+    "ex-misconceptions-faithfulness": Judge(
+        cases=_faithfulness_cases, judge=_faithfulness_judge),
+    "ex-misconceptions-gradient": Judge(
+        cases=_gradient_cases, judge=_gradient_judge),
+    "ex-misconceptions-signs": Judge(judge=_signs_judge),
+}

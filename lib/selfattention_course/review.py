@@ -1,0 +1,892 @@
+"""Which answers go "for review", decided from the submitted source.
+
+The grader reads the code cells of a submitted notebook (as text, in its own
+process; nothing here runs a line of them) and flags, per exercise:
+
+* **references and shortcuts**: any use, in the code an answer can reach,
+  of one of the exercise's ``references`` (the library's own version of
+  what the student is asked to write, and the shortcuts that answer it:
+  PyTorch's fused attention, autograd, ``nn.MultiheadAttention``...). Names
+  are followed through ``import ... as``, ``from ... import``, attributes
+  of imported modules and plain assignments (``f = sa.attention``); a
+  function the chapter shows on its page (an unchanged cell that defines a
+  reference's name) counts as the reference, and so does a student's
+  function whose code is the reference's own, retyped or pasted. The code
+  an answer can reach starts at the definitions of its names and follows
+  every top-level name they use, in any cell;
+* **the checks' own code**: anything of ``selfattention.exercises`` other
+  than the student tools it offers (a check used as an oracle, its private
+  helpers) and anything of ``selfattention_course``;
+* **dynamic code**, anywhere in a cell the student wrote or changed:
+  ``exec``, ``eval``, ``compile``, ``__import__``, ``globals()``,
+  ``importlib``, ``marshal``, ``pickle``, ``types`` (building code or
+  function objects), ``inspect``, ``ctypes``, attribute access by a
+  computed name (``getattr(x, name)``), dunder and frame attributes
+  (``__code__``, ``co_filename``, ``f_back``...), a module the course does
+  not install (one written by the notebook itself);
+* **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input
+  transformers, event callbacks and shell commands (``get_ipython()``, any
+  magic but ``%time``/``%timeit``/``%matplotlib``), threads and processes,
+  rebinding a builtin name (a global ``exec``) or ``sys.modules``.
+
+Dynamic code and hooks can change any answer of the notebook, so they flag
+every exercise of it; a reference flags the exercise it belongs to. A cell
+left exactly as the student version has it (the chapter's own code) is
+trusted for dynamic code. Each finding quotes its line. The runtime tripwire
+of the harvest adds evidence on top of this (a call hidden from the
+source); it never clears what is flagged here.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import textwrap
+from dataclasses import dataclass
+
+__all__ = ["Finding", "review", "cell_digest", "explain"]
+
+#: Names whose use runs code built at run time or reaches the interpreter.
+DYNAMIC_NAMES = {
+    "exec": "runs code built at run time",
+    "eval": "runs code built at run time",
+    "compile": "builds a code object",
+    "__import__": "imports a module by a computed name",
+    "globals": "reads or rewrites the notebook's namespace",
+    "locals": "reads or rewrites a namespace",
+    "vars": "reads or rewrites a namespace",
+    "breakpoint": "starts a debugger",
+    "__builtins__": "reaches the interpreter's builtins",
+    "__build_class__": "reaches the interpreter's builtins",
+    "get_ipython": "reaches IPython's shell (input transformers, events, "
+                   "shell commands)",
+}
+#: Modules that build or load code, reach frames or the interpreter, or run
+#: code beside the notebook's (threads, processes, hooks).
+DYNAMIC_MODULES = {
+    "importlib": "imports by a computed name",
+    "imp": "imports by a computed name",
+    "pkgutil": "imports by a computed name",
+    "zipimport": "imports by a computed name",
+    "runpy": "runs code from a file",
+    "marshal": "loads code objects",
+    "pickle": "loads objects that run code",
+    "_pickle": "loads objects that run code",
+    "cPickle": "loads objects that run code",
+    "dill": "loads objects that run code",
+    "cloudpickle": "loads objects that run code",
+    "joblib": "loads objects that run code",
+    "shelve": "loads objects that run code",
+    "copyreg": "changes how objects are rebuilt",
+    "types": "builds code or function objects",
+    "inspect": "reaches frames and source code",
+    "ctypes": "changes the interpreter's memory",
+    "cffi": "changes the interpreter's memory",
+    "gc": "reaches every live object",
+    "code": "runs code built at run time",
+    "codeop": "builds code objects",
+    "builtins": "reaches the interpreter's builtins",
+    "__builtin__": "reaches the interpreter's builtins",
+    "sys": None,           # flagged by attribute (sys.setprofile...) only
+    "threading": "starts threads or sets their hooks",
+    "_thread": "starts threads",
+    "concurrent": "starts threads or processes",
+    "multiprocessing": "starts processes",
+    "asyncio": "runs code in an event loop",
+    "subprocess": "starts processes",
+    "signal": "installs signal handlers",
+    "atexit": "installs exit hooks",
+    "sched": "schedules code",
+    "trace": "installs a trace hook",
+    "cProfile": "installs a profile hook",
+    "profile": "installs a profile hook",
+    "bdb": "installs a trace hook",
+    "pdb": "installs a trace hook",
+    "faulthandler": "installs hooks",
+    "weakref": "installs callbacks",
+    "IPython": "reaches IPython's shell",
+    "ipykernel": "reaches the kernel",
+    "traitlets": "reaches the kernel's configuration",
+    "jupyter_client": "reaches the kernel",
+    "selfattention_course": "reaches the grader's code",
+    "operator": None,      # flagged by attribute (attrgetter...) only
+    "os": None,            # flagged by attribute (os.system...) only
+}
+#: Submodules that are fine although their top module is flagged.
+ALLOWED_MODULES = {"IPython.display"}
+#: Attributes that reach code objects, frames or hooks, whatever they are
+#: read from.
+DYNAMIC_ATTRS = {
+    "co_code", "co_filename", "co_consts", "co_names", "co_firstlineno",
+    "co_name", "co_qualname", "co_varnames", "co_lines", "replace_code",
+    "f_back", "f_globals", "f_locals", "f_code", "f_builtins", "f_trace",
+    "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "tb_frame",
+    "tb_next", "func_globals", "func_code",
+    "setprofile", "settrace", "getprofile", "gettrace",
+    "setprofile_all_threads", "settrace_all_threads", "_getframe",
+    "monitoring", "addaudithook",
+    "meta_path", "path_hooks", "path_importer_cache", "displayhook",
+    "excepthook", "breakpointhook", "unraisablehook",
+    "input_transformers_cleanup", "input_transformers_post",
+    "ast_transformers", "register_magic_function", "set_hook",
+    "run_cell", "run_line_magic", "run_cell_magic", "user_ns",
+    "attrgetter", "methodcaller", "read_pickle",
+}
+#: Attributes of ``os`` and ``sys`` that run or replace code.
+MODULE_ATTRS = {
+    "os": {"system", "popen", "fork", "forkpty", "execv", "execve",
+           "execl", "execle", "execlp", "execlpe", "execvp", "execvpe",
+           "spawnl", "spawnv", "spawnve", "spawnvp", "posix_spawn",
+           "posix_spawnp", "kill", "killpg", "register_at_fork",
+           "_exit", "putenv", "environ", "chdir"},
+    "sys": {"modules", "path", "stdout", "stderr", "stdin", "settrace",
+            "setprofile", "_getframe", "meta_path", "path_hooks",
+            "setrecursionlimit", "exit", "monitoring", "addaudithook",
+            "displayhook", "excepthook", "breakpointhook", "__stdout__",
+            "__stderr__"},
+    "torch": {"load"},
+    "numpy": {"load"},
+}
+#: Dunder attributes an honest answer uses.
+PLAIN_DUNDERS = {"__init__", "__name__", "__doc__", "__qualname__",
+                 "__len__", "__call__", "__repr__", "__str__", "__eq__",
+                 "__hash__", "__iter__", "__next__", "__getitem__",
+                 "__enter__", "__exit__", "__post_init__", "__future__"}
+#: Magics that only time or draw.
+SAFE_MAGICS = {"time", "timeit", "matplotlib"}
+#: Top modules the grader imports to compare a name with a reference.
+TRUSTED_ROOTS = {"selfattention", "torch", "numpy", "scipy", "math"}
+#: Where the checks live: an answer may use only their student tools.
+CHECKS = "selfattention.exercises"
+GRADER = "selfattention_course"
+BUILTIN_NAMES = set(dir(builtins)) - {"__name__", "__doc__", "_"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason to send an answer for review.
+
+    ``kind`` is ``"reference"`` (the exercise's reference or a shortcut),
+    ``"checks"`` (the checks' own code), ``"dynamic"`` or ``"hook"``;
+    ``cell`` counts code and text cells from 1, ``line`` counts lines of the
+    cell from 1; ``text`` is that line.
+    """
+
+    kind: str
+    cell: int
+    line: int
+    text: str
+    what: str
+
+    def quote(self) -> str:
+        text = self.text.strip()
+        text = text if len(text) <= 100 else text[:97] + "..."
+        return f"cell {self.cell}, line {self.line}: `{text}` {self.what}"
+
+
+def cell_digest(source: str) -> str:
+    """The digest by which an unchanged cell of the student version is
+    recognised (the manifest lists those of each chapter)."""
+    return hashlib.sha256(source.encode("utf-8", "replace")).hexdigest()
+
+
+def explain(findings: list[Finding]) -> str:
+    """The feedback of an answer sent for review: the first finding quoted,
+    and how many more there are."""
+    first = findings[0]
+    more = len(findings) - 1
+    return (f"{first.quote()}. Auto-points go only to answers that do the "
+            f"work in plain code; the instructor reviews this one"
+            + (f" ({more} more place(s) flagged)" if more else ""))
+
+
+# ------------------------------------------------------------------ parsing
+@dataclass
+class _Cell:
+    index: int                 # position in the notebook, from 0
+    source: str
+    lines: list[str]
+    tree: ast.Module | None
+    trusted: bool              # unchanged from the student version
+
+
+def _python(source: str) -> str:
+    """The Python IPython runs for a cell (magics become calls)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
+def _parse(nb, book_cells) -> list[_Cell]:
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        source = cell.source if isinstance(cell.source, str) else ""
+        trusted = cell_digest(source) in book_cells
+        try:
+            python = _python(source)
+            tree = ast.parse(python)
+            lines = python.splitlines()
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree, lines = None, source.splitlines()
+        cells.append(_Cell(index, source, lines, tree, trusted))
+    return cells
+
+
+def _dotted(node) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]``; None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+# ------------------------------------------------------------------ names
+class _Names:
+    """Every top-level binding of the notebook, and what a name stands for.
+
+    A binding is ``(cell, node, value)``: an import gives the dotted name it
+    binds, an assignment the expression assigned, a ``def``/``class`` its
+    node. A name bound more than once stands for all of its values.
+    """
+
+    def __init__(self, cells: list[_Cell]):
+        self.bound: dict[str, list[tuple[_Cell, ast.AST, object]]] = {}
+        self._sure: set[int] = set()     # ids of unconditional bindings
+        for cell in cells:
+            if cell.tree is None:
+                continue
+            for stmt in cell.tree.body:
+                self._statement(cell, stmt)
+                self._sure.add(id(stmt))
+            for node in ast.walk(cell.tree):      # `global x` in a function
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    declared = {n for g in ast.walk(node)
+                                if isinstance(g, ast.Global) for n in g.names}
+                    for inner in ast.walk(node):
+                        if isinstance(inner, ast.Name) and \
+                                inner.id in declared and \
+                                isinstance(inner.ctx, ast.Store):
+                            self._add(inner.id, cell, node, None)
+
+    def _add(self, name, cell, node, value) -> None:
+        self.bound.setdefault(name, []).append((cell, node, value))
+
+    def current(self, name: str) -> list[tuple[_Cell, ast.AST, object]]:
+        """The bindings of ``name`` in effect once the notebook has run top
+        to bottom: the last unconditional one and any conditional ones
+        after it (a binding in an ``if``, a loop, a ``try``, a function's
+        ``global``)."""
+        found = self.bound.get(name, [])
+        last = max((i for i, (_, node, _) in enumerate(found)
+                    if id(node) in self._sure), default=0)
+        return found[last:]
+
+    def _statement(self, cell, stmt) -> None:
+        for node in _module_level(stmt):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self._add(alias.asname, cell, node, alias.name)
+                    else:
+                        top = alias.name.split(".")[0]
+                        self._add(top, cell, node, top)
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                for alias in node.names:
+                    if alias.name == "*":
+                        for name in _star_names(base):
+                            self._add(name, cell, node, f"{base}.{name}")
+                    else:
+                        self._add(alias.asname or alias.name, cell, node,
+                                  f"{base}.{alias.name}")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                   ast.ClassDef)):
+                self._add(node.name, cell, node, node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign,
+                                   ast.AugAssign, ast.NamedExpr)):
+                targets = node.targets if isinstance(node, ast.Assign) \
+                    else [node.target]
+                for target in targets:
+                    single = isinstance(target, ast.Name)
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name) and \
+                                isinstance(name.ctx, ast.Store):
+                            self._add(name.id, cell, node,
+                                      node.value if single else None)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.With,
+                                   ast.AsyncWith, ast.ExceptHandler)):
+                holders = ([node.target] if isinstance(
+                    node, (ast.For, ast.AsyncFor)) else
+                    [i.optional_vars for i in node.items] if isinstance(
+                        node, (ast.With, ast.AsyncWith)) else [])
+                for holder in holders:
+                    for name in ast.walk(holder) if holder else ():
+                        if isinstance(name, ast.Name) and \
+                                isinstance(name.ctx, ast.Store):
+                            self._add(name.id, cell, node, None)
+                if isinstance(node, ast.ExceptHandler) and node.name:
+                    self._add(node.name, cell, node, None)
+
+    def meanings(self, node, depth: int = 0) -> set[str]:
+        """The dotted names an expression may stand for (``"?"`` parts
+        where it is not known)."""
+        if depth > 20:
+            return set()
+        parts = _dotted(node)
+        if parts is None:
+            if isinstance(node, ast.Call):      # functools.partial(f) ...
+                found = set()
+                for arg in node.args:
+                    found |= self.meanings(arg, depth + 1)
+                return found
+            return set()
+        head, rest = parts[0], parts[1:]
+        found = set()
+        for _, _, value in self.current(head):
+            if isinstance(value, str):
+                found.add(".".join([value] + rest))
+            elif isinstance(value, ast.expr):
+                for base in self.meanings(value, depth + 1):
+                    found.add(".".join([base] + rest))
+        return found
+
+
+def _module_level(stmt):
+    """The statements a top-level statement runs at module level (the
+    bodies of ``if``/``for``/``with``/``try`` included)."""
+    yield stmt
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
+                         ast.ClassDef, ast.Lambda)):
+        return
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        for inner in getattr(stmt, field, ()) or ():
+            yield from _module_level(inner)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.NamedExpr):
+        yield stmt.value
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _own_locals(fn) -> set[str]:
+    """Names local to one function: its parameters and what its own body
+    (not a nested function's) binds, less ``global`` ones."""
+    args = fn.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    declared = set()
+    body = fn.body if isinstance(fn.body, list) else [fn.body]
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared |= set(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef)):
+            names.add(node.name)
+            todo += node.decorator_list
+            if isinstance(node, ast.ClassDef):
+                todo += node.bases + node.keywords
+            else:
+                todo += node.args.defaults + [
+                    d for d in node.args.kw_defaults if d]
+            continue
+        if isinstance(node, ast.Lambda):
+            todo += node.args.defaults
+            continue
+        todo += list(ast.iter_child_nodes(node))
+    return names - declared
+
+
+def _global_loads(node, shadowed=frozenset()):
+    """The ``Name`` loads inside ``node`` that refer to the module's
+    namespace (not to a parameter or a local of an enclosing function)."""
+    if isinstance(node, _SCOPES):
+        for default in node.args.defaults + [d for d in
+                                             node.args.kw_defaults if d]:
+            yield from _global_loads(default, shadowed)
+        if not isinstance(node, ast.Lambda):
+            for deco in node.decorator_list:
+                yield from _global_loads(deco, shadowed)
+        inner = shadowed | _own_locals(node)
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for stmt in body:
+            yield from _global_loads(stmt, inner)
+        return
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load) and node.id not in shadowed:
+            yield node
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _global_loads(child, shadowed)
+
+
+def _star_names(module: str) -> list[str]:
+    if module.split(".")[0] not in TRUSTED_ROOTS:
+        return []
+    try:
+        found = importlib.import_module(module)
+    except Exception:
+        return []
+    names = getattr(found, "__all__", None)
+    return list(names) if names is not None else [
+        n for n in vars(found) if not n.startswith("_")]
+
+
+# ------------------------------------------------------------------ objects
+def _lookup(dotted: str):
+    """The object a dotted name stands for, imported only from modules the
+    course installs (never a module the notebook names otherwise)."""
+    parts = dotted.split(".")
+    if parts[0] not in TRUSTED_ROOTS or "?" in parts:
+        return None
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except Exception:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _same(obj, ref) -> bool:
+    if obj is None:
+        return False
+    try:
+        return obj is ref or inspect.unwrap(obj) is inspect.unwrap(ref)
+    except Exception:
+        return False
+
+
+def _body_dump(node) -> str:
+    """A function's code without its name's place, decorators, docstring."""
+    node = ast.parse(ast.unparse(node)).body[0]
+    node.decorator_list = []
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and \
+            isinstance(body[0].value, ast.Constant) and \
+            isinstance(body[0].value.value, str):
+        node.body = body[1:] or [ast.Pass()]
+    return ast.dump(node, annotate_fields=False)
+
+
+class _Reference:
+    """One reference of an exercise: its name, object and code."""
+
+    def __init__(self, dotted: str):
+        self.dotted = dotted
+        self.short = dotted.rsplit(".", 1)[-1]
+        self.obj = _lookup(dotted)
+        self.method = False
+        self.code = None
+        if self.obj is not None:
+            owner = _lookup(dotted.rsplit(".", 1)[0])
+            self.method = isinstance(owner, type)     # torch.Tensor.backward
+            try:
+                source = textwrap.dedent(inspect.getsource(
+                    inspect.unwrap(self.obj)))
+                tree = ast.parse(source).body[0]
+                if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self.code = _body_dump(tree)
+            except (OSError, TypeError, SyntaxError, IndexError):
+                pass
+
+    def matches(self, dotted: str) -> bool:
+        if dotted == self.dotted:
+            return True
+        if dotted.rsplit(".", 1)[-1] != self.short:
+            return False
+        return _same(_lookup(dotted), self.obj)
+
+
+# ------------------------------------------------------------------ review
+def _finding(cell: _Cell, node, kind: str, what: str) -> Finding:
+    line = getattr(node, "lineno", 1)
+    text = cell.lines[line - 1] if 0 < line <= len(cell.lines) else ""
+    return Finding(kind, cell.index + 1, line, text, what)
+
+
+def _dynamic(cell: _Cell, names: _Names) -> list[Finding]:
+    """Dynamic code and hooks in one cell the student wrote or changed."""
+    if cell.tree is None:
+        return [Finding("dynamic", cell.index + 1, 1,
+                        (cell.lines or [""])[0],
+                        "cannot be read as Python, so the grader cannot "
+                        "tell what it does")]
+    found = []
+    asked = _membership_tests(cell.tree)
+    for node in ast.walk(cell.tree):
+        if isinstance(node, ast.Name) and node.id in DYNAMIC_NAMES and \
+                id(node) not in asked:
+            found.append(_finding(cell, node, "dynamic",
+                                  f"{DYNAMIC_NAMES[node.id]} ({node.id})"))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found += _imports(cell, node)
+        elif isinstance(node, ast.Attribute):
+            why = _attribute(node, names)
+            if why:
+                found.append(_finding(cell, node, "dynamic", why))
+        elif isinstance(node, ast.Call):
+            why = _call(node)
+            if why:
+                found.append(_finding(cell, node, "dynamic", why))
+        elif isinstance(node, ast.keyword) and node.arg == "allow_pickle":
+            found.append(_finding(cell, node.value, "dynamic",
+                                  "loads objects that run code "
+                                  "(allow_pickle)"))
+    for stmt in cell.tree.body:                  # a global `exec` & co.
+        for node in _module_level(stmt):
+            for name in _bound_here(node):
+                if name in BUILTIN_NAMES:
+                    found.append(_finding(
+                        cell, node, "hook", f"rebinds the builtin name "
+                                            f"`{name}`, which other code "
+                                            f"of the notebook's namespace "
+                                            f"calls"))
+    for node in ast.walk(cell.tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, (ast.AugAssign,
+                                                      ast.AnnAssign))
+                   else node.targets if isinstance(node, ast.Delete)
+                   else [])
+        for target in targets:
+            if isinstance(target, ast.Attribute):
+                root = target
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if isinstance(root, ast.Name) and any(
+                        isinstance(v, str) for _, _, v in
+                        names.bound.get(root.id, ())):
+                    found.append(_finding(
+                        cell, node, "hook",
+                        f"changes the module {root.id} that other code "
+                        f"(the library, the checks) uses"))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("setattr", "delattr") and node.args:
+            root = node.args[0]
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and any(
+                    isinstance(v, str) for _, _, v in
+                    names.bound.get(root.id, ())):
+                found.append(_finding(
+                    cell, node, "hook",
+                    f"changes the module {root.id} that other code uses"))
+        if isinstance(node, ast.Global):
+            hit = [n for n in node.names if n in BUILTIN_NAMES]
+            if hit:
+                found.append(_finding(cell, node, "hook",
+                                      f"rebinds the builtin name "
+                                      f"`{hit[0]}`"))
+    return found
+
+
+def _membership_tests(tree) -> set[int]:
+    """``"name" in globals()``: a question about the namespace, which
+    changes nothing (the ids of those ``globals`` names)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and all(
+                isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
+                and isinstance(node.left, ast.Constant):
+            for right in node.comparators:
+                if isinstance(right, ast.Call) and not right.args and \
+                        not right.keywords and \
+                        isinstance(right.func, ast.Name) and \
+                        right.func.id in ("globals", "locals"):
+                    found.add(id(right.func))
+    return found
+
+
+def _bound_here(node) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                         ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [a.asname or a.name.split(".")[0] for a in node.names
+                if a.name != "*"]
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign,
+                         ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
+                         ast.NamedExpr)):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [i.optional_vars for i in node.items if i.optional_vars]
+                   if isinstance(node, (ast.With, ast.AsyncWith)) else
+                   [node.target])
+        return [n.id for t in targets for n in ast.walk(t)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    return []
+
+
+def _imports(cell: _Cell, node) -> list[Finding]:
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            return [_finding(cell, node, "dynamic",
+                             "imports relative to a file of the notebook")]
+        modules = [node.module or ""]
+        if any(a.name == "*" for a in node.names) and \
+                modules[0].split(".")[0] not in TRUSTED_ROOTS:
+            return [_finding(cell, node, "dynamic",
+                             f"imports every name of {modules[0]}")]
+        modules += [f"{node.module}.{a.name}" for a in node.names]
+        wanted = [node.module or ""]
+    else:
+        modules = wanted = [a.name for a in node.names]
+    found = []
+    for name in modules:
+        if name in ALLOWED_MODULES or any(
+                name.startswith(m + ".") for m in ALLOWED_MODULES):
+            continue
+        top = name.split(".")[0]
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            mod = ".".join(parts[:cut])
+            if mod in DYNAMIC_MODULES and DYNAMIC_MODULES[mod]:
+                found.append(_finding(cell, node, "dynamic",
+                                      f"{DYNAMIC_MODULES[mod]} ({mod})"))
+                break
+        else:
+            if top == "selfattention_course":
+                found.append(_finding(cell, node, "checks",
+                                      "reaches the grader's code"))
+    for name in wanted:
+        top = name.split(".")[0]
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            found.append(_finding(cell, node, "dynamic",
+                                  f"imports {top}, a module the course "
+                                  f"does not install (one the notebook "
+                                  f"wrote?)"))
+    return found
+
+
+def _attribute(node: ast.Attribute, names: _Names) -> str | None:
+    attr = node.attr
+    if attr.startswith("__") and attr.endswith("__") and \
+            attr not in PLAIN_DUNDERS:
+        return f"reaches the interpreter's internals ({attr})"
+    if attr in DYNAMIC_ATTRS:
+        return f"reaches code objects, frames or hooks ({attr})"
+    parts = _dotted(node.value)
+    if parts:
+        meanings = names.meanings(node.value) | {".".join(parts)} \
+            if parts[0] not in names.bound else names.meanings(node.value)
+        for meaning in meanings:
+            if attr in MODULE_ATTRS.get(meaning, ()):
+                return f"changes the interpreter or starts code " \
+                       f"({meaning}.{attr})"
+    return None
+
+
+def _call(node: ast.Call) -> str | None:
+    fn = node.func
+    if isinstance(fn, ast.Name) and fn.id in ("getattr", "setattr",
+                                               "delattr", "hasattr"):
+        if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+            return f"reaches an attribute by a computed name ({fn.id})"
+        if isinstance(node.args[1].value, str) and \
+                node.args[1].value.startswith("__"):
+            return f"reaches the interpreter's internals ({fn.id})"
+    if isinstance(fn, ast.Name) and fn.id in ("setattr", "delattr"):
+        return None
+    if isinstance(fn, ast.Name) and fn.id == "open":
+        for arg in list(node.args[1:2]) + [k.value for k in node.keywords
+                                           if k.arg == "mode"]:
+            if not isinstance(arg, ast.Constant) or any(
+                    c in str(arg.value) for c in "wax+"):
+                return "writes a file (code a later import could run)"
+    return None
+
+
+def _magic(node: ast.Call) -> bool:
+    """A safe magic: ``get_ipython().run_line_magic('timeit', ...)``."""
+    fn = node.func
+    return (isinstance(fn, ast.Attribute)
+            and fn.attr in ("run_line_magic", "run_cell_magic")
+            and isinstance(fn.value, ast.Call)
+            and isinstance(fn.value.func, ast.Name)
+            and fn.value.func.id == "get_ipython" and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and str(node.args[0].value).lstrip("%") in SAFE_MAGICS)
+
+
+def _without_safe_magics(cell: _Cell, found: list[Finding]) -> list[Finding]:
+    safe = {n.lineno for n in ast.walk(cell.tree)
+            if isinstance(n, ast.Call) and _magic(n)} if cell.tree else set()
+    return [f for f in found if f.line not in safe or not (
+        "get_ipython" in f.what or "run_line_magic" in f.what
+        or "run_cell_magic" in f.what)]
+
+
+def _reach(names: _Names, answers) -> list[tuple[_Cell, ast.AST]]:
+    """The definitions an answer can reach: those of its names and, in
+    turn, of every top-level name they use."""
+    todo, seen, nodes = list(answers), set(), []
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for cell, node, _ in names.current(name):
+            nodes.append((cell, node))
+            for inner in _global_loads(node):
+                if inner.id in names.bound:
+                    todo.append(inner.id)
+    return nodes
+
+
+def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
+          answers) -> list[Finding]:
+    """References, shortcuts and the checks' code used inside ``node``."""
+    found = []
+    local = _Names([])
+    for inner in ast.walk(node):               # imports inside functions
+        if isinstance(inner, (ast.Import, ast.ImportFrom)):
+            local._statement(cell, inner)
+            for dotted in _imported(inner):
+                why = _meaning(dotted, refs)
+                if why:
+                    found.append(_finding(cell, inner, *why))
+    outer = {id(n) for n in _global_loads(node)}
+    for inner in ast.walk(node):
+        if not isinstance(inner, (ast.Name, ast.Attribute)):
+            continue
+        if isinstance(inner, ast.Name) and not isinstance(inner.ctx,
+                                                          ast.Load):
+            continue
+        parts = _dotted(inner)
+        root = inner
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        meanings = set()
+        if parts and isinstance(root, ast.Name):
+            if id(root) in outer:
+                meanings = names.meanings(inner)
+                if parts[0] not in names.bound:
+                    meanings.add(".".join(parts))
+            else:
+                meanings = local.meanings(inner)
+        for meaning in meanings:
+            why = _meaning(meaning, refs)
+            if why:
+                found.append(_finding(cell, inner, *why))
+                break
+        else:
+            if isinstance(inner, ast.Attribute):
+                for ref in refs:
+                    if ref.method and inner.attr == ref.short:
+                        found.append(_finding(
+                            cell, inner, "reference",
+                            f"uses {ref.dotted}, which this exercise "
+                            f"asks you to do yourself"))
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if cell.trusted and node.name not in answers:
+            for ref in refs:
+                if ref.short == node.name:
+                    found.append(_finding(
+                        cell, node, "reference",
+                        f"is the chapter's own {ref.dotted}, which this "
+                        f"exercise asks you to write yourself"))
+        elif not cell.trusted:
+            try:
+                mine = _body_dump(node)
+            except SyntaxError:
+                mine = None
+            for ref in refs:
+                if ref.code is not None and mine == ref.code.replace(
+                        f"'{ref.short}'", f"'{node.name}'", 1):
+                    found.append(_finding(
+                        cell, node, "reference",
+                        f"is a copy of {ref.dotted}, which this exercise "
+                        f"asks you to write yourself"))
+    return found
+
+
+def _imported(node) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = "." * node.level + (node.module or "")
+    return [f"{base}.{a.name}" for a in node.names if a.name != "*"]
+
+
+def _meaning(dotted: str, refs: list[_Reference]) -> tuple | None:
+    for ref in refs:
+        if ref.matches(dotted):
+            return ("reference", f"uses {ref.dotted}, which this exercise "
+                                 f"asks you to write yourself")
+    if dotted == GRADER or dotted.startswith(GRADER + "."):
+        return ("checks", "reaches the grader's code")
+    if dotted == CHECKS or dotted.startswith(CHECKS + "."):
+        rest = dotted[len(CHECKS) + 1:].split(".")
+        if len(rest) >= 2 and rest[0] != "core":
+            module = _lookup(f"{CHECKS}.{rest[0]}")
+            tools = set(getattr(module, "__all__", ())) if module else set()
+            obj = getattr(module, rest[1], None) if module else None
+            from selfattention.exercises.core import Exercise
+
+            if rest[1] in tools and not isinstance(obj, Exercise):
+                return None                      # a student tool
+        if len(rest) == 1:
+            return None                          # the module, not a name
+        return ("checks", "uses the checks' own code (a check, its "
+                          "helpers or its judge), not something an answer "
+                          "may call")
+    return None
+
+
+def review(nb, exercises: dict[str, tuple], book_cells=()) -> dict:
+    """What sends each exercise of ``nb`` for review.
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        The submitted notebook (never executed here).
+    exercises : dict
+        ``label -> (answers, references)``: the names that hold the answer
+        and the dotted names of the references and shortcuts.
+    book_cells : iterable of str
+        :func:`cell_digest` of the student version's code cells: a cell
+        left as it is there is the chapter's own code.
+
+    Returns
+    -------
+    dict
+        ``label -> list of Finding`` (empty when nothing is flagged).
+    """
+    book_cells = set(book_cells)
+    cells = _parse(nb, book_cells)
+    names = _Names(cells)
+    everywhere = []
+    for cell in cells:
+        if not cell.trusted:
+            everywhere += _without_safe_magics(cell, _dynamic(cell, names))
+    result = {}
+    for label, (answers, references) in exercises.items():
+        refs = [_Reference(r) for r in references]
+        found = []
+        for cell, node in _reach(names, answers):
+            found += _uses(cell, node, names, refs, set(answers))
+        result[label] = sorted(set(found), key=lambda f: (
+            f.kind != "reference", f.cell, f.line)) + everywhere
+    return result

@@ -1,0 +1,254 @@
+"""The plain notebooks in a real client: JupyterLab, as a student opens them.
+
+A JupyterLab server (the pinned ``jupyterlab`` of the dev extra) runs on
+127.0.0.1 with its own settings folders; Debian's Chromium, driven by
+playwright with every other host blocked, opens each notebook of
+``notebooks/`` as a student would: from disk, so not trusted. The test reads
+what the page shows, not the file: no MyST markup or label in any rendered
+Markdown cell, the explorers show a picture rather than an empty box, and
+Run All ends without an error or a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CHROMIUM = Path("/usr/bin/chromium")
+RAW = re.compile(r"\{(numref|cite|eq|ref|doc|py:\w+)[^}]*\}|^:{3,}|^`{3,}\{"
+                 r"|^\([\w.:-]+\)=|^:(label|class|name):", re.M)
+# The chapter whose Run All is watched in the client (nbval re-executes
+# every chapter; this checks the client's own view of one run).
+RUN_ALL = "01_definition.ipynb"
+
+pytestmark = pytest.mark.slow
+
+
+def _missing(what: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is missing (CI must install it)")
+    pytest.skip(f"{what} is missing")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """The URL and token of a JupyterLab serving the repository."""
+    lab_bin = Path(sys.executable).parent / "jupyter-lab"
+    if not lab_bin.exists():
+        _missing("jupyterlab")
+    if not CHROMIUM.exists():
+        _missing("chromium")
+    home = tmp_path_factory.mktemp("lab")
+    settings = home / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # Render every cell, not only those in view, so the page can be read
+    # whole; no news pop-up.
+    (settings / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"windowingMode": "none"}))
+    # Never write the notebooks back (Run All would otherwise be saved).
+    docs = home / "settings" / "@jupyterlab" / "docmanager-extension"
+    docs.mkdir(parents=True)
+    (docs / "plugin.jupyterlab-settings").write_text(
+        json.dumps({"autosave": False}))
+    news = home / "settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"),
+               JUPYTER_DATA_DIR=str(home / "data"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    # A copy, as a student's download would be: the repository's files are
+    # never opened for writing.
+    served = home / "served"
+    shutil.copytree(ROOT / "notebooks", served / "notebooks")
+    port, token = _free_port(), "client-test"
+    log = open(home / "server.log", "w")
+    server = subprocess.Popen(
+        [str(lab_bin), "--no-browser", "--allow-root", "--ip=127.0.0.1",
+         f"--port={port}", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={served}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}")
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not start: "
+                        + (home / "server.log").read_text()[-2000:])
+        yield base, token
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM),
+                                     args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def _open(browser, lab, name: str):
+    base, token = lab
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.route("**/*", lambda route: route.continue_()
+               if route.request.url.startswith(("http://127.0.0.1", "data:",
+                                                "blob:", "ws://127.0.0.1"))
+               else route.abort())
+    page.goto(f"{base}/lab/tree/notebooks/{name}?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-MarkdownOutput",
+                           timeout=120_000)
+    # Markdown renders cell by cell; wait until the count settles.
+    count, stable = -1, 0
+    while stable < 3:
+        now = page.locator(".jp-MarkdownOutput").count()
+        stable = stable + 1 if now == count else 0
+        count = now
+        time.sleep(0.5)
+    return page
+
+
+def _shut_kernels(lab) -> None:
+    base, token = lab
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}") as r:
+        sessions = json.load(r)
+    for session in sessions:
+        req = urllib.request.Request(
+            f"{base}/api/sessions/{session['id']}?token={token}",
+            method="DELETE")
+        urllib.request.urlopen(req).close()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_student_sees_prose_maths_and_figures(lab, browser, path):
+    page = _open(browser, lab, path.name)
+    try:
+        cells = json.loads(path.read_text())["cells"]
+        markdown = sum(c["cell_type"] == "markdown" for c in cells)
+        shown = page.locator(".jp-MarkdownOutput")
+        assert shown.count() == markdown, "a Markdown cell did not render"
+        text = page.evaluate(
+            "() => Array.from(document.querySelectorAll("
+            "'.jp-MarkdownOutput')).map(e => e.innerText).join('\\n')")
+        found = RAW.search(text)
+        assert not found, f"{path.name} shows {found.group(0)!r}"
+        assert "$$" not in text, f"{path.name}: unrendered display maths"
+        # Every kernel-free figure shows a picture while untrusted.
+        figures = page.locator(".jp-OutputArea .sa-fig")
+        for k in range(figures.count()):
+            box = figures.nth(k).locator("img").first
+            assert box.count() and box.is_visible(), (
+                f"{path.name}: explorer {k + 1} is an empty box")
+    finally:
+        page.close()
+        _shut_kernels(lab)
+
+
+def test_run_all_ends_without_an_error_or_a_warning(lab, browser):
+    page = _open(browser, lab, RUN_ALL)
+    try:
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator"
+                               "[data-status='idle']", timeout=120_000)
+        page.keyboard.press("Escape")
+        page.click("text=Run", timeout=30_000)
+        page.click("text=Run All Cells", timeout=30_000)
+        cells = json.loads((ROOT / "notebooks" / RUN_ALL).read_text())
+        # Folded cells (solutions, the Colab cell) show no prompt.
+        shown = sum(c["cell_type"] == "code" and not c["metadata"].get(
+            "jupyter", {}).get("source_hidden") for c in cells["cells"])
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            prompts = [p.strip() for p in page.evaluate(
+                "() => Array.from(document.querySelectorAll("
+                "'.jp-CodeCell .jp-InputPrompt')).map(e => e.innerText)")]
+            done = [p for p in prompts if re.fullmatch(r"\[\d+\]:", p)]
+            if len(done) == shown and "[*]:" not in prompts:
+                break
+            time.sleep(1)
+        else:
+            pytest.fail(f"Run All did not finish: {prompts}")
+        # Run, the figures' scripts ran: the arrow keys move the query of
+        # the first explorer (Lumino's shortcuts would otherwise take them).
+        assert page.locator(".sa-still-note").count() == 0
+        canvas = page.locator(".sa-fig canvas[tabindex]").first
+        caption = page.locator(".sa-fig [aria-live]").first
+        before = caption.inner_text()
+        canvas.focus()
+        page.keyboard.press("ArrowDown")       # bound to "next cell" in Lab
+        assert caption.inner_text() != before, "the arrow key did nothing"
+        errors = page.locator(
+            ".jp-OutputArea-output[data-mime-type="
+            "'application/vnd.jupyter.stderr'], .jp-OutputArea-output"
+            "[data-mime-type='application/vnd.jupyter.error']")
+        assert errors.count() == 0, errors.first.inner_text()[:500]
+    finally:
+        page.close()
+        _shut_kernels(lab)
+
+
+# The chapter a fresh install runs: one that loads trained weights and shows
+# kernel-free figures, so that the package data (the weights of `make train`,
+# the figures' scripts and styles) is tested as an install ships it.
+FRESH = "01_definition.ipynb"
+
+
+def test_an_installed_package_runs_a_chapter_like_colab(tmp_path):
+    """What Colab's install cell gives: the package built and installed from
+    the repository (not editable: a wheel, with its package data), and the
+    plain notebook run top to bottom in a folder of its own. The other
+    packages are this environment's, as Colab brings its own."""
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", "--no-deps",
+                    "--no-build-isolation", "--target", str(site),
+                    str(ROOT)], check=True, cwd=tmp_path)
+    work = tmp_path / "student"
+    work.mkdir()
+    shutil.copy(ROOT / "notebooks" / FRESH, work / FRESH)
+    script = (
+        "import nbformat, nbclient, sys\n"
+        f"nb = nbformat.read({FRESH!r}, as_version=4)\n"
+        "nbclient.NotebookClient(nb, timeout=300, kernel_name='python3',"
+        " resources={'metadata': {'path': '.'}}).execute()\n"
+        "bad = [o for c in nb.cells for o in c.get('outputs', [])"
+        " if o.get('output_type') == 'error' or o.get('name') == 'stderr']\n"
+        "print(len(bad)); sys.exit(1 if bad else 0)\n")
+    env = dict(os.environ, PYTHONPATH=str(site))
+    done = subprocess.run([sys.executable, "-c", script], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    probe = subprocess.run(
+        [sys.executable, "-c", "import selfattention; "
+         "print(selfattention.__file__)"], cwd=work, env=env,
+        capture_output=True, text=True, check=True)
+    assert probe.stdout.startswith(str(site)), probe.stdout
+    assert sorted(p.name for p in work.iterdir()) == [FRESH], \
+        "the chapter wrote files beside itself"

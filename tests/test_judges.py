@@ -1,0 +1,93 @@
+"""The split between the student's package and the grader's judges.
+
+What a graded notebook can reach (``selfattention.exercises``) holds the
+exercises' declarations, ``run`` helpers and student tools; the judges,
+case generators, replays and reference helpers live in
+``selfattention_course.judges`` and are hidden from the sandbox.
+"""
+
+import ast
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import selfattention.exercises as package
+from selfattention.exercises.core import NOT_GRADED, Exercise
+from selfattention_course import judges
+from selfattention_course.assign import find_exercises
+from selfattention_course.sandbox import Bubblewrap, Limits, _grader_only
+
+EXERCISES = find_exercises()
+STUDENT = Path(package.__file__).parent
+
+
+def test_every_exercise_has_its_judge_with_the_grader():
+    stems = set(judges.modules())
+    for label, (module, _, ex) in EXERCISES.items():
+        assert ex.judge is None and ex.cases is None and ex.replay is None, \
+            f"{label} is judged in the student's package"
+        assert module.rsplit(".", 1)[-1] in stems
+        assert callable(ex.grading().judge), label
+
+
+def test_each_judges_module_judges_only_its_own_chapter():
+    for stem in judges.modules():
+        table = __import__(f"selfattention_course.judges.{stem}",
+                           fromlist=["JUDGES"]).JUDGES
+        for label in table:
+            module = EXERCISES[label][0]
+            assert module == f"selfattention.exercises.{stem}", label
+
+
+@pytest.mark.parametrize("path", sorted(STUDENT.glob("*.py")),
+                         ids=lambda p: p.stem)
+def test_the_student_package_imports_nothing_of_the_grader(path):
+    """Only ``Exercise.grading`` looks the judges up, lazily (absent in
+    the sandbox, present on a student's machine)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("selfattention_course"):
+            found.append(node.lineno)
+        elif isinstance(node, ast.Import):
+            found += [node.lineno for a in node.names
+                      if a.name.startswith("selfattention_course")]
+    allowed = 1 if path.name == "core.py" else 0
+    assert len(found) == allowed, (path.name, found)
+
+
+def test_the_sandbox_hides_the_judges(tmp_path):
+    hidden = _grader_only()
+    assert hidden and Path(hidden[0]).name == "judges"
+    cmd = Bubblewrap().command(tmp_path, 0, Limits())
+    at = cmd.index(hidden[0])
+    assert cmd[at - 1] == "--tmpfs"
+
+
+def test_without_the_judges_a_check_judges_nothing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "selfattention_course.judges", None)
+    ex = EXERCISES["ex-definition-limits"][2]
+    fb = ex.feedback(lambda Q, K, V: (V, V))
+    assert fb.status == NOT_GRADED and fb.points == 0
+    case = [{"Q": np.eye(2), "K": np.eye(2), "V": np.eye(2)}]
+    fb = ex.assess({"outcomes": [{"output": (np.eye(2), np.eye(2))}],
+                    "called": [], "tampered": False}, case)
+    assert fb.status == NOT_GRADED and fb.points == 0
+
+
+def test_an_exercise_without_auto_points_needs_a_written_part():
+    with pytest.raises(ValueError):
+        Exercise("ex-x-y", kind="Experiment", points=0, answers=("a",))
+    ex = Exercise("ex-x-y", kind="Experiment", points=0, answers=("a",),
+                  written="why?", written_points=3, judge=lambda out: None)
+    assert ex.points == 0 and ex.written_points == 3
+
+
+def test_a_diagnosis_carries_its_code():
+    ex = EXERCISES["ex-definition-tempered"][2]
+    fb = ex.feedback(lambda Q, K, V, tau: (Q, np.swapaxes(Q, 1, 2)))
+    assert fb.status == "wrong" and fb.code == "shape"
+    assert ex.feedback(None).code == "not-done"

@@ -1,0 +1,143 @@
+"""The plain notebooks that Colab, Binder, JupyterHub and the download
+button open: in step with the chapters, free of MyST markup, numbered as the
+book numbers them, solutions folded, no widget left as text."""
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from selfattention_course.plain import BookIndex, plain_markdown
+from test_launch_links import built_site
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = importlib.util.spec_from_file_location(
+    "plain_notebooks", ROOT / "scripts" / "plain_notebooks.py")
+SCRIPT = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(SCRIPT)
+INDEX = BookIndex(ROOT)
+WIDGET = "application/vnd.jupyter.widget-view+json"
+# What MyST source looks like when a client shows it as text.
+RAW = re.compile(r"\{(numref|cite|eq|ref|doc|py:\w+)[^}]*\}`|^:{3,}|^`{3,}\{"
+                 r"|^\([\w.:-]+\)=|^:(label|class|name):|\$\$\s*\([\w-]+\)",
+                 re.M)
+
+
+def plain(name):
+    return nbformat.read(ROOT / "notebooks" / name, as_version=4)
+
+
+NAMES = sorted(Path(doc).name + ".ipynb" for doc in INDEX.chapters)
+
+
+def test_every_chapter_has_its_plain_notebook_and_it_is_current():
+    want = SCRIPT.expected()
+    assert sorted(p.name for p in want) == NAMES
+    stale = [p.name for p, text in want.items()
+             if not p.exists() or p.read_text(encoding="utf-8") != text]
+    assert not stale, f"run `make notebooks`: stale {stale}"
+    extra = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} \
+        - set(NAMES)
+    assert not extra, f"notebooks/ holds no chapter's {sorted(extra)}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_markup_or_label_is_left_as_text(name):
+    for i, cell in enumerate(plain(name).cells):
+        if cell.cell_type != "markdown":
+            continue
+        text = re.sub(r"`[^`\n]+`", "", cell.source)     # code spans
+        found = RAW.search(text)
+        assert not found, f"{name} cell {i}: {found.group(0)!r}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solutions_are_folded_and_widgets_show_a_figure(name):
+    nb = plain(name)
+    solutions = [c for c in nb.cells if "solution" in
+                 c.metadata.get("tags", [])]
+    assert solutions, f"{name}: no solution cell"
+    for cell in solutions:
+        assert cell.metadata["jupyter"]["source_hidden"] is True
+        assert cell.metadata["cellView"] == "form"
+        assert cell.source.startswith("#@title Solution to Exercise ")
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            assert WIDGET not in output.get("data", {}), name
+        assert not re.search(r"nbval|the book shows", cell.source), name
+
+
+def test_links_name_the_number_the_book_gives():
+    index = INDEX
+    text = plain_markdown(
+        "See {numref}`Chapter %s <ch-scaling>`, {eq}`eq-scaling-products`, "
+        "{numref}`fig-def-map`, {cite:p}`vaswani2017attention` and "
+        "{cite:t}`vaswani2017attention`; `{numref}` in code stays.",
+        index, "chapters/01_definition")
+    assert "[Chapter 2](" in text
+    assert f"[Eq. {index.targets['eq-scaling-products'].number}](" in text
+    assert "[Fig. 1.2](" in text
+    assert "(Vaswani et al., 2017)" not in text          # linked, not plain
+    assert re.search(r"\(\[Vaswani et al\., 2017\]\([^)]+\)\)", text)
+    assert re.search(r"\[Vaswani et al\. \(2017\)\]\(", text)
+    assert "`{numref}`" in text
+    assert "#equation-eq-scaling-products" in text
+
+
+def test_an_unknown_label_or_citation_is_an_error():
+    for source in ("{numref}`Chapter %s <ch-nowhere>`", "{cite:p}`nobody`",
+                   "{eq}`eq-missing`"):
+        with pytest.raises(KeyError):
+            plain_markdown(source, INDEX, "chapters/01_definition")
+
+
+def test_directives_become_headed_blocks_and_quotes():
+    text = plain_markdown(
+        ":::{exercise} Derive: something (1 point)\n:label: ex-scaling-factor"
+        "\n\nBody with $x$.\n\n```{note} Careful\nInner.\n```\n:::",
+        INDEX, "chapters/02_scaling")
+    number = INDEX.targets["ex-scaling-factor"].number
+    assert text.startswith(f"### Exercise {number}: Derive: something")
+    assert "> **Careful**" in text and "> Inner." in text
+    assert ":::" not in text and "```" not in text
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    return built_site()
+
+
+def site_numbers(site: Path, target) -> str:
+    """The number the built page shows for one labelled target."""
+    html = (site / f"{target.doc}.html").read_text(encoding="utf-8")
+    at = html.find(f'id="{target.anchor}"')
+    assert at >= 0, f"{target.doc}: no element id={target.anchor}"
+    start = html.find(">", at) + 1              # after the tag with the id
+    window = re.sub(r"<[^>]+>", " ", html[start:start + 4000])
+    return window
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label", sorted(INDEX.targets))
+def test_numbers_agree_with_the_built_site(site, label):
+    target = INDEX.targets[label]
+    shown = " ".join(site_numbers(site, target).split())
+    # The first number of the target's kind after its id is its own.
+    pattern = {"equation": r"\((\d+(?:\.\d+)*)\)",
+               "figure": r"Fig\. (\d+(?:\.\d+)*)",
+               "exercise": r"Exercise (\d+(?:\.\d+)*)",
+               "chapter": r"^(\d+(?:\.\d+)*)\.",
+               "section": r"^(\d+(?:\.\d+)*)\."}[target.kind]
+    found = re.search(pattern, shown, re.M)
+    assert found and found.group(1) == target.number, (label, shown[:200])
+
+
+@pytest.mark.slow
+def test_downloads_are_the_plain_notebooks(site):
+    for name in NAMES:
+        copied = site / "_sources" / "chapters" / name
+        assert json.loads(copied.read_text()) == json.loads(
+            (ROOT / "notebooks" / name).read_text()), name

@@ -1,0 +1,152 @@
+""""For review" read from the submitted source, in the grader's process.
+
+Every route by which an answer could borrow the library's work, or change
+what the harvest sees, is a cell added to chapter 1's student notebook; the
+review must flag it, quoting the line. The chapters' own solutions must
+never be flagged (they are what an honest student hands in). Nothing here
+runs a notebook.
+"""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from selfattention_course import assign
+from selfattention_course.grade import load_manifest
+from selfattention_course.review import cell_digest, review
+from test_hostile_grading import ENCODED, FOR_REVIEW_ROUTES, SHOWN, routes
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+EXERCISES = {label: ex for label, (_, _, ex) in
+             assign.find_exercises().items()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("assignments")
+    assign.build(CHAPTERS, out)
+    chapters, _ = load_manifest(out / "grader" / "manifest.json")
+    return out, chapters
+
+
+def flagged(nb, chapter):
+    spec = {e["label"]: (e["answers"], EXERCISES[e["label"]].references)
+            for e in chapter["exercises"]}
+    return review(nb, spec, chapter["book_cells"])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_solution_of_the_book_is_flagged(built, path):
+    _, chapters = built
+    found = flagged(nbformat.read(path, as_version=4), chapters[path.stem])
+    assert not any(found.values()), {k: [f.quote() for f in v]
+                                     for k, v in found.items() if v}
+
+
+def test_the_student_notebooks_are_not_flagged(built):
+    out, chapters = built
+    for path in CHAPTERS:
+        nb = nbformat.read(out / "student" / path.name, as_version=4)
+        assert not any(flagged(nb, chapters[path.stem]).values()), path.stem
+
+
+def with_cell(built, source):
+    out, chapters = built
+    nb = nbformat.read(out / "student" / "01_definition.ipynb",
+                       as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(source))
+    return flagged(nb, chapters["01_definition"]), len(nb.cells)
+
+
+@pytest.mark.parametrize("route", FOR_REVIEW_ROUTES)
+def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
+    source = routes(0, Path("/x"))[route].strip()
+    found, cells = with_cell(built, source)
+    first = found["ex-definition-tempered"]
+    assert first, route
+    assert first[0].cell == cells                  # the added cell, quoted
+    assert first[0].text.strip() in source
+
+
+@pytest.mark.parametrize("source, kind", [
+    # references through aliases, attributes, `from` imports, assignment
+    ("from selfattention.attention import attention as a\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return a(Q / tau[..., None], K, V)", "reference"),
+    ("import selfattention\n"
+     "f = selfattention.attention.attention\n"
+     "my_tempered_attention = lambda Q, K, V, tau: f(Q, K, V)", "reference"),
+    ("def my_tempered_attention(Q, K, V, tau):\n"
+     "    from selfattention import attention\n"
+     "    return attention.multi_head_attention(Q, K, V, 1)", "reference"),
+    ("import torch\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return torch.nn.MultiheadAttention(4, 1)", "reference"),
+    # a helper the answer calls, in another cell
+    ("import selfattention.attention as A\n"
+     "def helper(Q, K, V):\n"
+     "    return A.attention(Q, K, V)\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return helper(Q / tau[..., None], K, V)", "reference"),
+    # the checks' own code
+    ("def predict_moved(query, shift):\n"
+     "    return checks.check_moved.feedback(lambda q, s: (0, 0))",
+     "checks"),
+    ("from selfattention.exercises import core\n"
+     "def predict_moved(query, shift):\n"
+     "    return core.call(lambda: (1, 2))", "checks"),
+    # dynamic code and hooks, wherever they are
+    ("x = eval('1 + 1')", "dynamic"),
+    ("import importlib\nm = importlib.import_module('selfattention')",
+     "dynamic"),
+    ("import marshal", "dynamic"),
+    ("import pickle", "dynamic"),
+    ("f = type(lambda: 0)(compile('1', 'x', 'eval'), {})", "dynamic"),
+    ("import sys\nsys.settrace(None)", "dynamic"),
+    ("import sys\nsys.modules['numpy'] = None", "dynamic"),
+    ("get_ipython().events.register('pre_run_cell', print)", "dynamic"),
+    ("!echo hi", "dynamic"),
+    ("%run other.py", "dynamic"),
+    ("import concurrent.futures", "dynamic"),
+    ("open('mine.py', 'w').write('x = 1')\nimport mine", "dynamic"),
+    ("import numpy as np\nnp.sum = lambda *a: 0", "hook"),
+    ("def print(*a):\n    pass", "hook"),
+])
+def test_routes_are_flagged_with_their_kind(built, source, kind):
+    found, _ = with_cell(built, source)
+    kinds = {f.kind for f in found["ex-definition-tempered"]} | \
+        {f.kind for f in found["ex-definition-moved"]}
+    assert kind in kinds, (source, found)
+
+
+@pytest.mark.parametrize("source", [
+    "import numpy as np\nfrom selfattention.attention import softmax\n"
+    "def my_tempered_attention(Q, K, V, tau):\n"
+    "    A = softmax(Q @ np.swapaxes(K, -1, -2) / (Q.shape[-1] ** 0.5 "
+    "* tau[..., None]))\n"
+    "    return A @ V, A",
+    "%timeit 1 + 1",
+    "if 'model' not in globals():\n    model = None",
+    "import torch\nmodel = torch.nn.Linear(2, 2).eval()",
+    "import numpy as np\nx = getattr(np.zeros(2), 'shape', None)",
+])
+def test_plain_code_is_not_flagged(built, source):
+    found, _ = with_cell(built, source)
+    assert not found["ex-definition-tempered"], found
+
+
+def test_a_reference_flags_its_own_exercise_only(built):
+    found, _ = with_cell(built, (
+        "from selfattention.attention import attention\n"
+        "def my_limits(Q, K, V):\n"
+        "    return attention(Q * 1e9, K, V)[0], attention(Q * 0, K, V)[0]"))
+    assert not found["ex-definition-limits"]       # not its reference
+    assert not found["ex-definition-tempered"]     # not used by its answer
+
+
+def test_the_pieces_of_the_hostile_routes_exist():
+    assert SHOWN.startswith("# lib/selfattention/attention.py")
+    assert cell_digest(SHOWN) != cell_digest("\n" + SHOWN)
+    assert ENCODED

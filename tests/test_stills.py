@@ -1,0 +1,110 @@
+"""The still pictures under the kernel-free figures: what an untrusted
+notebook shows is what the figure's script draws first, pixel for pixel
+(read back from Chromium's canvases), and the note that says how to make it
+interactive is there only while the script has not run."""
+
+import base64
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from selfattention import interactive
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.slow
+
+
+def _figures():
+    rng = np.random.default_rng(7)
+
+    def rows(n, m):
+        A = rng.random((n, m)) ** 3
+        return A / A.sum(axis=1, keepdims=True)
+    frames = rng.random((2, 12, 16))
+    return {
+        "patch, one head": interactive.patch_explorer(
+            rng.random((24, 32)), rows(48, 48), (6, 8), 4, query=13),
+        "patch, three heads": interactive.patch_explorer(
+            rng.random((16, 16)), np.stack([rows(16, 16)] * 3), (4, 4), 4,
+            query=15, vmax=0.5),
+        "frames, self": interactive.frames_explorer(
+            frames, rows(24, 24), (3, 4), 4, query=17),
+        "frames, cross": interactive.frames_explorer(
+            frames[:1], rows(12, 12), (3, 4), 4, query=0, keys=frames[1:]),
+        "bars": interactive.bar_explorer(
+            rng.random((3, 2, 10)), ["a", "b", "c"], ["raw", "scaled"],
+            choice=1),
+    }
+
+
+FIGURES = _figures()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is missing (CI must install it)")
+        pytest.skip("chromium is missing")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM),
+                                     args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def _canvases(page):
+    drawn = page.evaluate(
+        "() => Array.from(document.querySelectorAll('canvas')).map(cv => "
+        "[cv.width, cv.height, Array.from(cv.getContext('2d')"
+        ".getImageData(0, 0, cv.width, cv.height).data), "
+        "cv.style.backgroundImage])")
+    out = []
+    for width, height, pixels, css in drawn:
+        data = css.split("base64,", 1)[1].rstrip('")')
+        still = Image.open(io.BytesIO(base64.b64decode(data)))
+        rgba = np.asarray(pixels, dtype=np.uint8).reshape(height, width, 4)
+        out.append((rgba[..., :3], np.asarray(still.convert("RGB"))))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_the_still_is_what_the_script_draws_first(browser, name):
+    page = browser.new_page()
+    try:
+        page.set_content(f"<html><body>{FIGURES[name].data}</body></html>")
+        canvases = _canvases(page)
+        assert canvases, name
+        for drawn, still in canvases:
+            assert drawn.shape == still.shape
+            differ = np.abs(drawn.astype(int) - still.astype(int)).max(-1)
+            if name == "bars":
+                # The still leaves out the panels' text (the caption and
+                # the labels around the canvas carry it): under 5 % of the
+                # pixels, and no bar.
+                assert (differ > 0).mean() < 0.05
+            else:
+                assert differ.max() == 0, f"{name}: {(differ > 0).sum()} px"
+        assert page.locator(".sa-still-note").count() == 0
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_without_scripts_the_still_and_its_note_show(browser, name):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        page.set_content(f"<html><body>{FIGURES[name].data}</body></html>")
+        assert page.locator(".sa-still-note").is_visible()
+        for css in page.evaluate(
+                "() => Array.from(document.querySelectorAll('canvas'))"
+                ".map(cv => getComputedStyle(cv).backgroundImage)"):
+            assert css.startswith('url("data:image/png;base64,'), name
+    finally:
+        context.close()
