@@ -1,4 +1,4 @@
-"""The scale of the scores in training (chapter 2).
+"""The scale of the scores in training (:ref:`ch-scaling`).
 
 One small attention model on real MNIST digits, trained three times from the
 same initial weights and the same batches; the runs differ only in the number
@@ -7,7 +7,7 @@ that divides the scores ``Q Kᵀ``: ``√d_k`` (the transformer's choice), ``1``
 recipe ``scale-training`` (``make train``) trains each variant from a few
 seeds and saves the curves (loss, accuracy, attention entropy, the gradient
 that reaches ``W_Q`` and ``W_K``) and the class token's maps over a few test
-digits; chapter 2 loads them with ``trained.load("scale-training")``.
+digits; :ref:`ch-scaling` loads them with ``trained.load("scale-training")``.
 
 The model: 28 × 28 digits cut into 16 patches of 7 × 7 pixels, a linear
 embedding to width ``d = 32`` with learned position embeddings and a class
@@ -15,7 +15,7 @@ token, two pre-LN blocks of one attention head (queries and keys of width
 ``d_k``) and an MLP, and a linear classifier on the class token. ``W_Q`` and
 ``W_K`` start with entries of variance ``1/d``, so that for the unit-variance
 components that LayerNorm hands them every query and key component has
-variance 1, the premise of chapter 2's variance argument.
+variance 1, the premise of the variance argument of :ref:`ch-scaling`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class ScaleAttention(nn.Module):
 
     Queries and keys of width ``d_k``, values of width ``d``; ``forward``
     returns the head's output (B, n, d) and its weights (B, n, n) and keeps
-    the divided scores in ``last_scores`` (chapter 2)."""
+    the divided scores in ``last_scores`` (:ref:`ch-scaling`)."""
 
     def __init__(self, d: int, d_k: int, divide: float):
         super().__init__()
@@ -137,7 +137,7 @@ def split():
 @boundary(A=floats(min_ndim=1))
 def entropy(A):
     """Entropy in nats of each attention row, ``-Σ_j a_j log a_j`` over the
-    last axis; weights that underflow to 0 add 0 (chapter 2)."""
+    last axis; weights that underflow to 0 add 0 (:ref:`ch-scaling`)."""
     terms = -A * np.log(np.where(A > 0, A, 1.0))           # 0 where a_j = 0
     return terms.sum(axis=-1)                              # (...)
 
@@ -213,8 +213,8 @@ def train_variant(variant: str, seed: int, steps: int = STEPS,
 
 @trained.recipe("scale-training")
 def scale_training_recipe() -> dict:
-    """Chapter 2: every variant of :data:`VARIANTS` from every seed of
-    :data:`SEEDS` (``make train``, about 2 minutes on one thread).
+    """For :ref:`ch-scaling`: every variant of :data:`VARIANTS` from every
+    seed of :data:`SEEDS` (``make train``, about 2 minutes on one thread).
 
     Arrays: ``train_loss`` and ``grad_qk`` (variants, seeds, STEPS);
     ``test_loss``, ``test_accuracy`` (variants, seeds, measurements);
