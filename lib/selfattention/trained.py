@@ -31,7 +31,10 @@ TRAINED_DIR = Path(__file__).resolve().parent / "trained"
 MANIFEST = TRAINED_DIR / "MANIFEST.json"
 
 # The modules whose import registers recipes; one line per module.
-RECIPE_MODULES: tuple[str, ...] = ("selfattention.stereo_matcher",)
+RECIPE_MODULES: tuple[str, ...] = (
+    "selfattention.stereo_matcher",
+    "selfattention.scale_training",
+)
 
 
 @dataclass(frozen=True)
