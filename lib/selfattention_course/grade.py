@@ -391,7 +391,7 @@ class Grader:
                 status, points = fb.status, fb.points
                 message = clean_text(fb.message, 500)
                 findings = flagged.get(entry["label"])
-                if findings and status != NOT_DONE:
+                if findings:
                     # Decided here, from the source: what the kernel
                     # reported (the tripwire) may add to it, never clear it.
                     status, points = FOR_REVIEW, 0.0
