@@ -725,7 +725,7 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     ("library-answers", ["For review", "attention.attention"]),
     ("copies", ["For review", "attention.attention"]),
     ("endless-answer", ["time limit"]),
-    ("kill-runner", ["Not attempted"]),
+    ("kill-runner", ["For review", "os.kill"]),
     ("early-look", ["For review", "pickle"]),
 ])
 def test_the_first_row_says_what_happened(run, student, words):
@@ -742,8 +742,9 @@ def test_a_copy_of_a_function_not_asked_for_is_not_for_review(run):
 
 def test_hidden_cases_and_helpers_are_out_of_reach(run):
     assert printed(run, "early-look").split()[:3] == ["cases", "seen", "0"]
+    # its fork failed inside the answer, and the source shows the pickles
     assert run["book"]["early-look", LABELS[1]].feedback.startswith(
-        "Not yet")                      # its fork failed inside the answer
+        "For review")
     assert any("were stopped before its answers" in p
                for p in run["graded"]["early-look"].problems)
 

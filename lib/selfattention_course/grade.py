@@ -419,7 +419,7 @@ class Grader:
                 status, points = fb.status, fb.points
                 message = clean_text(fb.message, 500)
                 findings = flagged.get(entry["label"])
-                if findings and status != NOT_DONE:
+                if findings:
                     # Decided here, from the source: what the kernel
                     # reported (the tripwire) may add to it, never clear it.
                     status, points = FOR_REVIEW, 0.0
@@ -757,7 +757,8 @@ def verify_students(folder: Path, manifest: Path, backend, limits: Limits,
     for g in grader.grade_all(collect(folder, MAX_NOTEBOOK)):
         problems = list(g.problems) + [
             f"{r.exercise}: {r.feedback}" for r in g.rows
-            if not r.feedback.startswith(MARKS[NOT_DONE])]
+            if not r.feedback.startswith(MARKS[NOT_DONE])
+            and r.max_points > 0]        # (none without auto-points runs)
         echo(f"{g.name:26s} " + ("; ".join(problems) if problems else
                                  "runs to the end, every exercise not done"))
         failed += bool(problems) or g.chapter is None
