@@ -1165,39 +1165,6 @@ class _Scripted:
         return self.name
 
 
-def test_a_run_cut_short_beside_another_is_graded_again_alone(
-        tmp_path, monkeypatch):
-    from selfattention_course.intake import Submission
-
-    assign.build([CHAPTER], tmp_path / "a")
-    def stopped(share):
-        return {"cell": 3, "why": "timeout", "share": share}
-
-    starved = {"stopped": stopped(0.05), "cpu": 9.0, "seconds": 20.0}
-    spinning = {"stopped": stopped(0.97), "cpu": 18.0, "seconds": 20.0}
-    answer = {"stopped": None, "harvest": {"0": "ok", "1": "timeout"},
-              "shares": {"1": 0.1}, "cpu": 15.0, "seconds": 20.0}
-    fine = {"stopped": None, "cpu": 3.0, "seconds": 4.0}
-    died = {"stopped": {"cell": 3, "why": "dead kernel"}, "cpu": 9.0,
-            "seconds": 10.0}
-    reports = {"starved": [starved, fine], "spinning": [spinning, fine],
-               "fine": [fine, fine], "died": [died, fine],
-               "answer": [answer, fine]}
-    monkeypatch.setattr(Grader, "_write_job", _tagged_write_job)
-    data = CHAPTER.read_bytes()
-    subs = [Submission(s, "nb.ipynb", data) for s in reports]
-    for jobs, again in ((2, {"starved", "died", "answer"}), (1, set())):
-        backend = _Scripted(reports)
-        grader = Grader(tmp_path / "a" / "grader" / "manifest.json",
-                        backend, Limits(), jobs=jobs, echo=lambda *a: None)
-        graded = {g.student: g for g in grader.grade_all(subs)}
-        assert {s for s, n in backend.runs.items() if n == 2} == again
-        assert grader.regraded == len(again)
-        for student in again:
-            assert not any("time limit" in p or "die" in p
-                           for p in graded[student].problems)
-
-
 _WRITE_JOB = Grader._write_job
 
 
