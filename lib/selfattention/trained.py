@@ -31,7 +31,9 @@ TRAINED_DIR = Path(__file__).resolve().parent / "trained"
 MANIFEST = TRAINED_DIR / "MANIFEST.json"
 
 # The modules whose import registers recipes; one line per module.
-RECIPE_MODULES: tuple[str, ...] = ()
+RECIPE_MODULES: tuple[str, ...] = (
+    "selfattention.mnist",
+)
 
 
 @dataclass(frozen=True)
