@@ -290,8 +290,9 @@ def vit_mnist():
 def vit_mnist_local():
     """The same ViT with a learned relative position bias in every block
     instead of position embeddings (the locality prior of chapter 6),
-    trained for 10 epochs."""
-    return _vit_recipe(position=False, relative_bias=True, epochs=10)
+    trained for 6 epochs."""
+    return _vit_recipe(position=False, relative_bias=True, epochs=6,
+                       threads=1)
 
 
 # The comparisons train a pair a quarter of the chapter's ViT in size, so
@@ -299,7 +300,7 @@ def vit_mnist_local():
 PAIR_VIT = dict(d=32, h=4, depth=2, d_mlp=64)
 PAIR_CNN = (16, 24, 32, 32)                # SmallCNN's default widths
 
-# Four ViTs of depth 4 (width 32), 3 epochs each: pre-LN or post-LN, with
+# Four ViTs of depth 4 (width 32), 2 epochs each: pre-LN or post-LN, with
 # or without warm-up.
 NORMS = (("pre-LN", True, 0.1), ("pre-LN", True, 0.0),
          ("post-LN", False, 0.1), ("post-LN", False, 0.0))
@@ -312,7 +313,7 @@ def vit_mnist_norms():
     split = mnist_split()
     losses, right = [], []
     for _, pre_ln, warmup in NORMS:
-        model, _, loss, _ = _train_vit(0, epochs=3, threads=1,
+        model, _, loss, _ = _train_vit(0, epochs=2, threads=1,
                                        pre_ln=pre_ln, warmup=warmup, d=32,
                                        d_mlp=64)
         losses.append(loss)
@@ -325,7 +326,7 @@ def vit_mnist_norms():
 
 # Training-set sizes and the epochs for each: fewer digits, more passes.
 SIZES = (500, 1000, 2000, 4000)
-EPOCHS = (12, 8, 6, 5)
+EPOCHS = (10, 6, 4, 3)
 SEEDS = (0, 1, 2)
 
 
