@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from selfattention import mnist, patches, position, trained, vit
+from selfattention import mnist, patches, position, vit
 from selfattention.exercises.transformer import block_macs, block_parameters
 
 
@@ -167,8 +167,6 @@ def test_weights_round_trip_into_a_float64_model(split):
 
 @pytest.mark.parametrize("name", ["vit-mnist", "vit-mnist-local"])
 def test_the_trained_vits_load_and_read_digits(name, split):
-    if name not in trained.recipes() or name not in trained._manifest():
-        pytest.skip(f"{name} is not trained yet")
     model = mnist.load_vit(name)
     logits, maps = vit.forward(model, split.X_test[:200])
     assert maps.shape == (200, 4, 4, 50, 50)

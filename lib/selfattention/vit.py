@@ -76,8 +76,10 @@ def shuffle_patches(X, rng):
 
 # ------------------------------------------------------------------ model
 class RelativeBias(nn.Module):
-    """A learned score bias per head and 2-D offset between patches (Swin's
-    ``B``), starting at zero; the class token's row and column get none."""
+    """A learned score bias per head and 2-D patch offset (Swin's B).
+
+    It starts at zero; the class token's row and column get none.
+    """
 
     def __init__(self, grid, h):
         super().__init__()
@@ -92,8 +94,10 @@ class RelativeBias(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-LN block: z + MSA(LN(z)), then z + MLP(LN(z)); post-LN
-    normalises after each residual sum instead."""
+    """Pre-LN block: z + MSA(LN(z)), then z + MLP(LN(z)).
+
+    With ``pre_ln=False``, post-LN: LN(z + MSA(z)), then LN(z + MLP(z)).
+    """
 
     def __init__(self, d, h, d_mlp, pre_ln=True, grid=None):
         super().__init__()
