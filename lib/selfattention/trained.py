@@ -34,6 +34,7 @@ MANIFEST = TRAINED_DIR / "MANIFEST.json"
 RECIPE_MODULES: tuple[str, ...] = (
     "selfattention.stereo_matcher",
     "selfattention.scale_training",
+    "selfattention.mnist",
 )
 
 

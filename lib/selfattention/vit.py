@@ -20,9 +20,10 @@ from torch import nn
 from ._validate import (boundary, floats, generator, instance, integer, ints,
                         number, optional, positive, positive_int)
 from .patches import patchify
+from .position import relative_position_index
 
-__all__ = ["DigitSplit", "digit_split", "shuffle_patches", "Block",
-           "TinyViT", "train", "forward", "predict", "accuracy"]
+__all__ = ["DigitSplit", "digit_split", "shuffle_patches", "RelativeBias",
+           "Block", "TinyViT", "train", "forward", "predict", "accuracy"]
 
 
 @dataclass(frozen=True)
@@ -74,45 +75,77 @@ def shuffle_patches(X, rng):
 
 
 # ------------------------------------------------------------------ model
-class Block(nn.Module):
-    """Pre-LN block: z + MSA(LN(z)), then z + MLP(LN(z))."""
+class RelativeBias(nn.Module):
+    """A learned score bias per head and 2-D patch offset (Swin's B).
 
-    def __init__(self, d, h, d_mlp):
+    It starts at zero; the class token's row and column get none.
+    """
+
+    def __init__(self, grid, h):
         super().__init__()
-        self.h = h
+        H, W = grid
+        self.table = nn.Parameter(torch.zeros(h, (2 * H - 1) * (2 * W - 1)))
+        index = torch.from_numpy(relative_position_index(grid))  # (n, n)
+        self.register_buffer("index", index, persistent=False)
+
+    def forward(self):
+        B = self.table[:, self.index]            # (h, n, n) by offset
+        return nn.functional.pad(B, (1, 0, 1, 0))  # (h, 1+n, 1+n)
+
+
+class Block(nn.Module):
+    """Pre-LN block: z + MSA(LN(z)), then z + MLP(LN(z)).
+
+    With ``pre_ln=False``, post-LN: LN(z + MSA(z)), then LN(z + MLP(z)).
+    """
+
+    def __init__(self, d, h, d_mlp, pre_ln=True, grid=None):
+        super().__init__()
+        self.h, self.pre_ln = h, pre_ln
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d)           # W_Q, W_K, W_V side by side
         self.out = nn.Linear(d, d)               # W_O
         self.mlp = nn.Sequential(nn.Linear(d, d_mlp), nn.GELU(),
                                  nn.Linear(d_mlp, d))
+        self.bias = None if grid is None else RelativeBias(grid, h)
 
     def forward(self, z, keep=None):
         """New tokens (B, n, d) and every head's weights (B, h, n, n)."""
         B, n, d = z.shape
-        qkv = self.qkv(self.ln1(z)).view(B, n, 3, self.h, d // self.h)
+        x = self.ln1(z) if self.pre_ln else z
+        qkv = self.qkv(x).view(B, n, 3, self.h, d // self.h)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)     # each (B, h, n, d_k)
         S = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)  # (B, h, n, n)
+        if self.bias is not None:
+            S = S + self.bias()                  # (h, n, n) by offset
         A = S.softmax(dim=-1)                    # (B, h, n, n)
         y = A @ v                                # (B, h, n, d_k)
         if keep is not None:                     # keep: (h,), 0 drops a head
             y = y * keep[:, None, None]
         y = y.transpose(1, 2).reshape(B, n, d)   # (B, n, h·d_k): heads joined
         z = z + self.out(y)                      # residual around attention
-        z = z + self.mlp(self.ln2(z))            # residual around the MLP
-        return z, A
+        if self.pre_ln:
+            return z + self.mlp(self.ln2(z)), A  # residual around the MLP
+        z = self.ln1(z)                          # post-LN: normalise the sums
+        return self.ln2(z + self.mlp(z)), A
 
 
 class TinyViT(nn.Module):
-    """Patch embedding, class token, position embeddings, blocks, head."""
+    """Patch embedding, class token, position embeddings, blocks, head.
+
+    ``pre_ln=False`` builds post-LN blocks; a ``grid`` (H, W) gives every
+    block a :class:`RelativeBias` over that patch grid (chapter 6).
+    """
 
     def __init__(self, n=16, d_in=4, d=32, h=4, depth=2, d_mlp=64,
-                 classes=10, position=True):
+                 classes=10, position=True, pre_ln=True, grid=None):
         super().__init__()
         self.embed = nn.Linear(d_in, d)          # one token per patch
         self.cls = nn.Parameter(torch.zeros(1, 1, d))
         self.pos = (nn.Parameter(0.02 * torch.randn(1, 1 + n, d))
                     if position else None)       # one vector per slot
-        self.blocks = nn.ModuleList(Block(d, h, d_mlp) for _ in range(depth))
+        self.blocks = nn.ModuleList(Block(d, h, d_mlp, pre_ln, grid)
+                                    for _ in range(depth))
         self.ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, classes)
 
