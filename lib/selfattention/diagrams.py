@@ -1,0 +1,457 @@
+"""Schematic diagrams of the book's mechanisms, one function per diagram.
+
+Each function returns a :class:`matplotlib.figure.Figure` drawn from the
+library itself: the score matrices are computed by
+:func:`~selfattention.attention.attention`, the masks by
+:mod:`~selfattention.masks`, the windows by :mod:`~selfattention.windows`,
+the counts by :mod:`~selfattention.cost`, so that a change there changes the
+picture. ``scripts/diagrams.py`` (``make diagrams``) saves every diagram as
+SVG under ``_static/diagrams/`` with its alt text in ``manifest.json``.
+
+Every figure is drawn on one axes whose data units are inches, on a white
+card (readable on the dark theme too), at most :data:`DISPLAY_IN` wide, so
+that it is shown at its own size in the text column and a font size in
+points is the size a reader sees; no text is smaller than :data:`MIN_PT`.
+Symbols are mathtext in the notation of the book (appendices/notation.md).
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from . import attention as _attention
+from . import cost, masks, windows
+from .plots import ACCENT, CMAP
+
+__all__ = ["DIAGRAMS", "ALT", "DISPLAY_PX", "DISPLAY_IN", "MIN_PT",
+           "scaled_dot_product", "multi_head", "masked_scores",
+           "transformer_block", "vit_pipeline", "tokenisation_cost",
+           "swin_windows", "nonlocal_block", "cross_attention_correlation",
+           "draw", "to_svg"]
+
+DISPLAY_PX = 700            # width of the book's text column, CSS pixels
+CSS_PX_PER_IN = 96          # CSS pixels per inch, the size of an SVG's pt
+DISPLAY_IN = DISPLAY_PX / CSS_PX_PER_IN   # a figure this wide: shown 1:1
+MIN_PT = 8                  # smallest text at the displayed size
+WIDTH = 7.2                 # inches; every diagram fits the column
+
+INK = "#222222"             # text and outlines
+RULE = "#666666"            # arrows and thin lines
+CARD = "white"
+MATH = "cm"                 # mathtext close to the book's TeX (MathJax)
+SIZE = 9                    # ordinary labels
+SMALL = 8                   # shapes and notes, the smallest we write
+
+DIAGRAMS: dict = {}         # name -> function
+ALT: dict[str, str] = {}    # name -> alt text
+
+
+def _cmap(name=CMAP):
+    import matplotlib
+
+    return matplotlib.colormaps[name]
+
+
+def _tint(x: float, white: float = 0.55):
+    """A light fill: viridis at ``x`` mixed with white (grey-readable)."""
+    r, g, b, _ = _cmap()(x)
+    return tuple(white + (1 - white) * c for c in (r, g, b))
+
+
+# roles, each a distinct lightness of the book's colour map
+FILL = {"x": "#eeeeee", "q": _tint(0.1), "k": _tint(0.45), "v": _tint(0.8),
+        "op": "white", "out": _tint(0.62, 0.7), "norm": "#e4e4e4"}
+
+
+def diagram(name: str, alt: str):
+    """Register a diagram function under ``name`` with its alt text."""
+    def register(fn):
+        DIAGRAMS[name] = fn
+        ALT[name] = " ".join(alt.split())
+        return fn
+    return register
+
+
+def draw(name: str):
+    """The figure of diagram ``name`` (one of :data:`DIAGRAMS`)."""
+    if name not in DIAGRAMS:
+        raise ValueError(f"name must be one of {sorted(DIAGRAMS)}, "
+                         f"got {name!r}")
+    return DIAGRAMS[name]()
+
+
+def to_svg(fig) -> bytes:
+    """The figure as SVG bytes that depend only on the drawing: text as
+    paths, ids from a fixed salt, no date."""
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.hashsalt": "selfattention-diagrams",
+                                "svg.fonttype": "path"}):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="svg", facecolor=CARD,
+                    metadata={"Date": None})
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------- helpers
+def _canvas(height: float, width: float = WIDTH):
+    """A white figure with one axes in inches, (0, 0) at the bottom left."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), facecolor=CARD)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    return fig, ax
+
+
+def _label(ax, x, y, text, size=SIZE, **kw):
+    """Text centred on (x, y) unless told otherwise, in the book's fonts."""
+    kw = {"ha": "center", "va": "center", "color": INK, **kw}
+    return ax.text(x, y, text, fontsize=size, math_fontfamily=MATH,
+                   family="DejaVu Sans", **kw)
+
+
+def _box(ax, x, y, w, h, text="", fill=FILL["op"], size=SIZE, lw=0.9,
+         round_=True):
+    """A rounded box with its lower left corner at (x, y), text inside."""
+    from matplotlib.patches import FancyBboxPatch
+
+    style = "round,pad=0,rounding_size=0.06" if round_ else "square,pad=0"
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle=style, fc=fill,
+                                ec=INK, lw=lw))
+    if text:
+        _label(ax, x + w / 2, y + h / 2, text, size=size)
+    return (x, y, w, h)
+
+
+def _arrow(ax, start, end, bend: float = 0.0, color=RULE, lw=1.0,
+           style="-|>"):
+    """An arrow from ``start`` to ``end``; ``bend`` curves it."""
+    from matplotlib.patches import FancyArrowPatch
+
+    ax.add_patch(FancyArrowPatch(
+        start, end, arrowstyle=style, mutation_scale=9, color=color, lw=lw,
+        shrinkA=0, shrinkB=0, connectionstyle=f"arc3,rad={bend}"))
+
+
+def _elbow(ax, points, color=RULE, lw=1.0):
+    """A polyline through ``points`` whose last segment ends in an arrow."""
+    xs, ys = zip(*points)
+    ax.plot(xs[:-1], ys[:-1], color=color, lw=lw, solid_capstyle="butt")
+    _arrow(ax, points[-2], points[-1], color=color, lw=lw)
+
+
+def _matrix(ax, x, y, rows, cols, cell, fill, name="", shape="",
+            size=SIZE, lines=True):
+    """A matrix of ``rows × cols`` cells drawn as a block, lower left (x, y);
+    ``name`` inside, ``shape`` under it. Returns (x, y, w, h)."""
+    from matplotlib.patches import Rectangle
+
+    w, h = cols * cell, rows * cell
+    ax.add_patch(Rectangle((x, y), w, h, fc=fill, ec=INK, lw=0.9))
+    if lines:
+        for r in range(1, rows):
+            ax.plot([x, x + w], [y + r * cell] * 2, color="white", lw=0.6)
+        for c in range(1, cols):
+            ax.plot([x + c * cell] * 2, [y, y + h], color="white", lw=0.6)
+    if name:
+        _label(ax, x + w / 2, y + h / 2, name, size=size)
+    if shape:
+        _label(ax, x + w / 2, y - 0.05, shape, size=SMALL, va="top")
+    return (x, y, w, h)
+
+
+def _heat(ax, x, y, values, cell, cmap=CMAP, vmin=None, vmax=None,
+          edge="white"):
+    """Colour a matrix cell by cell (row 0 on top), lower left (x, y):
+    vector squares, sharp at any zoom. NaN cells are left light grey."""
+    from matplotlib.patches import Rectangle
+
+    values = np.asarray(values, dtype=float)
+    finite = values[np.isfinite(values)]
+    lo = finite.min() if vmin is None else vmin
+    hi = finite.max() if vmax is None else vmax
+    colours = _cmap(cmap)
+    rows, cols = values.shape
+    for (r, c), v in np.ndenumerate(values):
+        fc = (colours((v - lo) / (hi - lo or 1)) if np.isfinite(v)
+              else "#e8e8e8")
+        ax.add_patch(Rectangle((x + c * cell, y + (rows - 1 - r) * cell),
+                               cell, cell, fc=fc, ec=edge, lw=0.5))
+    from matplotlib.patches import Rectangle as _R
+    ax.add_patch(_R((x, y), cols * cell, rows * cell, fill=False, ec=INK,
+                    lw=0.9))
+    return (x, y, cols * cell, rows * cell)
+
+
+def _mask_grid(ax, x, y, mask, cell, title=""):
+    """A boolean mask as a grid: dark = may use, light = blocked (the
+    colours of :func:`~selfattention.plots.show_mask`)."""
+    from matplotlib.patches import Rectangle
+
+    mask = np.asarray(mask, dtype=bool)
+    greys = _cmap("Greys")
+    rows, cols = mask.shape
+    for (r, c), allowed in np.ndenumerate(mask):
+        ax.add_patch(Rectangle(
+            (x + c * cell, y + (rows - 1 - r) * cell), cell, cell,
+            fc=greys(0.85 if allowed else 0.08), ec="white", lw=0.4))
+    ax.add_patch(Rectangle((x, y), cols * cell, rows * cell, fill=False,
+                           ec=INK, lw=0.9))
+    if title:
+        _label(ax, x + cols * cell / 2, y + rows * cell + 0.06, title,
+               size=SMALL, va="bottom")
+    return (x, y, cols * cell, rows * cell)
+
+
+def _plus(ax, x, y, r=0.11):
+    """A residual addition: a circled plus centred on (x, y)."""
+    from matplotlib.patches import Circle
+
+    ax.add_patch(Circle((x, y), r, fc="white", ec=INK, lw=0.9))
+    ax.plot([x - r * 0.6, x + r * 0.6], [y, y], color=INK, lw=0.9)
+    ax.plot([x, x], [y - r * 0.6, y + r * 0.6], color=INK, lw=0.9)
+
+
+def _example_attention(n=6, d=8, d_k=4, seed=0):
+    """Scores, weights and the pieces of a small random self-attention,
+    computed by the library: (X, Q, K, V, S, A)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    W_q, W_k, W_v = (rng.standard_normal((d, d_k)) / np.sqrt(d)
+                     for _ in range(3))
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    S = Q @ K.T / np.sqrt(d_k)                     # (n, n) scaled scores
+    _, A = _attention.attention(Q, K, V)           # (n, n) weights
+    return X, Q, K, V, S, A
+
+
+# ------------------------------------------------------------- chapter 1
+@diagram("attention", """
+Data flow of scaled dot-product attention. The tokens X, n rows of width d,
+are multiplied by three learned matrices W_Q, W_K and W_V, giving the
+queries Q and keys K, n by d_k, and the values V, n by d_v. Q times K
+transposed, divided by the square root of d_k, gives the n by n score matrix
+S, drawn as a coloured grid; a softmax over each row turns it into the
+weights A, whose rows sum to one; A times V gives the outputs Y, n by d_v,
+one weighted average of the values for each token.""")
+def scaled_dot_product():
+    """Chapter 1: X → W_Q, W_K, W_V → Q, K, V → QKᵀ/√d_k → softmax → A V."""
+    n, d, d_k = 6, 8, 4
+    _, _, _, _, S, A = _example_attention(n, d, d_k)
+    fig, ax = _canvas(2.7)
+    c = 0.1                                   # one cell of X, Q, K, V, Y
+    rows = {"q": 2.05, "k": 1.3, "v": 0.55}   # centres of Q, K and V
+    x = _matrix(ax, 0.15, 1.3 - n * c / 2, n, d, c, FILL["x"], "$X$",
+                r"$n \times d$")
+    qkv = {}
+    for role, (W, name, shape) in {
+            "q": ("W_Q", "Q", r"n \times d_k"),
+            "k": ("W_K", "K", r"n \times d_k"),
+            "v": ("W_V", "V", r"n \times d_v")}.items():
+        y = rows[role]
+        _arrow(ax, (x[0] + x[2] + 0.03, 1.3), (1.35, y))
+        _box(ax, 1.35, y - 0.16, 0.5, 0.32, f"${W}$", FILL[role])
+        _arrow(ax, (1.85, y), (2.1, y))
+        qkv[role] = _matrix(ax, 2.1, y - n * c / 2, n, d_k, c, FILL[role],
+                            f"${name}$")
+        _label(ax, 2.1 + d_k * c + 0.06, y, f"${shape}$", size=SMALL,
+               ha="left")
+    # the scores, from Q and K
+    h = 0.15                                  # one cell of S and A
+    s = _heat(ax, 3.55, 1.675 - n * h / 2, S, h)
+    for role in ("q", "k"):
+        _arrow(ax, (3.05, rows[role]), (s[0] - 0.04, 1.675 + (
+            0.2 if role == "q" else -0.2)))
+    _label(ax, s[0] + s[2] / 2, s[1] + s[3] + 0.07,
+           r"$S = QK^{\top}/\sqrt{d_k}$", va="bottom")
+    _label(ax, s[0] + s[2] / 2, s[1] - 0.05, r"$n \times n$ scores",
+           size=SMALL, va="top")
+    # the weights
+    a = _heat(ax, 5.2, s[1], A, h, vmin=0)
+    _arrow(ax, (s[0] + s[2] + 0.04, 1.675), (a[0] - 0.04, 1.675))
+    _label(ax, (s[0] + s[2] + a[0]) / 2, 1.675 + 0.06, "softmax",
+           size=SMALL, va="bottom")
+    _label(ax, (s[0] + s[2] + a[0]) / 2, 1.675 - 0.06, "of each row",
+           size=SMALL, va="top")
+    _label(ax, a[0] + a[2] / 2, a[1] + a[3] + 0.07,
+           r"$A = \operatorname{softmax}(S)$", va="bottom")
+    _label(ax, a[0] + a[2] / 2, a[1] - 0.05, "rows sum to 1", size=SMALL,
+           va="top")
+    # the outputs: A times V
+    y = _matrix(ax, 6.55, 0.85 - n * c / 2, n, d_k, c, FILL["out"], "$Y$")
+    _elbow(ax, [(a[0] + a[2] + 0.04, 1.675), (y[0] + y[2] / 2, 1.675),
+                (y[0] + y[2] / 2, y[1] + y[3] + 0.04)])
+    _elbow(ax, [(3.05, rows["v"]), (6.3, rows["v"]),
+                (6.3, 0.85), (y[0] - 0.04, 0.85)])
+    _label(ax, y[0] + y[2] / 2, y[1] - 0.05, r"$Y = AV$", va="top")
+    _label(ax, y[0] + y[2] / 2, y[1] - 0.27, r"$n \times d_v$", size=SMALL,
+           va="top")
+    return fig
+
+
+# ------------------------------------------------------------- chapter 3
+def _head_fill(i: int, h: int):
+    """Fill of head ``i`` of ``h``: evenly spaced lightnesses of viridis."""
+    return _tint(0.1 + 0.8 * i / max(h - 1, 1), 0.45)
+
+
+def _strips(ax, x, y, w, height, h, name="", label_size=SIZE):
+    """A matrix cut into ``h`` column strips, one colour per head."""
+    from matplotlib.patches import Rectangle
+
+    for i in range(h):
+        ax.add_patch(Rectangle((x + i * w / h, y), w / h, height,
+                               fc=_head_fill(i, h), ec=INK, lw=0.6))
+    ax.add_patch(Rectangle((x, y), w, height, fill=False, ec=INK, lw=0.9))
+    if name:
+        _label(ax, x - 0.06, y + height / 2, name, size=label_size,
+               ha="right")
+    return (x, y, w, height)
+
+
+@diagram("multihead", """
+Multi-head attention with h = 4 heads. The tokens X, n by d, are projected
+once each by W_Q, W_K and W_V into Q, K and V, n by d; each is cut along its
+columns into h strips of width d_k = d/h, one colour per head. Head i runs
+scaled dot-product attention on its own strips of Q, K and V and returns
+head_i, n by d_v. The h outputs are concatenated side by side into an n by
+h d_v matrix, and W_O, h d_v by d, maps it back to the width d.""")
+def multi_head():
+    """Chapter 3: one projection, split into h heads of width d_k = d/h,
+    attention per head, concatenation, W_O."""
+    h = 4
+    fig, ax = _canvas(2.75)
+    x = _matrix(ax, 0.15, 1.35 - 0.3, 6, 8, 0.1, FILL["x"], "$X$",
+                r"$n \times d$")
+    # Q, K, V, each n × d, cut into h strips
+    group = []
+    for name, y in (("Q", 2.05), ("K", 1.35), ("V", 0.65)):
+        start, end = (x[0] + x[2] + 0.03, 1.35), (1.62, y)
+        _arrow(ax, start, end)
+        above = 0.1 if name != "V" else -0.1
+        _label(ax, (start[0] + end[0]) / 2 - 0.03, (start[1] + end[1]) / 2
+               + above, f"$W_{name}$", size=SMALL, ha="right")
+        group.append(_strips(ax, 1.9, y - 0.2, 0.8, 0.4, h, f"${name}$"))
+    q = group[0]
+    _label(ax, q[0] + q[2] / h / 2, q[1] + q[3] + 0.04, "$d_k$", size=SMALL,
+           va="bottom")
+    _label(ax, q[0] + q[2] / 2, q[1] + q[3] + 0.22,
+           r"$n \times d$ each, cut into $h$ heads of $d_k = d/h$",
+           size=SMALL, va="bottom")
+    # one attention per head
+    heads = []
+    for i in range(h):
+        y = 2.13 - i * 0.5
+        _arrow(ax, (2.76, 1.35 + (1.5 - i) * 0.3), (3.15, y + 0.16))
+        _box(ax, 3.15, y, 1.2, 0.32, "", _head_fill(i, h))
+        _label(ax, 3.75, y + 0.16, f"attention, head {i + 1}", size=SMALL)
+        heads.append(y + 0.16)
+    _label(ax, 3.75, 0.3, r"head $i$: $\operatorname{softmax}(Q_i K_i^{\top}"
+           r"/\sqrt{d_k})\,V_i$", size=SMALL)
+    # concatenation
+    cat = (4.9, 1.35 - 0.3, 0.8, 0.6)
+    for i, y in enumerate(heads):
+        _arrow(ax, (4.39, y), (cat[0] - 0.04, 1.35 + (1.5 - i) * 0.12))
+    _strips(ax, *cat, h)
+    _label(ax, cat[0] + cat[2] / 2, cat[1] + cat[3] + 0.06, "concatenate",
+           size=SMALL, va="bottom")
+    _label(ax, cat[0] + cat[2] / 2, cat[1] - 0.05, r"$n \times h d_v$",
+           size=SMALL, va="top")
+    # output projection
+    _arrow(ax, (cat[0] + cat[2] + 0.03, 1.35), (5.9, 1.35))
+    _box(ax, 5.9, 1.35 - 0.18, 0.45, 0.36, "$W_O$", FILL["op"])
+    _label(ax, 6.125, 1.35 - 0.25, r"$h d_v \times d$", size=SMALL,
+           va="top")
+    _arrow(ax, (6.35, 1.35), (6.5, 1.35))
+    _matrix(ax, 6.5, 1.35 - 0.3, 6, 6, 0.1, FILL["out"], "", "")
+    _label(ax, 6.8, 1.35 - 0.36, r"$n \times d$", size=SMALL, va="top")
+    return fig
+
+
+# ------------------------------------------------------------- chapter 4
+def _write_cells(ax, grid, where, text, size=SMALL, color=INK):
+    """Write ``text`` in the cells of a drawn grid where ``where`` holds."""
+    x, y, w, h = grid
+    rows, cols = where.shape
+    for (r, c), yes in np.ndenumerate(where):
+        if yes:
+            _label(ax, x + (c + 0.5) * w / cols,
+                   y + (rows - r - 0.5) * h / rows, text, size=size,
+                   color=color)
+
+
+@diagram("masks", """
+A mask on the score matrix. Top row, left to right: the six by six scores S;
+a causal mask, a grid whose dark cells mark True, query i may use key j,
+and whose light cells mark False; the masked scores, where every False
+entry has become minus infinity before the softmax; and the weights A after
+the softmax of each row, exactly zero where the mask is False, each row
+still summing to one. Bottom row, four masks as grids of queries (rows) by
+keys (columns): causal, the lower triangle; padding, the last two keys of
+six hidden from every query; local with radius 1, a band of three around
+the diagonal; and windows, 16 patches of a 4 by 4 grid in windows of 2 by
+2, each patch seeing the four of its own window.""")
+def masked_scores():
+    """Chapter 4: −∞ before the softmax where the mask is False (True = this
+    query may use this key); causal, padding, local and window masks."""
+    n = 6
+    X, Q, K, V, S, _ = _example_attention(n)
+    mask = masks.causal_mask(n)
+    _, A = _attention.attention(Q, K, V, mask=mask)
+    fig, ax = _canvas(4.1)
+    cell, top = 0.21, 2.45
+    side = n * cell
+    mid = top + side / 2
+    lo, hi = S.min(), S.max()
+    s = _heat(ax, 0.35, top, S, cell, vmin=lo, vmax=hi)
+    _label(ax, s[0] + side / 2, top + side + 0.07, "scores $S$",
+           va="bottom")
+    _label(ax, s[0] - 0.06, mid, "query $i$", size=SMALL, rotation=90,
+           ha="right")
+    _label(ax, s[0] + side / 2, top - 0.05, "key $j$", size=SMALL,
+           va="top")
+    m = _mask_grid(ax, 2.05, top, mask, cell)
+    _label(ax, m[0] + side / 2, top + side + 0.07, "mask (causal)",
+           va="bottom")
+    _label(ax, m[0] + side / 2, top - 0.05, "dark: True", size=SMALL,
+           va="top")
+    x2 = 3.8
+    _elbow(ax, [(s[0] + side / 2, top - 0.24), (s[0] + side / 2, top - 0.33),
+                (x2 + side / 2, top - 0.33), (x2 + side / 2, top - 0.04)])
+    _arrow(ax, (m[0] + side + 0.05, mid), (x2 - 0.05, mid))
+    t = _heat(ax, x2, top, np.where(mask, S, np.nan), cell, vmin=lo,
+              vmax=hi)
+    _write_cells(ax, t, ~mask, "\u2212\u221e")
+    _label(ax, x2 + side / 2, top + side + 0.07,
+           r"$-\infty$ where False", va="bottom")
+    x3 = 5.72
+    _arrow(ax, (x2 + side + 0.05, mid), (x3 - 0.05, mid))
+    _label(ax, (x2 + side + x3) / 2, mid + 0.06, "softmax", size=SMALL,
+           va="bottom")
+    _label(ax, (x2 + side + x3) / 2, mid - 0.06, "each row", size=SMALL,
+           va="top")
+    a = _heat(ax, x3, top, np.where(mask, A, np.nan), cell, vmin=0,
+              vmax=1)
+    _write_cells(ax, a, ~mask, "0")
+    _label(ax, x3 + side / 2, top + side + 0.07, "weights $A$",
+           va="bottom")
+    _label(ax, x3 + side / 2, top - 0.05, "rows sum to 1", size=SMALL,
+           va="top")
+    # four kinds of mask, as the library builds them, each 1.2 in wide
+    kinds = [("causal", masks.causal_mask(n)),
+             ("padding: 4 real tokens",
+              masks.padding_mask(np.array([4]), n)[0]),
+             ("local, radius 1", masks.local_mask(n, 1)),
+             (r"windows $2 \times 2$, $4 \times 4$ grid",
+              masks.window_mask((4, 4), 2))]
+    for k, (title, grid) in enumerate(kinds):
+        _mask_grid(ax, 0.35 + 1.75 * k, 0.25, grid, 1.2 / grid.shape[0],
+                   title)
+    _label(ax, WIDTH / 2, 1.86, "rows: queries $i$, columns: keys $j$; "
+           "dark: query $i$ may use key $j$ (True)", size=SMALL)
+    return fig
