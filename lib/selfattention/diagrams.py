@@ -455,3 +455,153 @@ def masked_scores():
     _label(ax, WIDTH / 2, 1.86, "rows: queries $i$, columns: keys $j$; "
            "dark: query $i$ may use key $j$ (True)", size=SMALL)
     return fig
+
+
+# ------------------------------------------------------------- chapter 6
+@diagram("transformer_block", """
+The pre-LN transformer block. The tokens X, n by d, enter on the left. A
+layer normalisation feeds multi-head self-attention, where the tokens
+exchange information, and a residual connection adds its output to X,
+giving X'. A second layer normalisation feeds the MLP, which widens each
+token from d to d_mlp, applies a GELU and narrows it back to d, one token at
+a time; a second residual connection adds its output to X', giving X'', n by
+d, the input of the next block.""")
+def transformer_block():
+    """Chapter 6: LN → multi-head attention → add → LN → MLP → add."""
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, ax = _canvas(2.35)
+    y, top = 1.2, 1.85                       # main line, residual line
+    ax.add_patch(FancyBboxPatch(
+        (0.92, 0.62), 5.72, 1.62, boxstyle="round,pad=0,rounding_size=0.08",
+        fill=False, ec=RULE, lw=0.8, ls=(0, (4, 3))))
+    _label(ax, 0.98, 2.2, "one block", size=SMALL, ha="left", va="top",
+           color=RULE)
+    x = _matrix(ax, 0.15, y - 0.24, 6, 6, 0.08, FILL["x"], "", "")
+    _label(ax, 0.39, y - 0.3, r"$X$, $n \times d$", size=SMALL, va="top")
+    for start, stop, step, extra in (
+            (0.75, 3.45, ("LN", "multi-head\nattention"), "q"),
+            (3.85, 6.45, ("LN", "MLP"), "v")):
+        _arrow(ax, (start - 0.12 if start < 1 else start, y), (start + 0.3, y))
+        ln = _box(ax, start + 0.3, y - 0.2, 0.42, 0.4, step[0], FILL["norm"])
+        _arrow(ax, (ln[0] + ln[2], y), (ln[0] + ln[2] + 0.2, y))
+        body = _box(ax, ln[0] + ln[2] + 0.2, y - 0.27, 1.2, 0.54, step[1],
+                    FILL[extra])
+        _arrow(ax, (body[0] + body[2], y), (stop - 0.13, y))
+        _plus(ax, stop, y)
+        _elbow(ax, [(start + 0.12, y), (start + 0.12, top), (stop, top),
+                    (stop, y + 0.12)])
+        _label(ax, (start + stop) / 2 + 0.05, top + 0.06, "residual",
+               size=SMALL, va="bottom")
+        if extra == "q":
+            _label(ax, body[0] + body[2] / 2, body[1] - 0.06,
+                   r"$h$ heads, $W_O$", size=SMALL, va="top")
+        else:
+            _label(ax, body[0] + body[2] / 2, body[1] - 0.06,
+                   r"$d \to d_{\mathrm{mlp}} \to d$, GELU", size=SMALL,
+                   va="top")
+    _arrow(ax, (3.58, y), (3.85, y))
+    _label(ax, 3.72, y + 0.1, "$X'$", va="bottom")
+    _arrow(ax, (6.58, y), (6.7, y))
+    _matrix(ax, 6.7, y - 0.24, 6, 6, 0.08, FILL["out"], "", "")
+    _label(ax, 6.94, y - 0.3, r"$X''$", size=SMALL, va="top")
+    _label(ax, WIDTH / 2, 0.3,
+           r"$X' = X + \operatorname{MSA}(\operatorname{LN}(X)), \qquad "
+           r"X'' = X' + \operatorname{MLP}(\operatorname{LN}(X'))$")
+    return fig
+
+
+def _image(ax, img, x, y, w, h, grid=None, vmin=0.0, vmax=1.0):
+    """A greyscale picture in the box (x, y, w, h), optionally with the
+    lines of a ``grid = (rows, cols)`` of patches over it."""
+    from matplotlib.patches import Rectangle
+
+    ax.imshow(img, cmap="gray", vmin=vmin, vmax=vmax, extent=(x, x + w, y,
+              y + h), interpolation="nearest", zorder=1)
+    if grid is not None:
+        rows, cols = grid
+        for r in range(1, rows):
+            ax.plot([x, x + w], [y + r * h / rows] * 2, color=ACCENT, lw=0.6,
+                    alpha=0.8, zorder=2)
+        for c in range(1, cols):
+            ax.plot([x + c * w / cols] * 2, [y, y + h], color=ACCENT, lw=0.6,
+                    alpha=0.8, zorder=2)
+    ax.add_patch(Rectangle((x, y), w, h, fill=False, ec=INK, lw=0.9,
+                           zorder=3))
+    ax.set_xlim(0, ax.figure.get_figwidth())     # imshow resets the limits
+    ax.set_ylim(0, ax.figure.get_figheight())
+    ax.set_aspect("auto")
+    return (x, y, w, h)
+
+
+def _column(ax, x, y_top, count, w, cell, fills, names=()):
+    """A column of ``count`` token rows from ``y_top`` down."""
+    from matplotlib.patches import Rectangle
+
+    for i in range(count):
+        ax.add_patch(Rectangle((x, y_top - (i + 1) * cell), w, cell,
+                               fc=fills[i] if i < len(fills) else fills[-1],
+                               ec=INK, lw=0.5))
+    return (x, y_top - count * cell, w, count * cell)
+
+
+@diagram("vit", """
+The vision transformer pipeline. A 28 by 28 handwritten digit is cut into a
+4 by 4 grid of patches of 7 by 7 pixels, 16 tokens of p squared = 49 values.
+One linear map W_E embeds every patch to width d; a learned class token
+x_cls is placed in front, and the position embeddings E, one per slot, are
+added: 17 tokens of width d. L transformer blocks process them. The class
+token's output alone goes through a layer normalisation and a linear head to
+ten class scores, one per digit.""")
+def vit_pipeline():
+    """Chapter 6: image → patches → W_E, + E, class token → L blocks →
+    class token → head."""
+    from . import data, patches
+
+    images, _ = data.mnist_digits()
+    img, p = images[0], 7
+    n = (img.shape[0] // p) ** 2                          # 16 patches
+    fig, ax = _canvas(2.6)
+    top, cell = 2.2, 0.1
+    pic = _image(ax, img, 0.15, 0.75, 1.15, 1.15, grid=(4, 4))
+    _label(ax, pic[0] + pic[2] / 2, pic[1] - 0.05,
+           r"$4 \times 4$ patches, $p = 7$", size=SMALL, va="top")
+    _arrow(ax, (1.36, 1.33), (1.62, 1.33))
+    # the patches as a column of tokens (each shown as its pixels)
+    tiles = patches.patchify(img, p)                      # (16, 49)
+    for i in range(n):
+        _image(ax, tiles[i].reshape(p, p), 1.67, top - 0.1 - (i + 1) * cell,
+               cell, cell)
+    _label(ax, 1.72, 0.2 + 0.16, f"${n}$ patches", size=SMALL)
+    _label(ax, 1.72, 0.2, r"$p^2$ values", size=SMALL)
+    _arrow(ax, (1.82, 1.33), (2.08, 1.33))
+    _box(ax, 2.08, 1.15, 0.45, 0.36, "$W_E$", FILL["k"])
+    _arrow(ax, (2.53, 1.33), (2.82, 1.33))
+    # class token + embedded patches, plus position embeddings
+    cls = _tint(0.95, 0.3)
+    col = _column(ax, 2.85, top, n + 1, 0.45, cell, [cls, FILL["k"]])
+    _label(ax, 2.85 - 0.05, top - cell / 2, r"$\mathbf{x}_{\mathrm{cls}}$",
+           size=SMALL, ha="right")
+    _label(ax, 3.52, top - (n + 1) * cell / 2, "+", size=12)
+    _column(ax, 3.65, top, n + 1, 0.3, cell, ["#dddddd"])
+    _label(ax, 3.8, top + 0.08, "$E$", size=SMALL, va="bottom")
+    _label(ax, 3.07, top + 0.08, "$d$", size=SMALL, va="bottom")
+    _label(ax, 3.4, col[1] - 0.05, f"${n + 1}$ tokens", size=SMALL,
+           va="top")
+    _arrow(ax, (4.0, 1.33), (4.22, 1.33))
+    blocks = _box(ax, 4.22, 0.55, 1.0, 1.6, "", FILL["q"])
+    _label(ax, 4.72, 1.55, "transformer", size=SIZE)
+    _label(ax, 4.72, 1.35, "block", size=SIZE)
+    _label(ax, 4.72, 1.05, r"$\times\, L$", size=SIZE)
+    _arrow(ax, (blocks[0] + blocks[2], 1.33), (5.47, 1.33))
+    out = _column(ax, 5.5, top, n + 1, 0.3, cell, [cls, "#eeeeee"])
+    _label(ax, 5.65, out[1] - 0.05, "outputs", size=SMALL, va="top")
+    _arrow(ax, (5.83, top - cell / 2), (6.1, top - cell / 2))
+    _label(ax, 5.9, top + 0.05, "class token", size=SMALL, va="bottom")
+    head = _box(ax, 6.1, top - 0.45, 0.7, 0.5, "LN,\nlinear", FILL["out"],
+                size=SMALL)
+    _arrow(ax, (6.45, head[1]), (6.45, 1.2))
+    _matrix(ax, 5.95, 1.0, 1, 10, 0.1, FILL["out"])
+    _label(ax, 6.45, 0.95, "10 class", size=SMALL, va="top")
+    _label(ax, 6.45, 0.78, "scores", size=SMALL, va="top")
+    return fig
