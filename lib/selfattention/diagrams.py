@@ -605,3 +605,93 @@ def vit_pipeline():
     _label(ax, 6.45, 0.95, "10 class", size=SMALL, va="top")
     _label(ax, 6.45, 0.78, "scores", size=SMALL, va="top")
     return fig
+
+
+# ------------------------------------------------------------- chapter 7
+IMAGE_SIDE = 224
+COST_PATCHES = (32, 16, 8)
+
+
+def _count(v: int) -> str:
+    return f"{v:,}"
+
+
+def _cost_rows():
+    """(P, n, entries) for the patch sides drawn, then one token a pixel."""
+    rows = []
+    for P in (*COST_PATCHES, 1):
+        n = cost.tokens(IMAGE_SIDE, P)
+        rows.append((P, n, cost.score_entries(n)))
+    return rows
+
+
+def _cost_alt() -> str:
+    (*drawn, (_, n1, e1)) = _cost_rows()
+    parts = "; ".join(f"patches of {P} by {P} pixels give n = {_count(n)} "
+                      f"tokens and {_count(e)} score entries per head"
+                      for P, n, e in drawn)
+    return (f"How the patch size sets the cost. A {IMAGE_SIDE} by "
+            f"{IMAGE_SIDE} image is drawn three times with its patch grid; "
+            f"{parts}. Under each image its n by n score matrix is drawn as "
+            f"a square whose side is proportional to n, all on one scale. "
+            f"With one token per pixel, n = {_count(n1)} and a head holds "
+            f"{_count(e1)} entries, "
+            f"{cost.human_bytes(cost.attention_bytes(n1))} in float32: its "
+            f"square, on the same scale, would be "
+            f"{n1 // drawn[-1][1]} times as wide as the largest one drawn.")
+
+
+@diagram("cost", _cost_alt())
+def tokenisation_cost():
+    """Chapter 7: patch side P → n = HW/P² tokens → an n × n score matrix
+    per head, drawn to one scale; one token per pixel off the page."""
+    from matplotlib.patches import Rectangle
+
+    from . import data
+
+    rows = _cost_rows()
+    fig, ax = _canvas(3.4)
+    side, largest = 1.15, rows[len(COST_PATCHES) - 1][1]
+    per_token = 1.25 / largest                     # inches per token
+    img = data.two_squares(np.random.default_rng(0), IMAGE_SIDE, noise=0)
+    for k, (P, n, entries) in enumerate(rows[:-1]):
+        x = 0.2 + 1.6 * k
+        g = IMAGE_SIDE // P
+        _image(ax, 0.15 + 0.7 * img, x, 1.95, side, side, grid=(g, g))
+        _label(ax, x + side / 2, 1.95 + side + 0.06,
+               f"$P = {P}$: $n = {_count(n)}$".replace(",", "{,}"),
+               va="bottom")
+        w = n * per_token
+        ax.add_patch(Rectangle((x + side / 2 - w / 2, 1.65 - w), w, w,
+                               fc=_tint(0.35, 0.25), ec=INK, lw=0.9))
+        _label(ax, x + side / 2, 1.6 - w, f"{_count(entries)} entries",
+               size=SMALL, va="top")
+        _arrow(ax, (x + side / 2, 1.91), (x + side / 2, 1.69))
+    for i, line in enumerate((r"squares: the $n \times n$ scores of one",
+                              r"head, side proportional to $n$,",
+                              "one scale for all")):
+        _label(ax, 0.2, 0.85 - 0.18 * i, line, size=SMALL, ha="left",
+               va="top")
+    P, n, entries = rows[-1]
+    x, wide = 5.0, n * per_token
+    lines = [("one token per pixel ($P = 1$):", SIZE),
+             (f"$n = {_count(n)}$".replace(",", "{,}") + " tokens", SIZE),
+             (f"{_count(entries)} entries", SIZE),
+             (f"{cost.human_bytes(cost.attention_bytes(n))} in float32,",
+              SIZE),
+             ("per head and layer", SIZE)]
+    for i, (line, size) in enumerate(lines):
+        _label(ax, x, 3.25 - 0.22 * i, line, size=size, ha="left",
+               va="top")
+    # the top-left corner of the P = 1 square, top-aligned with the others
+    ax.add_patch(Rectangle((x, 0.05), WIDTH - 0.03 - x, 1.6,
+                           fc=_tint(0.35, 0.6), ec="none"))
+    ax.plot([x, WIDTH - 0.03], [1.65, 1.65], color=INK, lw=0.9)
+    ax.plot([x, x], [1.65, 0.05], color=INK, lw=0.9)
+    for i, line in enumerate(("its corner, on the same scale:",
+                              f"the square would be {wide:.0f} in wide,",
+                              f"{n // largest} times the one for "
+                              f"$P = {COST_PATCHES[-1]}$")):
+        _label(ax, x + 0.1, 1.5 - 0.2 * i, line, size=SMALL, ha="left",
+               va="top")
+    return fig
