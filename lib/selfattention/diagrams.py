@@ -822,3 +822,88 @@ def swin_windows():
                                      enumerate(order[2:])),
            size=SMALL, ha="left", va="top")
     return fig
+
+
+# ------------------------------------------------------------- chapter 9
+def _clip(ax, video, x, y, side, step=0.1):
+    """The frames of a video as a stack, first frame at the back."""
+    T = len(video)
+    for t in range(T):
+        _image(ax, np.clip(video[t], 0, 1), x + t * step,
+               y + (T - 1 - t) * step, side, side)
+    return (x, y, side + (T - 1) * step, side + (T - 1) * step)
+
+
+@diagram("nonlocal", """
+The non-local block of Wang et al. on a video feature map of T frames of H
+by W positions with C channels, drawn as a stack of four frames. Three 1 by
+1 convolutions, theta, phi and g, embed every position; reshaped, they are
+N by d_k, N by d_k and N by d_v matrices, with N = T H W. The scores theta
+times phi transposed form an N by N matrix, every position against every
+position in every frame; a softmax over each row gives f; y = f g averages
+the g features. A last 1 by 1 convolution W_z maps y back to C channels, and
+a residual connection adds the input x, giving z of the same shape T by H by
+W by C.""")
+def nonlocal_block():
+    """Chapter 9: θ, φ, g as 1×1 convolutions, f = softmax(θφᵀ), y = f·g,
+    W_z and the residual, on a T × H × W × C map."""
+    from . import data
+
+    video = data.moving_square_video(np.random.default_rng(0))
+    fig, ax = _canvas(2.85)
+    mid = 1.5
+    clip = _clip(ax, video, 0.15, mid - 0.42, 0.55)
+    _label(ax, 0.15 + clip[2] / 2, clip[1] - 0.06,
+           r"$\mathbf{x}$: $T \times H \times W \times C$", size=SMALL,
+           va="top")
+    rows = {"q": mid + 0.75, "k": mid, "v": mid - 0.75}
+    names = {"q": (r"W_\theta", r"\theta", "d_k"),
+             "k": (r"W_\phi", r"\phi", "d_k"),
+             "v": ("W_g", "g", "d_v")}
+    for role, y in rows.items():
+        W, name, width = names[role]
+        _arrow(ax, (clip[0] + clip[2] + 0.05, mid), (1.25, y))
+        _box(ax, 1.25, y - 0.17, 0.62, 0.34, f"${W}$", FILL[role])
+        _arrow(ax, (1.87, y), (2.1, y))
+        _matrix(ax, 2.1, y - 0.2, 4, 3, 0.1, FILL[role], f"${name}$",
+                lines=False)
+        _label(ax, 2.48, y, f"$N \\times {width}$", size=SMALL, ha="left")
+    _label(ax, 1.56, 0.3, r"$1 \times 1 \times 1$ convolutions",
+           size=SMALL)
+    # scores and weights
+    n = 6
+    _, Q, K, V, S, _ = _example_attention(n, seed=3)
+    from .attention import softmax
+    f = softmax(Q @ K.T)                          # scale 1, as Wang et al.
+    h = 0.13
+    sx, sy = 3.45, mid + 0.375 - n * h / 2
+    for role in ("q", "k"):
+        _arrow(ax, (3.05, rows[role]), (sx - 0.04, mid + 0.375 + (
+            0.15 if role == "q" else -0.15)))
+    sc = _heat(ax, sx, sy, f, h, vmin=0)
+    _label(ax, sx + sc[2] / 2, sy + sc[3] + 0.07,
+           r"$f = \operatorname{softmax}(\theta \phi^{\top})$", va="bottom")
+    _label(ax, sx + sc[2] / 2, sy - 0.05, r"$N \times N$, $N = THW$",
+           size=SMALL, va="top")
+    # y = f g
+    yx = 4.75
+    _elbow(ax, [(sc[0] + sc[2] + 0.04, mid + 0.375),
+                (yx + 0.15, mid + 0.375), (yx + 0.15, mid + 0.05)])
+    _elbow(ax, [(3.05, rows["v"]), (yx + 0.15, rows["v"]),
+                (yx + 0.15, mid - 0.45)])
+    _matrix(ax, yx, mid - 0.45, 4, 3, 0.1, FILL["out"], "$y$", lines=False)
+    _label(ax, yx + 0.35, mid - 0.05, r"$y = f g$", ha="left")
+    _arrow(ax, (yx + 0.3, mid - 0.25), (5.45, mid - 0.25))
+    _box(ax, 5.45, mid - 0.42, 0.55, 0.34, "$W_z$", FILL["op"])
+    _arrow(ax, (6.0, mid - 0.25), (6.27, mid - 0.25))
+    _plus(ax, 6.38, mid - 0.25)
+    _elbow(ax, [(0.15 + clip[2] / 2, clip[1] + clip[3] + 0.04),
+                (0.15 + clip[2] / 2, 2.62), (6.38, 2.62),
+                (6.38, mid - 0.13)])
+    _label(ax, 6.3, 2.57, "residual", size=SMALL, ha="right", va="top")
+    _arrow(ax, (6.49, mid - 0.25), (6.62, mid - 0.25))
+    _label(ax, 6.9, mid - 0.25, r"$\mathbf{z}$", size=SIZE)
+    _label(ax, 6.65, mid - 0.5, r"$T \times H \times W$", size=SMALL,
+           va="top")
+    _label(ax, 6.65, mid - 0.68, r"$\times\, C$", size=SMALL, va="top")
+    return fig
