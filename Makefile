@@ -64,6 +64,7 @@ execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
 	$(PY) scripts/sync_code.py $(or $(NB),$(NOTEBOOKS))
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
 
+diagrams: $(STAMP) ; $(PY) scripts/diagrams.py  ## Redraw the diagrams (_static/diagrams/)
 train: $(STAMP)  ## Retrain every model of the book (NAMES="a b" for some)
 	$(PY) scripts/train.py $(NAMES)
 

@@ -29,12 +29,13 @@ __all__ = ["DIAGRAMS", "ALT", "DISPLAY_PX", "DISPLAY_IN", "MIN_PT",
            "scaled_dot_product", "multi_head", "masked_scores",
            "transformer_block", "vit_pipeline", "tokenisation_cost",
            "swin_windows", "nonlocal_block", "cross_attention_correlation",
-           "draw", "to_svg"]
+           "draw", "to_svg", "SVG_DPI"]
 
 DISPLAY_PX = 700            # width of the book's text column, CSS pixels
 CSS_PX_PER_IN = 96          # CSS pixels per inch, the size of an SVG's pt
 DISPLAY_IN = DISPLAY_PX / CSS_PX_PER_IN   # a figure this wide: shown 1:1
 MIN_PT = 8                  # smallest text at the displayed size
+SVG_DPI = 2 * CSS_PX_PER_IN  # pictures in an SVG: sharp on a 2x screen
 WIDTH = 7.2                 # inches; every diagram fits the column
 
 INK = "#222222"             # text and outlines
@@ -90,7 +91,9 @@ def to_svg(fig) -> bytes:
     with matplotlib.rc_context({"svg.hashsalt": "selfattention-diagrams",
                                 "svg.fonttype": "path"}):
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="svg", facecolor=CARD,
+        # pictures inside are resampled (nearest pixel) at this dpi: two
+        # image pixels per CSS pixel, sharp on a 2x screen
+        fig.savefig(buffer, format="svg", facecolor=CARD, dpi=SVG_DPI,
                     metadata={"Date": None})
     return buffer.getvalue()
 
@@ -477,7 +480,7 @@ def transformer_block():
         fill=False, ec=RULE, lw=0.8, ls=(0, (4, 3))))
     _label(ax, 0.98, 2.2, "one block", size=SMALL, ha="left", va="top",
            color=RULE)
-    x = _matrix(ax, 0.15, y - 0.24, 6, 6, 0.08, FILL["x"], "", "")
+    _matrix(ax, 0.15, y - 0.24, 6, 6, 0.08, FILL["x"], "", "")
     _label(ax, 0.39, y - 0.3, r"$X$, $n \times d$", size=SMALL, va="top")
     for start, stop, step, extra in (
             (0.75, 3.45, ("LN", "multi-head\nattention"), "q"),
