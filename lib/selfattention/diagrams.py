@@ -548,60 +548,87 @@ def _column(ax, x, y_top, count, w, cell, fills, names=()):
     return (x, y_top - count * cell, w, count * cell)
 
 
-@diagram("vit", """
+VIT_PATCH = 4                    # chapter 6: 28 × 28 digits, 7 × 7 patches
+SHOWN = 6                        # token rows drawn before the ellipsis
+
+
+def _token_rows(ax, x, y_top, w, cell, fills, cls=None):
+    """A column of tokens: an optional class token, ``SHOWN`` rows, an
+    ellipsis and the last row. ``fills`` gives a colour per drawn row."""
+    from matplotlib.patches import Rectangle
+
+    rows = ([cls] if cls is not None else []) + list(fills[:SHOWN]) + [
+        None, fills[-1]]
+    for i, fill in enumerate(rows):
+        y = y_top - (i + 1) * cell
+        if fill is None:
+            _label(ax, x + w / 2, y + cell / 2, "\u22ee", size=SIZE)
+            continue
+        ax.add_patch(Rectangle((x, y), w, cell, fc=fill, ec=INK, lw=0.6))
+    return (x, y_top - len(rows) * cell, w, len(rows) * cell)
+
+
+@diagram("vit", f"""
 The vision transformer pipeline. A 28 by 28 handwritten digit is cut into a
-4 by 4 grid of patches of 7 by 7 pixels, 16 tokens of p squared = 49 values.
+7 by 7 grid of patches of {VIT_PATCH} by {VIT_PATCH} pixels: n = 49 tokens
+of p squared = {VIT_PATCH ** 2} values each, drawn as a column of patches.
 One linear map W_E embeds every patch to width d; a learned class token
 x_cls is placed in front, and the position embeddings E, one per slot, are
-added: 17 tokens of width d. L transformer blocks process them. The class
-token's output alone goes through a layer normalisation and a linear head to
-ten class scores, one per digit.""")
+added: 1 + n tokens of width d. L transformer blocks process them. The
+class token's output alone goes through a layer normalisation and a linear
+head to ten class scores, one per digit.""")
 def vit_pipeline():
     """Chapter 6: image → patches → W_E, + E, class token → L blocks →
     class token → head."""
     from . import data, patches
 
     images, _ = data.mnist_digits()
-    img, p = images[0], 7
-    n = (img.shape[0] // p) ** 2                          # 16 patches
-    fig, ax = _canvas(2.6)
-    top, cell = 2.2, 0.1
-    pic = _image(ax, img, 0.15, 0.75, 1.15, 1.15, grid=(4, 4))
+    img, p = images[0], VIT_PATCH
+    side = img.shape[0] // p                              # 7 patches a side
+    fig, ax = _canvas(2.55)
+    top, cell, mid = 2.15, 0.17, 1.3
+    pic = _image(ax, img, 0.15, mid - 0.6, 1.2, 1.2, grid=(side, side))
     _label(ax, pic[0] + pic[2] / 2, pic[1] - 0.05,
-           r"$4 \times 4$ patches, $p = 7$", size=SMALL, va="top")
-    _arrow(ax, (1.36, 1.33), (1.62, 1.33))
-    # the patches as a column of tokens (each shown as its pixels)
-    tiles = patches.patchify(img, p)                      # (16, 49)
-    for i in range(n):
-        _image(ax, tiles[i].reshape(p, p), 1.67, top - 0.1 - (i + 1) * cell,
-               cell, cell)
-    _label(ax, 1.72, 0.2 + 0.16, f"${n}$ patches", size=SMALL)
-    _label(ax, 1.72, 0.2, r"$p^2$ values", size=SMALL)
-    _arrow(ax, (1.82, 1.33), (2.08, 1.33))
-    _box(ax, 2.08, 1.15, 0.45, 0.36, "$W_E$", FILL["k"])
-    _arrow(ax, (2.53, 1.33), (2.82, 1.33))
+           rf"${side} \times {side}$ patches, $p = {p}$", size=SMALL,
+           va="top")
+    _arrow(ax, (1.4, mid), (1.62, mid))
+    # the patches, one per row, as their pixels
+    tiles = patches.patchify(img, p)                      # (49, 16)
+    shown = [*range(SHOWN), len(tiles) - 1]
+    rows = [*range(SHOWN), SHOWN + 1]                     # skip the ellipsis
+    for i, k in zip(rows, shown):
+        _image(ax, tiles[k].reshape(p, p), 1.67,
+               top - cell - (i + 1) * cell + 0.01, cell - 0.02, cell - 0.02)
+    _label(ax, 1.67 + cell / 2, top - cell - (SHOWN + 0.5) * cell, "\u22ee",
+           size=SIZE)
+    _label(ax, 1.75, top - cell * 9 - 0.05, f"$n = {len(tiles)}$",
+           size=SMALL, va="top")
+    _label(ax, 1.75, top - cell * 9 - 0.23, f"$p^2 = {p * p}$ values",
+           size=SMALL, va="top")
+    _arrow(ax, (1.9, mid), (2.08, mid))
+    _box(ax, 2.08, mid - 0.18, 0.45, 0.36, "$W_E$", FILL["k"])
+    _arrow(ax, (2.53, mid), (2.78, mid))
     # class token + embedded patches, plus position embeddings
     cls = _tint(0.95, 0.3)
-    col = _column(ax, 2.85, top, n + 1, 0.45, cell, [cls, FILL["k"]])
-    _label(ax, 2.85 - 0.05, top - cell / 2, r"$\mathbf{x}_{\mathrm{cls}}$",
+    col = _token_rows(ax, 2.85, top, 0.5, cell, [FILL["k"]] * 7, cls)
+    _label(ax, 2.8, top - cell / 2, r"$\mathbf{x}_{\mathrm{cls}}$",
            size=SMALL, ha="right")
-    _label(ax, 3.52, top - (n + 1) * cell / 2, "+", size=12)
-    _column(ax, 3.65, top, n + 1, 0.3, cell, ["#dddddd"])
-    _label(ax, 3.8, top + 0.08, "$E$", size=SMALL, va="bottom")
-    _label(ax, 3.07, top + 0.08, "$d$", size=SMALL, va="bottom")
-    _label(ax, 3.4, col[1] - 0.05, f"${n + 1}$ tokens", size=SMALL,
-           va="top")
-    _arrow(ax, (4.0, 1.33), (4.22, 1.33))
-    blocks = _box(ax, 4.22, 0.55, 1.0, 1.6, "", FILL["q"])
-    _label(ax, 4.72, 1.55, "transformer", size=SIZE)
-    _label(ax, 4.72, 1.35, "block", size=SIZE)
-    _label(ax, 4.72, 1.05, r"$\times\, L$", size=SIZE)
-    _arrow(ax, (blocks[0] + blocks[2], 1.33), (5.47, 1.33))
-    out = _column(ax, 5.5, top, n + 1, 0.3, cell, [cls, "#eeeeee"])
-    _label(ax, 5.65, out[1] - 0.05, "outputs", size=SMALL, va="top")
-    _arrow(ax, (5.83, top - cell / 2), (6.1, top - cell / 2))
+    _label(ax, 3.1, top + 0.05, "$d$", size=SMALL, va="bottom")
+    _label(ax, 3.55, mid, "+", size=12)
+    _token_rows(ax, 3.7, top, 0.3, cell, ["#dddddd"] * 7, "#dddddd")
+    _label(ax, 3.85, top + 0.05, "$E$", size=SMALL, va="bottom")
+    _label(ax, 3.43, col[1] - 0.05, "$1 + n$ tokens", size=SMALL, va="top")
+    _arrow(ax, (4.05, mid), (4.25, mid))
+    blocks = _box(ax, 4.25, mid - 0.75, 1.0, 1.5, "", FILL["q"])
+    _label(ax, 4.75, mid + 0.25, "transformer", size=SIZE)
+    _label(ax, 4.75, mid + 0.05, "block", size=SIZE)
+    _label(ax, 4.75, mid - 0.25, r"$\times\, L$", size=SIZE)
+    _arrow(ax, (blocks[0] + blocks[2], mid), (5.45, mid))
+    out = _token_rows(ax, 5.48, top, 0.3, cell, ["#eeeeee"] * 7, cls)
+    _label(ax, 5.63, out[1] - 0.05, "outputs", size=SMALL, va="top")
+    _arrow(ax, (5.81, top - cell / 2), (6.1, top - cell / 2))
     _label(ax, 5.9, top + 0.05, "class token", size=SMALL, va="bottom")
-    head = _box(ax, 6.1, top - 0.45, 0.7, 0.5, "LN,\nlinear", FILL["out"],
+    head = _box(ax, 6.1, top - 0.55, 0.7, 0.5, "LN,\nlinear", FILL["out"],
                 size=SMALL)
     _arrow(ax, (6.45, head[1]), (6.45, 1.2))
     _matrix(ax, 5.95, 1.0, 1, 10, 0.1, FILL["out"])
