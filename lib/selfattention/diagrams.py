@@ -18,6 +18,7 @@ Symbols are mathtext in the notation of the book (appendices/notation.md).
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 
@@ -70,7 +71,9 @@ def diagram(name: str, alt: str):
     """Register a diagram function under ``name`` with its alt text."""
     def register(fn):
         DIAGRAMS[name] = fn
-        ALT[name] = " ".join(alt.split())
+        # read aloud: "d sub k" rather than "d underscore k"
+        ALT[name] = re.sub(r"\b([A-Za-z])_(\w+)", r"\1 sub \2",
+                           " ".join(alt.split()))
         return fn
     return register
 
@@ -322,7 +325,7 @@ Multi-head attention with h = 4 heads. The tokens X, n by d, are projected
 once each by W_Q, W_K and W_V into Q, K and V, n by d; each is cut along its
 columns into h strips of width d_k = d/h, one colour per head. Head i runs
 scaled dot-product attention on its own strips of Q, K and V and returns
-head_i, n by d_v. The h outputs are concatenated side by side into an n by
+head i, n by d_v. The h outputs are concatenated side by side into an n by
 h d_v matrix, and W_O, h d_v by d, maps it back to the width d.""")
 def multi_head():
     """Chapter 3: one projection, split into h heads of width d_k = d/h,
