@@ -31,9 +31,10 @@ OUT = ROOT / "_static" / "diagrams"
 MANIFEST = "manifest.json"
 
 
-def render(name: str) -> tuple[bytes, dict]:
-    """The SVG bytes of diagram ``name`` and its manifest entry."""
-    fig = diagrams.draw(name)
+def render(name: str, fig=None) -> tuple[bytes, dict]:
+    """The SVG bytes of diagram ``name`` and its manifest entry; ``fig``:
+    the diagram already drawn."""
+    fig = diagrams.draw(name) if fig is None else fig
     svg = diagrams.to_svg(fig)
     width, height = (round(float(v), 3) for v in fig.get_size_inches())
     entry = {"file": f"{name}.svg", "alt": diagrams.ALT[name],

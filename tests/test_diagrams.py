@@ -74,7 +74,7 @@ def test_every_diagram_belongs_to_a_chapter():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_svg_is_what_the_writer_writes(name):
-    svg, entry = WRITER.render(name)
+    svg, entry = WRITER.render(name, drawn(name)[0])
     committed = WRITER.OUT / entry["file"]
     assert committed.is_file(), f"{committed} missing: run make diagrams"
     assert committed.read_bytes() == svg, \
@@ -115,6 +115,14 @@ def test_text_is_at_least_8_pt_where_shown(name):
              for t in texts(fig)
              if t.get_fontsize() * scale < diagrams.MIN_PT - 1e-9]
     assert not small, f"text below {diagrams.MIN_PT} pt as shown: {small}"
+
+
+def test_each_svg_states_its_smallest_text():
+    svg = diagrams.to_svg(diagrams.draw("masks")).decode()
+    stated = re.search(r"smallest text ([\d.]+) pt when shown (\d+) CSS px",
+                       svg)
+    assert stated and float(stated[1]) >= diagrams.MIN_PT
+    assert int(stated[2]) <= diagrams.DISPLAY_PX
 
 
 def test_the_size_measure_notices_a_small_or_shrunk_text():

@@ -9,9 +9,9 @@ picture. ``scripts/diagrams.py`` (``make diagrams``) saves every diagram as
 SVG under ``_static/diagrams/`` with its alt text in ``manifest.json``.
 
 Every figure is drawn on one axes whose data units are inches, on a white
-card (readable on the dark theme too), at most :data:`DISPLAY_IN` wide, so
+card (readable on the dark theme too), at most ``DISPLAY_IN`` wide, so
 that it is shown at its own size in the text column and a font size in
-points is the size a reader sees; no text is smaller than :data:`MIN_PT`.
+points is the size a reader sees; no text is smaller than ``MIN_PT``.
 Symbols are mathtext in the notation of the book (appendices/notation.md).
 """
 
@@ -30,7 +30,7 @@ __all__ = ["DIAGRAMS", "ALT", "DISPLAY_PX", "DISPLAY_IN", "MIN_PT",
            "scaled_dot_product", "multi_head", "masked_scores",
            "transformer_block", "vit_pipeline", "tokenisation_cost",
            "swin_windows", "nonlocal_block", "cross_attention_correlation",
-           "draw", "to_svg", "SVG_DPI"]
+           "draw", "to_svg", "smallest_text_pt", "SVG_DPI"]
 
 DISPLAY_PX = 700            # width of the book's text column, CSS pixels
 CSS_PX_PER_IN = 96          # CSS pixels per inch, the size of an SVG's pt
@@ -79,16 +79,29 @@ def diagram(name: str, alt: str):
 
 
 def draw(name: str):
-    """The figure of diagram ``name`` (one of :data:`DIAGRAMS`)."""
+    """The figure of diagram ``name`` (a key of ``DIAGRAMS``)."""
     if name not in DIAGRAMS:
         raise ValueError(f"name must be one of {sorted(DIAGRAMS)}, "
                          f"got {name!r}")
     return DIAGRAMS[name]()
 
 
+def smallest_text_pt(fig) -> float:
+    """The smallest font size of the figure's texts, in points as shown in
+    the column (an SVG wider than ``DISPLAY_PX`` is shrunk to fit)."""
+    from matplotlib.text import Text
+
+    width_px = fig.get_figwidth() * CSS_PX_PER_IN
+    scale = min(DISPLAY_PX, width_px) / width_px
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text()]
+    return min(sizes) * scale
+
+
 def to_svg(fig) -> bytes:
     """The figure as SVG bytes that depend only on the drawing: text as
-    paths, ids from a fixed salt, no date."""
+    paths, ids from a fixed salt, no date. Its description records the
+    smallest text as shown, for checks that cannot measure paths."""
     import matplotlib
 
     with matplotlib.rc_context({"svg.hashsalt": "selfattention-diagrams",
@@ -96,8 +109,11 @@ def to_svg(fig) -> bytes:
         buffer = io.BytesIO()
         # pictures inside are resampled (nearest pixel) at this dpi: two
         # image pixels per CSS pixel, sharp on a 2x screen
+        shown = min(DISPLAY_PX, round(fig.get_figwidth() * CSS_PX_PER_IN))
         fig.savefig(buffer, format="svg", facecolor=CARD, dpi=SVG_DPI,
-                    metadata={"Date": None})
+                    metadata={"Date": None, "Description": (
+                        f"smallest text {smallest_text_pt(fig):.1f} pt "
+                        f"when shown {shown} CSS px wide")})
     return buffer.getvalue()
 
 
