@@ -235,6 +235,7 @@ def test_symbols_reads_formulas_as_the_page_writes_them():
     assert symbols(r"\operatorname{softmax}(Q_i K_i^{\top})") == {"Q", "K"}
     assert {"W_Q", "d_k", "W_merge", "x_cls", "F_1", "W_theta"} \
         <= BOOK_SYMBOLS
+    assert not symbols(r"d_{\text{head}}, W_{qkv}") & BOOK_SYMBOLS
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -204,9 +204,8 @@ def _heat(ax, x, y, values, cell, cmap=CMAP, vmin=None, vmax=None,
               else "#e8e8e8")
         ax.add_patch(Rectangle((x + c * cell, y + (rows - 1 - r) * cell),
                                cell, cell, fc=fc, ec=edge, lw=0.5))
-    from matplotlib.patches import Rectangle as _R
-    ax.add_patch(_R((x, y), cols * cell, rows * cell, fill=False, ec=INK,
-                    lw=0.9))
+    ax.add_patch(Rectangle((x, y), cols * cell, rows * cell, fill=False,
+                           ec=INK, lw=0.9))
     return (x, y, cols * cell, rows * cell)
 
 
