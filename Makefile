@@ -70,6 +70,7 @@ execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
 notebooks: $(STAMP)  ## Rewrite notebooks/: the chapters as plain Jupyter (launch buttons)
 	$(PY) scripts/plain_notebooks.py
 
+diagrams: $(STAMP) ; $(PY) scripts/diagrams.py  ## Redraw the diagrams (_static/diagrams/)
 train: $(STAMP)  ## Retrain every model of the book (NAMES="a b" for some)
 	$(PY) scripts/train.py $(NAMES)
 
