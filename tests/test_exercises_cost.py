@@ -160,6 +160,7 @@ def one_block_only(n, d, blocks, seed):
     (lambda n, d, blocks, seed: [2.5 * p for p in memory(n, d, blocks, seed)],
      "wrong", ["more than 10%"]),
 ])
+@pytest.mark.slow
 def test_memory_check(answer, status, words):
     fb = run(cost.check_block_memory, answer)
     assert fb.status == status, fb
@@ -168,6 +169,7 @@ def test_memory_check(answer, status, words):
         assert word in fb.message
 
 
+@pytest.mark.slow
 def test_memory_passes_hidden_cases():
     assert run(cost.check_block_memory, memory, 5).passed
 

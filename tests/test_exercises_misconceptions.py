@@ -166,6 +166,7 @@ def too_many(predict, X, y, scores, k, seed):
     (lambda *args: (1.0, 2.0), WRONG, ["between 0 and 1"]),
     (lambda *args: 0.5, WRONG, ["pair"]),
 ])
+@pytest.mark.slow
 def test_faithfulness(answer, status, words):
     fb = checks.check_faithfulness.feedback(answer)
     assert fb.status == status, fb.message
@@ -173,6 +174,7 @@ def test_faithfulness(answer, status, words):
         assert word in fb.message
 
 
+@pytest.mark.slow
 def test_faithfulness_off_by_one_is_named():
     # k = 1 has no "k - 1" to compare with: judge the case with k = 2 alone
     ex = checks.check_faithfulness
@@ -185,18 +187,21 @@ def test_faithfulness_off_by_one_is_named():
 @pytest.mark.parametrize("answer, seed", [
     (faithfulness, 0), (faithfulness, 1), (faithfulness, 2),
     (faithfulness_by_choice, 3)])
+@pytest.mark.slow
 def test_faithfulness_right_answer_passes_hidden_seeds(answer, seed):
     """The tolerance is honest: right controls pass hidden draws."""
     fb = graded(checks.check_faithfulness, answer, seed=seed)
     assert fb.status == CORRECT, fb.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2))
 def test_faithfulness_uniform_control_fails_hidden_seeds(seed):
     fb = graded(checks.check_faithfulness, uniform_ink, seed=seed)
     assert fb.status == WRONG and "uniformly" in fb.message
 
 
+@pytest.mark.slow
 def test_faithfulness_cases_have_blank_patches():
     for case in checks.check_faithfulness.public_cases():
         blank_share = np.mean(np.abs(case["X"]).sum(-1) == 0)
@@ -304,6 +309,7 @@ def of_probability(logits):
     (lambda m, X: right_ixg(m, X)[:, :4], WRONG, ["shape"]),
     (lambda m, X: 1.01 * right_ixg(m, X), WRONG, ["differ"]),
 ])
+@pytest.mark.slow
 def test_input_x_gradient(answer, status, words):
     fb = checks.check_input_x_gradient.feedback(answer)
     assert fb.status == status, fb.message
@@ -311,12 +317,14 @@ def test_input_x_gradient(answer, status, words):
         assert word in fb.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_input_x_gradient_on_hidden_cases(seed):
     fb = graded(checks.check_input_x_gradient, right_ixg, seed=seed)
     assert fb.status == CORRECT, fb.message
 
 
+@pytest.mark.slow
 def test_input_x_gradient_of_a_linear_model_is_exact():
     """On a model that is linear in x with no bias, x · grad sums to the
     logit (Euler): a reference independent of autograd's bookkeeping."""
@@ -336,6 +344,7 @@ def test_input_x_gradient_of_a_linear_model_is_exact():
     assert np.allclose(right_ixg(model, X).sum(1), logits.max(1))
 
 
+@pytest.mark.slow
 def test_faithfulness_judge_handles_an_image_without_ink():
     ex = checks.check_faithfulness
     case = ex.public_cases()[1]

@@ -16,6 +16,7 @@ def counts(d, d_c, h, n, m):
             2 * n * d * d + 2 * m * d_c * d + 2 * n * m * d)
 
 
+@pytest.mark.slow
 def test_counts_formula_matches_pytorch_parameters_and_flops():
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -158,6 +159,7 @@ def trained_error(h, seed):
         torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_heads_check_accepts_a_real_experiment():
     expect(checks.check_heads.feedback(trained_error), "correct")
 

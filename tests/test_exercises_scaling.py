@@ -162,6 +162,7 @@ def library_measure(d_k, seed):
     ((0.86, lambda d, s: 0.99), "wrong", ["further"]),
     ((0.86, library_measure), "for review", ["scaling_experiment"]),
 ])
+@pytest.mark.slow
 def test_predict_check(answers, status, words):
     verdict(checks.check_predict_max_weight, answers, status, words)
 

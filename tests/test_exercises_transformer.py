@@ -131,6 +131,7 @@ def test_no_position_judge(out, status, words):
         assert word in fb.message
 
 
+@pytest.mark.slow
 def test_no_position_right_answer_passes_on_a_hidden_seed():
     data = vit.digit_split()
 

@@ -36,6 +36,9 @@ from selfattention_course.intake import MAX_PER_STUDENT
 from selfattention_course.names import COLUMNS
 from selfattention_course.sandbox import Bubblewrap, Limits
 
+# Sandboxed notebook runs: make test runs them, make unit does not.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 LABELS = ["ex-definition-tempered", "ex-definition-limits",

@@ -98,6 +98,7 @@ def test_head_ablation_is_accuracy_with_one_head_kept_out():
     assert out[1, 2] == vit.accuracy(model, X, y, keep)
 
 
+@pytest.mark.slow
 def test_logit_gradient_matches_finite_differences():
     model = fresh_model()
     x = np.random.default_rng(5).random((1, 16, 4))

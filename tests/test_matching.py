@@ -54,6 +54,7 @@ def test_correlation_volume_is_a_score_matrix_between_frames():
     assert np.abs(C - ref.numpy()).max() < 1e-12
 
 
+@pytest.mark.slow
 @given(st.integers(0, 10**6), st.integers(-6, 6), st.integers(-6, 6))
 def test_argmax_flow_recovers_any_pixel_shift(seed, dy, dx):
     rng = np.random.default_rng(seed)
@@ -87,6 +88,7 @@ def test_lookup_reads_a_window_around_the_flow():
     assert np.array_equal(lookup(C, flow, 0)[..., 0], L[..., 4])
 
 
+@pytest.mark.slow
 @given(st.integers(0, 10**6), st.integers(-3, 3), st.integers(-3, 3))
 def test_lookup_at_the_true_flow_peaks_at_its_centre(seed, dy, dx):
     rng = np.random.default_rng(seed)

@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 # CI must run these: there a missing bubblewrap is a failure, not a skip.
-pytestmark = pytest.mark.skipif(not Bubblewrap().works() and not os.environ.get(
-    "CI"), reason="bubblewrap cannot run here")
+# Sandboxed notebook runs: make test runs them, make unit does not.
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    not Bubblewrap().works() and not os.environ.get("CI"),
+    reason="bubblewrap cannot run here")]
 
 
 @pytest.fixture(scope="module")

@@ -74,6 +74,7 @@ def test_shuffle_patches_permutes_each_image_separately():
 # ------------------------------------------------------------ the block
 @given(seed=st.integers(0, 10_000), h=st.sampled_from([1, 2, 4]),
        n=st.integers(1, 9))
+@pytest.mark.slow
 @settings(max_examples=20)
 def test_block_attention_is_pytorchs_multihead_attention(seed, h, n):
     """With the MLP silenced, a block adds MHA(LN(z)) to z, and its weights
@@ -182,6 +183,7 @@ def test_model_functions_name_bad_input():
 
 
 # ------------------------------------------------------------ training
+@pytest.mark.slow
 def test_training_is_deterministic_and_leaves_global_state_alone(data):
     threads = torch.get_num_threads()
     torch.manual_seed(123)
@@ -199,6 +201,7 @@ def test_training_is_deterministic_and_leaves_global_state_alone(data):
     assert next(a.parameters()).dtype == torch.float64
 
 
+@pytest.mark.slow
 def test_training_learns_and_position_is_optional(data):
     model = vit.train(data, epochs=6)
     assert model.losses[-1] < model.losses[0]

@@ -31,6 +31,7 @@ def source():
     return json.loads(FINGERPRINT.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_no_sentence_of_the_book_follows_the_source(overlap, source):
     paths = overlap.default_paths()
     assert len(paths) >= 15                       # chapters, intro, appendices

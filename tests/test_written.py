@@ -20,6 +20,9 @@ from selfattention_course.grade import grade_folder
 from selfattention_course.names import META, WRITTEN_STUB
 from selfattention_course.sandbox import Bubblewrap, Limits
 
+# Sandboxed notebook runs: make test runs them, make unit does not.
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CHAPTER = FIXTURES / "99_fixture.ipynb"
 LABEL = "ex-fixture-centered"
