@@ -24,15 +24,7 @@ REF = re.compile(r":ref:`(?:[^`<]*<)?([^`<>]+)>?`")
 # Files whose docstrings still number chapters or exercises by hand, to be
 # converted to labels (each file's line goes once it is): the test lists
 # their numbered docstrings but fails only on the other files.
-NUMBERED_STILL = {
-    "selfattention/data.py", "selfattention/interpret.py",
-    "selfattention/matching.py", "selfattention/scaling.py",
-    "selfattention/vit.py", "selfattention_course/bench.py",
-    *(f"selfattention/exercises/{name}.py" for name in (
-        "cost", "definition", "masks", "matching", "misconceptions",
-        "multihead", "nonlocal_block", "position", "scaling", "transformer",
-        "windows")),
-}
+NUMBERED_STILL: set = set()
 
 
 def _labels() -> set:

@@ -1,5 +1,6 @@
 """Images for the chapters: synthetic images and videos with known answers
-(chapters 1-4, 9 and 10), drawn from the ``numpy.random.Generator`` given so
+(:ref:`ch-definition`-:ref:`ch-masks`, :ref:`ch-nonlocal` and
+:ref:`ch-matching`), drawn from the ``numpy.random.Generator`` given so
 that examples replay, and real images that installed packages ship, so that
 nothing is downloaded at run time."""
 
@@ -18,7 +19,8 @@ __all__ = ["two_squares", "moving_square_video", "textured_scene",
 
 @boundary(rng=generator(), size=positive_int(), noise=number(0))
 def two_squares(rng, size=32, noise=0.05):
-    """A dark image with two bright squares and light noise (chapters 1-4)."""
+    """A dark image with two bright squares and light noise
+    (:ref:`ch-definition`-:ref:`ch-masks`)."""
     img = np.zeros((size, size))
     a, b = size // 16, 7 * size // 16                  # 2 and 14 for size 32
     img[a:b, a:b] = 1.0
@@ -46,7 +48,7 @@ def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
                         step=(0, 4), noise=0.05, distractor=True):
     """A video (T, size, size): a bright square moving by ``step`` per frame
     and, if ``distractor``, a static dimmer one at the bottom right
-    (chapter 9)."""
+    (:ref:`ch-nonlocal`)."""
     video = np.zeros((T, size, size))                   # (T, size, size)
     if distractor:
         video[:, size - side:, size - side:] = 0.5
@@ -60,7 +62,7 @@ def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
           n_shapes=positive_int(), texture=number(0))
 def textured_scene(rng, size=32, n_shapes=5, texture=0.3):
     """Overlapping rectangles on a faintly textured background, so that every
-    neighbourhood differs a little (chapter 10)."""
+    neighbourhood differs a little (:ref:`ch-matching`)."""
     img = np.zeros((size, size))
     for _ in range(n_shapes):
         h, w = rng.integers(6, size // 2 + 1, size=2)
@@ -73,7 +75,7 @@ def textured_scene(rng, size=32, n_shapes=5, texture=0.3):
           rng=generator(), noise=number(0))
 def shifted_pair(img, shift, rng, noise=0.02):
     """Two noisy frames of ``img``, the second rolled by ``shift`` pixels:
-    ``img2[y + dy, x + dx] ≈ img1[y, x]`` (chapter 10)."""
+    ``img2[y + dy, x + dx] ≈ img1[y, x]`` (:ref:`ch-matching`)."""
     img1 = img + noise * rng.standard_normal(img.shape)
     img2 = np.roll(img, shift, axis=(0, 1)) \
         + noise * rng.standard_normal(img.shape)
@@ -100,7 +102,7 @@ class RepeatedPattern:
 def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
     """Frames whose motifs cross-attention alone cannot tell apart: four rings
     and a landmark on a 6 × 10 grid of 4 × 4 patches, moved by ``shift``
-    patches in frame 2 (chapter 10)."""
+    patches in frame 2 (:ref:`ch-matching`)."""
     grid, p = (6, 10), 4
     copies, landmark = ((2, 1), (2, 3), (2, 5), (2, 7)), (4, 8)
     ring = np.ones((p, p))
@@ -167,7 +169,7 @@ def _stereo():
 
 def stereo_pair():
     """The rectified Middlebury 2014 "Motorcycle" pair, down-sampled four
-    times, with ground-truth disparity for the left image (chapter 10).
+    times, with ground-truth disparity for the left image (:ref:`ch-matching`).
 
     Shipped by ``scikit-image`` (``skimage.data.stereo_motorcycle``); from
     Scharstein et al., "High-resolution stereo datasets with subpixel-accurate

@@ -261,7 +261,8 @@ S, drawn as a coloured grid; a softmax over each row turns it into the
 weights A, whose rows sum to one; A times V gives the outputs Y, n by d_v,
 one weighted average of the values for each token.""")
 def scaled_dot_product():
-    """Chapter 1: X → W_Q, W_K, W_V → Q, K, V → QKᵀ/√d_k → softmax → A V."""
+    """:ref:`ch-definition`: X → W_Q, W_K, W_V → Q, K, V → QKᵀ/√d_k → softmax →
+    A V."""
     n, d, d_k = 6, 8, 4
     _, _, _, _, S, A = _example_attention(n, d, d_k)
     fig, ax = _canvas(2.7)
@@ -343,7 +344,8 @@ scaled dot-product attention on its own strips of Q, K and V and returns
 head i, n by d_v. The h outputs are concatenated side by side into an n by
 h d_v matrix, and W_O, h d_v by d, maps it back to the width d.""")
 def multi_head():
-    """Chapter 3: one projection, split into h heads of width d_k = d/h,
+    """:ref:`ch-multihead`: one projection, split into h heads of width d_k =
+    d/h,
     attention per head, concatenation, W_O."""
     h = 4
     fig, ax = _canvas(2.75)
@@ -418,7 +420,8 @@ six hidden from every query; local with radius 1, a band of three around
 the diagonal; and windows, 16 patches of a 4 by 4 grid in windows of 2 by
 2, each patch seeing the four of its own window.""")
 def masked_scores():
-    """Chapter 4: −∞ before the softmax where the mask is False (True = this
+    """:ref:`ch-masks`: −∞ before the softmax where the mask is False (True =
+    this
     query may use this key); causal, padding, local and window masks."""
     n = 6
     X, Q, K, V, S, _ = _example_attention(n)
@@ -488,7 +491,8 @@ token from d to d_mlp, applies a GELU and narrows it back to d, one token at
 a time; a second residual connection adds its output to X', giving X'', n by
 d, the input of the next block.""")
 def transformer_block():
-    """Chapter 6: LN → multi-head attention → add → LN → MLP → add."""
+    """:ref:`ch-transformer`: LN → multi-head attention → add → LN → MLP →
+    add."""
     from matplotlib.patches import FancyBboxPatch
 
     fig, ax = _canvas(2.35)
@@ -596,7 +600,8 @@ added: 1 + n tokens of width d. L transformer blocks process them. The
 class token's output alone goes through a layer normalisation and a linear
 head to ten class scores, one per digit.""")
 def vit_pipeline():
-    """Chapter 6: image → patches → W_E, + E, class token → L blocks →
+    """:ref:`ch-transformer`: image → patches → W_E, + E, class token → L
+    blocks →
     class token → head."""
     from . import data, patches
 
@@ -691,7 +696,7 @@ def _cost_alt() -> str:
 
 @diagram("cost", _cost_alt())
 def tokenisation_cost():
-    """Chapter 7: patch side P → n = HW/P² tokens → an n × n score matrix
+    """:ref:`ch-cost`: patch side P → n = HW/P² tokens → an n × n score matrix
     per head, drawn to one scale; one token per pixel off the page."""
     from matplotlib.patches import Rectangle
 
@@ -803,7 +808,7 @@ width C, concatenates them (top-left, bottom-left, top-right, bottom-right)
 into 4C features, normalises them and maps them with W_merge to 2C: an H by
 W by C grid becomes H/2 by W/2 by 2C.""")
 def swin_windows():
-    """Chapter 8: windows of M × M patches, the shifted windows (shift
+    """:ref:`ch-windows`: windows of M × M patches, the shifted windows (shift
     ⌊M/2⌋, cyclic shift), patch merging (2 × 2 → 4C → 2C)."""
     M, s = SWIN_M, SWIN_M // 2
     regular = masks.window_ids(SWIN_GRID, M).reshape(SWIN_GRID)
@@ -893,7 +898,8 @@ the g features. A last 1 by 1 convolution W_z maps y back to C channels, and
 a residual connection adds the input x, giving z of the same shape T by H by
 W by C.""")
 def nonlocal_block():
-    """Chapter 9: θ, φ, g as 1×1 convolutions, f = softmax(θφᵀ), y = f·g,
+    """:ref:`ch-nonlocal`: θ, φ, g as 1×1 convolutions, f = softmax(θφᵀ), y =
+    f·g,
     W_z and the residual, on a T × H × W × C map."""
     from . import data
 
@@ -984,7 +990,7 @@ no separate query and key projections, no softmax and no weighted sum; the
 flow is read by looking up the correlations around its current
 estimate.""")
 def cross_attention_correlation():
-    """Chapter 10: queries from image 1, keys and values from image 2;
+    """:ref:`ch-matching`: queries from image 1, keys and values from image 2;
     RAFT's C = F1·F2ᵀ from one shared encoder, no softmax, no weighted
     sum."""
     from . import matching

@@ -826,7 +826,7 @@ def _stereo_caption(levels, truth, row: int, c: int) -> str:
 def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
                     image_rows=None, title="", scale=2, vmax=None):
     """A kernel-free figure: pick a left pixel, see its weights on the
-    right row (chapter 10).
+    right row (:ref:`ch-matching`).
 
     Parameters
     ----------

@@ -43,7 +43,8 @@ def mean_attention_distance(maps, grid, patch):
     """Attention-weighted distance from query to key patches, (L, h).
 
     In pixels, over images and patch queries (Dosovitskiy et al. 2021, Fig.
-    7); each patch query's weights on the patches renormalised (chapter 6).
+    7); each patch query's weights on the patches renormalised
+    (:ref:`ch-transformer`).
     """
     P = maps[:, :, :, 1:, 1:]                            # (N, L, h, n, n)
     P = P / P.sum(-1, keepdims=True)

@@ -1,4 +1,5 @@
-"""Matching two images: cross-attention and correlation volumes (chapter 10).
+"""Matching two images: cross-attention and correlation volumes
+(:ref:`ch-matching`).
 
 Frame 2 is frame 1 moved cyclically (``np.roll``), so every pixel and patch
 has a true match; displacements are (row, col), down and right positive.

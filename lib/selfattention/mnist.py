@@ -1,4 +1,5 @@
-"""Real handwriting for chapter 6: a vision transformer and a CNN of the same
+"""Real handwriting for :ref:`ch-transformer`: a vision transformer and a CNN
+of the same
 size trained on 28 × 28 MNIST digits with one recipe, and the ``make train``
 recipes that write what the chapter shows.
 
@@ -7,7 +8,8 @@ The split is fixed: :func:`mnist_split` keeps 1,000 of the 5,000 digits of
 trains on the other 4,000, or on a stratified subset of them. A digit becomes
 7 × 7 = 49 tokens of 4 × 4 pixels (16 values each).
 
-Loading the trained vision transformer (chapters 6 and 11)::
+Loading the trained vision transformer (:ref:`ch-transformer` and
+:ref:`ch-misconceptions`)::
 
     from selfattention import mnist, trained, vit
     model = mnist.load_vit("vit-mnist")     # TinyViT, float64, eval mode
@@ -23,7 +25,7 @@ Loading the trained vision transformer (chapters 6 and 11)::
 ``vit-mnist-local`` is the same model with a learned relative position bias
 (:class:`selfattention.vit.RelativeBias`) in place of position embeddings.
 ``vit.forward``, ``vit.accuracy``, ``vit.predict`` and every function of
-``selfattention.interpret`` take these models as they take chapter 5's.
+``selfattention.interpret`` take these models as they take :ref:`ch-position`'s.
 """
 
 from __future__ import annotations
@@ -294,7 +296,8 @@ def vit_mnist():
 @trained.recipe("vit-mnist-local")
 def vit_mnist_local():
     """The same ViT with a learned relative position bias in every block
-    instead of position embeddings (the locality prior of chapter 6),
+    instead of position embeddings (the locality prior of
+    :ref:`ch-transformer`),
     trained for 20 epochs on one thread."""
     return _vit_recipe(position=False, relative_bias=True,
                        threads=1)

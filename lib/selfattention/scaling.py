@@ -1,5 +1,6 @@
-"""Why scores are divided by √d_k: growth, saturation, gradients (chapters 2
-and 11)."""
+"""Why scores are divided by √d_k: growth, saturation, gradients
+(:ref:`ch-scaling`
+and :ref:`ch-misconceptions`)."""
 
 import math
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ def _weights(args) -> None:
 @boundary(p=floats(min_ndim=1), checks=(_weights,))
 def softmax_jacobian(p):
     """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ``, one (n, n)
-    matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n) (chapter 2)."""
+    matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n) (:ref:`ch-scaling`)."""
     eye = np.eye(p.shape[-1], dtype=p.dtype)
     return p[..., :, None] * (eye - p[..., None, :])       # (..., n, n)
 
@@ -33,7 +34,7 @@ def softmax_jacobian(p):
 @boundary(p=floats(min_ndim=1), checks=(_weights,))
 def jacobian_norm(p):
     """Frobenius norm of each row's softmax Jacobian: 0 for a one-hot row,
-    ``√(n-1)/n`` for a uniform one (chapter 2)."""
+    ``√(n-1)/n`` for a uniform one (:ref:`ch-scaling`)."""
     J = softmax_jacobian(p)                                # (..., n, n)
     return np.sqrt((J ** 2).sum(axis=(-2, -1)))            # (...)
 
@@ -70,7 +71,8 @@ def logit_stats(S, d_k):
 def scaling_experiment(T, d_ks, rng, weight_scale=0.5):
     """Random query and key projections of tokens for several ``d_k``: for each
     in turn, query then key weights (N, p, d_k) for the token sets ``T``
-    (N, n, p), and the :func:`logit_stats` of their scores (chapter 2)."""
+    (N, n, p), and the :func:`logit_stats` of their scores
+    (:ref:`ch-scaling`)."""
     N, _, p = T.shape
     stats = []
     for d_k in d_ks:

@@ -1,9 +1,10 @@
-"""Stereo matching along the rows of a rectified pair (chapter 10).
+"""Stereo matching along the rows of a rectified pair (:ref:`ch-matching`).
 
 The pair is :func:`selfattention.data.stereo_pair`, worked on at half its
 resolution (:func:`half_resolution_pair`). Rectified means that the match of
 left pixel ``(y, x)`` lies on the same row of the right image, at
-``x - d`` for its disparity ``d >= 0`` (checked on the images in chapter 10),
+``x - d`` for its disparity ``d >= 0`` (checked on the images in
+:ref:`ch-matching`),
 so every volume here is indexed ``(row, column, disparity)``.
 """
 
@@ -105,7 +106,7 @@ def epipolar_mask(W, max_disp):
 
     ``(W, W)`` bool, True where left column ``x`` (the query) may use right
     column ``x'`` (the key): ``0 <= x - x' <= max_disp``, a band below the
-    diagonal, the book's mask convention (chapter 4).
+    diagonal, the book's mask convention (:ref:`ch-masks`).
     """
     x = np.arange(W)
     d = x[:, None] - x[None, :]                        # (W, W): x - x'

@@ -1,4 +1,4 @@
-"""Trained stereo matchers on the Motorcycle pair (chapter 10).
+"""Trained stereo matchers on the Motorcycle pair (:ref:`ch-matching`).
 
 Two models, both trained on crops of the training rows of
 :func:`selfattention.stereo.half_resolution_pair` and scored on its held-out
@@ -65,7 +65,8 @@ class _Layer(nn.Module):
     """Pre-norm attention and MLP, queries from ``x``, keys and values from
     ``y``. Where a query may look is a boolean mask; how far the key lies
     enters as a learned bias per offset, added to the scores (as Swin's
-    relative position bias, chapter 8), so the layer knows relative but no
+    relative position bias, :ref:`ch-windows`), so the layer knows relative but
+    no
     absolute column. The two residual branches start at zero (their last
     weights are zero): a new layer passes its input through unchanged."""
 

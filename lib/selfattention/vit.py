@@ -1,6 +1,8 @@
-"""The tiny vision transformer of chapters 5, 6 and 11, and its data.
+"""The tiny vision transformer of :ref:`ch-position`, :ref:`ch-transformer` and
+:ref:`ch-misconceptions`, and its data.
 
-Chapter 6 builds :class:`Block` and :class:`TinyViT` line by line and
+:ref:`ch-transformer` builds :class:`Block` and :class:`TinyViT` line by line
+and
 ``selfattention.interpret`` reads what they learn. Each 8 × 8 digit is
 cut into 2 × 2-pixel patches, 16 tokens of 4 pixels. :func:`train` is
 deterministic: float64, its own seeds, one thread, global state restored.
@@ -67,7 +69,8 @@ def digit_split(test_fraction=0.25, seed=0):
 
 @boundary(X=floats(ndim=3), rng=generator())
 def shuffle_patches(X, rng):
-    """Each image's patches in its own random order (chapter 5): returns
+    """Each image's patches in its own random order (:ref:`ch-position`):
+    returns
     ``X_shuffled`` (N, n, d_in), ``X_shuffled[i] = X[i, perms[i]]``, and
     ``perms`` (N, n)."""
     perms = np.stack([rng.permutation(X.shape[1]) for _ in range(len(X))])
@@ -134,7 +137,7 @@ class TinyViT(nn.Module):
     """Patch embedding, class token, position embeddings, blocks, head.
 
     ``pre_ln=False`` builds post-LN blocks; a ``grid`` (H, W) gives every
-    block a :class:`RelativeBias` over that patch grid (chapter 6).
+    block a :class:`RelativeBias` over that patch grid (:ref:`ch-transformer`).
     """
 
     def __init__(self, n=16, d_in=4, d=32, h=4, depth=2, d_mlp=64,
@@ -186,9 +189,9 @@ def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
     ----------
     data : DigitSplit
         Training tokens (N, n, d_in) and labels; ``dataclasses.replace``
-        may swap in other tokens (chapter 5's exercise does).
+        may swap in other tokens (:ref:`ch-position`'s exercise does).
     position : bool
-        Learned position embeddings, or none (chapter 5).
+        Learned position embeddings, or none (:ref:`ch-position`).
     seed, epochs, batch_size, threads : int
         Seed, passes over the data, images per step, CPU threads.
     d, h, depth, d_mlp : int

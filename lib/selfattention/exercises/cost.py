@@ -1,4 +1,4 @@
-"""Exercises of chapter 7, Cost."""
+"""Exercises of :ref:`ch-cost`, Cost."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exercises of chapter 1, Definition."""
+"""Exercises of :ref:`ch-definition`, Definition."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def moved_image(shift):
     """The running example's image rolled by ``shift = (down, right)`` patches.
 
     Returns ``(img1, img2)``: the image of the chapter and its copy moved
-    cyclically by whole 4 × 4 patches (``np.roll``), as in exercise 1.3.
+    cyclically by whole 4 × 4 patches (``np.roll``), as in
+    :ref:`ex-definition-moved`.
     """
     img = running_example().img
     down, right = (int(v) for v in shift)

@@ -1,4 +1,4 @@
-"""Exercises of chapter 4, Masks."""
+"""Exercises of :ref:`ch-masks`, Masks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exercises of chapter 10, Matching and motion."""
+"""Exercises of :ref:`ch-matching`, Matching and motion."""
 
 from __future__ import annotations
 

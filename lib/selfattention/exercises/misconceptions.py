@@ -1,4 +1,4 @@
-"""Exercises of chapter 11, Misconceptions."""
+"""Exercises of :ref:`ch-misconceptions`, Misconceptions."""
 
 from __future__ import annotations
 
@@ -112,7 +112,8 @@ def digit_patches():
 
 
 def reading_heads(X, beta=2.0):
-    """The two one-query heads of exercise 11.4 on patch tokens.
+    """The two one-query heads of :ref:`ex-misconceptions-signs` on patch
+    tokens.
 
     Each head scores a patch by its ink ``s_j = ±β·sum(x_j)`` (``+``: the
     head that reads ink, ``-``: the head that reads empty space), takes

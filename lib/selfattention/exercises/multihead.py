@@ -1,4 +1,4 @@
-"""Exercises of chapter 3, Multi-head attention."""
+"""Exercises of :ref:`ch-multihead`, Multi-head attention."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def mha_counts(d: int, d_c: int, h: int, n: int, m: int) -> tuple[int, int]:
 
     ``n`` queries of width ``d`` attend, in ``h`` heads of width ``d/h``, to
     ``m`` context tokens of width ``d_c`` (``nn.MultiheadAttention(d, h,
-    kdim=d_c, vdim=d_c, bias=False)``; chapter 3). ``h`` does not appear.
+    kdim=d_c, vdim=d_c, bias=False)``; :ref:`ch-multihead`). ``h`` does not
+    appear.
 
     Returns
     -------
@@ -69,7 +70,7 @@ check_equivalent = Exercise(
 
 # ------------------------------------------------------------------ 3.3
 def retrieval_task(rng, size: int, n: int = 8, k: int = 4):
-    """Sequences for the two-key retrieval task of exercise 3.3.
+    """Sequences for the two-key retrieval task of :ref:`ex-multihead-heads`.
 
     Each of ``size`` sequences has ``n`` tokens of width ``4 + k``: a
     one-hot colour (token 0 has colour 0; one token has colour 1, one has

@@ -1,4 +1,4 @@
-"""Exercises of chapter 9, Non-local blocks."""
+"""Exercises of :ref:`ch-nonlocal`, Non-local blocks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exercises of chapter 5, Position and equivariance."""
+"""Exercises of :ref:`ch-position`, Position and equivariance."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _unshuffle_arrays(rng, n: int = 12, d: int = 6):
 
 
 def unshuffle_case():
-    """The arrays of exercise 5.2: ``(X, perm, f)``.
+    """The arrays of :ref:`ex-position-unshuffle`: ``(X, perm, f)``.
 
     ``X`` holds 12 random tokens of width 6, ``perm`` a permutation of them
     and ``f`` a self-attention layer with fixed random weights, returning

@@ -1,4 +1,4 @@
-"""Exercises of chapter 2, Scaling by √d_k."""
+"""Exercises of :ref:`ch-scaling`, Scaling by √d_k."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exercises of chapter 6, the vision transformer."""
+"""Exercises of :ref:`ch-transformer`, the vision transformer."""
 
 from __future__ import annotations
 

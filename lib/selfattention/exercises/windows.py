@@ -1,4 +1,4 @@
-"""Exercises of chapter 8, Windows and shifted windows."""
+"""Exercises of :ref:`ch-windows`, Windows and shifted windows."""
 
 from __future__ import annotations
 

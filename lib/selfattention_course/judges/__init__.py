@@ -15,7 +15,7 @@ grade lives here, beside the grader, and runs in the grader's process:
 * ``replay(output, **case)`` (Experiments): redoes the experiment of a
   hidden case and raises ``Wrong`` when the numbers are not what it gives;
 * ``prepare(cases)``, optional: work done once for all the cases of one
-  answer (chapter 7 measures every peak in one process of its own);
+  answer (:ref:`ch-cost` measures every peak in one process of its own);
 * the reference helpers these use.
 
 ``selfattention_course.judges.<module>`` holds those of

@@ -1,4 +1,4 @@
-"""The judges of chapter 7, Cost: hidden cases, judges and
+"""The judges of :ref:`ch-cost`, Cost: hidden cases, judges and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

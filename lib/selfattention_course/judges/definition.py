@@ -1,4 +1,4 @@
-"""The judges of chapter 1, Definition: hidden cases, judges and
+"""The judges of :ref:`ch-definition`, Definition: hidden cases, judges and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

@@ -1,4 +1,4 @@
-"""The judges of chapter 4, Masks: hidden cases, judges and
+"""The judges of :ref:`ch-masks`, Masks: hidden cases, judges and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

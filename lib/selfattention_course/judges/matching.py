@@ -1,4 +1,5 @@
-"""The judges of chapter 10, Matching and motion: hidden cases, judges and
+"""The judges of :ref:`ch-matching`, Matching and motion: hidden cases, judges
+and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

@@ -1,4 +1,5 @@
-"""The judges of chapter 11, Misconceptions: hidden cases, judges and
+"""The judges of :ref:`ch-misconceptions`, Misconceptions: hidden cases, judges
+and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

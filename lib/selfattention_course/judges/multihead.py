@@ -1,4 +1,5 @@
-"""The judges of chapter 3, Multi-head attention: hidden cases, judges and
+"""The judges of :ref:`ch-multihead`, Multi-head attention: hidden cases,
+judges and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

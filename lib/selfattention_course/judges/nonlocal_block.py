@@ -1,4 +1,4 @@
-"""The judges of chapter 9, Non-local blocks: hidden cases, judges and
+"""The judges of :ref:`ch-nonlocal`, Non-local blocks: hidden cases, judges and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

@@ -1,4 +1,5 @@
-"""The judges of chapter 5, Position and equivariance: hidden cases, judges and
+"""The judges of :ref:`ch-position`, Position and equivariance: hidden cases,
+judges and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

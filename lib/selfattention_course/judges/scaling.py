@@ -1,4 +1,4 @@
-"""The judges of chapter 2, Scaling by √d_k: hidden cases, judges and
+"""The judges of :ref:`ch-scaling`, Scaling by √d_k: hidden cases, judges and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

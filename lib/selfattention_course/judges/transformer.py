@@ -1,4 +1,5 @@
-"""The judges of chapter 6, the vision transformer: hidden cases, judges and
+"""The judges of :ref:`ch-transformer`, the vision transformer: hidden cases,
+judges and
 the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 

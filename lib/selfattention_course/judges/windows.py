@@ -1,4 +1,4 @@
-"""The judges of chapter 8, Windows and shifted windows: hidden cases,
+"""The judges of :ref:`ch-windows`, Windows and shifted windows: hidden cases,
 judges and the reference helpers they use (see
 :mod:`selfattention_course.judges`)."""
 
