@@ -145,12 +145,14 @@ def tokens(images, p=4):
 
 
 def _inputs(model, images):
+    """What ``model`` reads: tokens for a ViT, one channel for a CNN."""
     if isinstance(model, TinyViT):
         return tokens(images)                             # (B, 49, 16)
     return images[:, None]                                # (B, 1, 28, 28)
 
 
 def _logits(model, images):
+    """The logits (B, classes) of either model for images (B, 28, 28)."""
     out = model(_inputs(model, images))
     return out[0] if isinstance(out, tuple) else out
 
@@ -175,8 +177,7 @@ def fit(model, images, labels, seed, epochs, batch_size=100, lr=2e-3,
         if step < warm:
             return (step + 1) / warm
         return 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr,
-                            weight_decay=weight_decay)
+    opt = torch.optim.AdamW(model.parameters(), lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, rate)
     losses = []
     model.train()

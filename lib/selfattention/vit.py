@@ -112,15 +112,13 @@ class Block(nn.Module):
                                  nn.Linear(d_mlp, d))
         self.bias = None if grid is None else RelativeBias(grid, h)
 
-    def forward(self, z, keep=None):
-        """New tokens (B, n, d) and every head's weights (B, h, n, n)."""
+    def forward(self, z, keep=None):             # new z, weights (B, h, n, n)
         B, n, d = z.shape
         x = self.ln1(z) if self.pre_ln else z
         qkv = self.qkv(x).view(B, n, 3, self.h, d // self.h)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)     # each (B, h, n, d_k)
         S = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)  # (B, h, n, n)
-        if self.bias is not None:
-            S = S + self.bias()                  # (h, n, n) by offset
+        S = S if self.bias is None else S + self.bias()  # (h, n, n) added
         A = S.softmax(dim=-1)                    # (B, h, n, n)
         y = A @ v                                # (B, h, n, d_k)
         if keep is not None:                     # keep: (h,), 0 drops a head
