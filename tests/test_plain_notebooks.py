@@ -154,3 +154,19 @@ def test_a_figure_directive_becomes_an_image_with_its_number():
                            f"/_static/diagrams/x.svg)")
     assert f"*Fig. {number}.*" in text and "The caption," in text
     assert ":::" not in text and ":name:" not in text
+
+
+@pytest.mark.parametrize("doc", INDEX.chapters)
+def test_maintainer_notes_live_in_metadata(doc):
+    """Why a cell's output is not compared is a note for maintainers: it
+    sits in the cell's metadata (``maintainer``), never in the code that
+    readers and students see."""
+    nb = nbformat.read(ROOT / f"{doc}.ipynb", as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        assert "nbval" not in cell.source, f"{doc} cell {i}"
+        if "nbval-ignore-output" in cell.metadata.get("tags", []):
+            why = cell.metadata.get("maintainer", {}).get(
+                "nbval-ignore-output", "")
+            assert len(why.split()) >= 4, f"{doc} cell {i}: no reason given"
