@@ -150,3 +150,18 @@ def test_the_pieces_of_the_hostile_routes_exist():
     assert SHOWN.startswith("# lib/selfattention/attention.py")
     assert cell_digest(SHOWN) != cell_digest("\n" + SHOWN)
     assert ENCODED
+
+
+def test_reading_an_import_never_runs_a_program_in_the_grader():
+    """A star import of a module that runs a program when imported (here
+    f2py's command line, which calls sys.exit) is read without importing
+    it: the review returns, and the grader goes on."""
+    import sys
+
+    before = sys.argv[:]
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "from numpy.f2py.__main__ import *\n"
+        "def my_answer(x):\n    return x\n"))
+    found = review(nb, {"ex-x": (("my_answer",), ())})
+    assert sys.argv == before and set(found) == {"ex-x"}

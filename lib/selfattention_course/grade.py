@@ -262,7 +262,7 @@ class Grader:
         start = time.monotonic()
         try:
             graded = self._grade_one(sub, slot, base)
-        except Exception as err:           # a notebook of an unusual form
+        except (Exception, SystemExit) as err:   # an unusual notebook
             graded = Graded(sub.student, sub.name)
             graded.problems.append(f"{sub.name} could not be graded "
                                    f"({type(err).__name__})")

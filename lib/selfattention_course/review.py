@@ -435,12 +435,28 @@ def _global_loads(node, shadowed=frozenset()):
         yield from _global_loads(child, shadowed)
 
 
-def _star_names(module: str) -> list[str]:
-    if module.split(".")[0] not in TRUSTED_ROOTS:
-        return []
+def _importable(module: str) -> bool:
+    """Whether the review may import ``module`` in the grader's process to
+    read its names: an installed module of a trusted package, never one
+    that runs a program when imported (``__main__``)."""
+    parts = module.split(".")
+    return parts[0] in TRUSTED_ROOTS and "__main__" not in parts
+
+
+def _import(module: str):
+    """``module`` imported for reading, or None; nothing it raises, not
+    even ``SystemExit``, reaches the grader."""
+    if not _importable(module):
+        return None
     try:
-        found = importlib.import_module(module)
-    except Exception:
+        return importlib.import_module(module)
+    except (Exception, SystemExit):
+        return None
+
+
+def _star_names(module: str) -> list[str]:
+    found = _import(module)
+    if found is None:
         return []
     names = getattr(found, "__all__", None)
     return list(names) if names is not None else [
@@ -455,9 +471,8 @@ def _lookup(dotted: str):
     if parts[0] not in TRUSTED_ROOTS or "?" in parts:
         return None
     for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except Exception:
+        obj = _import(".".join(parts[:cut]))
+        if obj is None:
             continue
         try:
             for attr in parts[cut:]:
