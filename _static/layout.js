@@ -76,9 +76,9 @@
   }
 
   let pending = null;
-  function later() {
-    clearTimeout(pending);
-    pending = setTimeout(markScrolling, 150);
+  function later() {  // at most every 150 ms, even under steady changes
+    if (pending !== null) return;
+    pending = setTimeout(() => { pending = null; markScrolling(); }, 150);
   }
   function start() {
     nameFormulas();
