@@ -116,8 +116,8 @@ def typeset_link_titles(app: Sphinx, doctree: nodes.document,
                  if TEX.search(clean_astext(t))}
     sections = {}
     for doc, labelid, name in env.domaindata["std"]["labels"].values():
-        if name and TEX.search(name):
-            sections.setdefault(name, (doc, labelid))
+        if name and TEX.search(str(name)):
+            sections.setdefault(str(name), (doc, labelid))
     for inline in list(doctree.findall(nodes.inline)):
         classes = inline.get("classes", [])
         text = inline.astext()
