@@ -25,7 +25,9 @@ without its own text takes the target's title as plain text (Sphinx 7.4's
 std domain, ``clean_astext``): "Scaling by $\\sqrt{d_k}$" becomes the raw
 "Scaling by \\sqrt{d_k}" on the page. Here such a link gets the title's own
 nodes back, so its maths is typeset like the title's
-(tests/test_layout.py fails on TeX in the text of a page).
+(tests/test_layout.py fails on TeX in the text of a page). The same goes
+for the title that sphinx-book-theme 1.1 prints at the top of a printed
+page (``pagetitle``, the title's plain text): it gets the title's HTML.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ def name_table_regions(body: str) -> str:
 def _on_page(app, pagename, templatename, context, doctree) -> None:
     if "body" in context:
         context["body"] = name_table_regions(context["body"])
+    if TEX.search(str(context.get("pagetitle", ""))) and context.get("title"):
+        context["pagetitle"] = context["title"]
 
 
 TEX = re.compile(r"\\[A-Za-z]+|[_^]\{")
@@ -133,7 +137,8 @@ def typeset_link_titles(app: Sphinx, doctree: nodes.document,
 def setup(app: Sphinx) -> dict:
     for builder in ("html", "dirhtml", "singlehtml"):
         app.set_translator(builder, AccessibleHTMLTranslator)
-    app.connect("html-page-context", _on_page)
+    # after sphinx-book-theme's own handler, which sets pagetitle
+    app.connect("html-page-context", _on_page, priority=900)
     app.connect("doctree-resolved", typeset_link_titles)
     # env_version follows this file's text: any change here rewrites every
     # page on the next incremental build.
