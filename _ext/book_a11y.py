@@ -19,6 +19,15 @@ the page, gives that div ``tabindex="0"`` (``addTabStopsToScrollableElements``
 in its script) so that it can be scrolled with the keyboard. A focusable
 element needs a role (axe: focus-order-semantics): here each container is
 a ``region`` named after its section and its column headers.
+
+**Titles with maths in cross-references.** A ``:ref:`` or ``{doc}`` link
+without its own text takes the target's title as plain text (Sphinx 7.4's
+std domain, ``clean_astext``): "Scaling by $\\sqrt{d_k}$" becomes the raw
+"Scaling by \\sqrt{d_k}" on the page. Here such a link gets the title's own
+nodes back, so its maths is typeset like the title's
+(tests/test_layout.py fails on TeX in the text of a page). The same goes
+for the title that sphinx-book-theme 1.1 prints at the top of a printed
+page (``pagetitle``, the title's plain text): it gets the title's HTML.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.util.nodes import clean_astext
 from sphinx.writers.html5 import HTML5Translator
 
 
@@ -87,12 +97,49 @@ def name_table_regions(body: str) -> str:
 def _on_page(app, pagename, templatename, context, doctree) -> None:
     if "body" in context:
         context["body"] = name_table_regions(context["body"])
+    if TEX.search(str(context.get("pagetitle", ""))) and context.get("title"):
+        context["pagetitle"] = context["title"]
+
+
+TEX = re.compile(r"\\[A-Za-z]+|[_^]\{")
+
+
+def _section_title(env, docname: str, labelid: str):
+    for section in env.get_doctree(docname).findall(nodes.section):
+        if labelid in section["ids"] and isinstance(section[0], nodes.title):
+            return section[0]
+    return None
+
+
+def typeset_link_titles(app: Sphinx, doctree: nodes.document,
+                        docname: str) -> None:
+    """``doctree-resolved``: links whose text is a title holding maths get
+    the title's nodes (maths included) instead of its TeX source."""
+    env = app.env
+    documents = {clean_astext(t): t for t in env.titles.values()
+                 if TEX.search(clean_astext(t))}
+    sections = {}
+    for doc, labelid, name in env.domaindata["std"]["labels"].values():
+        if name and TEX.search(str(name)):
+            sections.setdefault(str(name), (doc, labelid))
+    for inline in list(doctree.findall(nodes.inline)):
+        classes = inline.get("classes", [])
+        text = inline.astext()
+        title = None
+        if "std-doc" in classes:
+            title = documents.get(text)
+        elif "std-ref" in classes and text in sections:
+            title = _section_title(env, *sections[text])
+        if title is not None:
+            inline[:] = [child.deepcopy() for child in title.children]
 
 
 def setup(app: Sphinx) -> dict:
     for builder in ("html", "dirhtml", "singlehtml"):
         app.set_translator(builder, AccessibleHTMLTranslator)
-    app.connect("html-page-context", _on_page)
+    # after sphinx-book-theme's own handler, which sets pagetitle
+    app.connect("html-page-context", _on_page, priority=900)
+    app.connect("doctree-resolved", typeset_link_titles)
     # env_version follows this file's text: any change here rewrites every
     # page on the next incremental build.
     return {"version": "1.1", "env_version": int(hashlib.sha256(

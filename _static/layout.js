@@ -1,0 +1,99 @@
+/* Keyboard access to what scrolls, its visible cue, and formulas that name
+ * themselves. Jupyter Book adds every .js file of _static/ to every page;
+ * _static/layout.css has the matching rules, tests/test_layout.py checks.
+ *
+ * 1. A block wider than its box scrolls in it. Each one that overflows now
+ *    gets data-sa-scroll (layout.css paints its scroll shadow) and
+ *    --sa-cover, the colour behind it, so that the shadow's covers match.
+ * 2. A box that scrolls must be reachable from the keyboard (WCAG 2.1.1;
+ *    axe: scrollable-region-focusable). pydata-sphinx-theme makes code,
+ *    outputs and tables tab stops when they overflow; a display equation
+ *    that overflows becomes one here, a region named after its number.
+ * 3. The formulas themselves are no tab stops (MathJax's keyboard explorer
+ *    and "include in tab order" are off, _config.yml). MathJax 3.2 still
+ *    puts each formula's spoken form in its aria-label; ARIA allows such
+ *    a name only with a role, so each formula gets role="math" (axe:
+ *    aria-prohibited-attr). */
+(function () {
+  "use strict";
+  const BOXES = ["article div.math", "article div.highlight pre",
+                 "article .cell_output > .output",
+                 "article .pst-scrollable-table-container"].join(", ");
+
+  function nameFormulas() {
+    for (const c of document.querySelectorAll("mjx-container:not([role])")) {
+      c.setAttribute("role", "math");
+    }
+  }
+
+  function rgba(text) {
+    const v = (text.match(/[\d.]+/g) || []).map(Number);
+    return v.length < 3 ? [0, 0, 0, 0] : [v[0], v[1], v[2],
+                                          v.length > 3 ? v[3] : 1];
+  }
+  // The colour seen behind an element: its background over its ancestors'.
+  function backdrop(el) {
+    const layers = [];
+    for (let a = el; a; a = a.parentElement) {
+      const c = rgba(getComputedStyle(a).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] >= 1) break;
+    }
+    let out = [255, 255, 255];
+    const page = rgba(getComputedStyle(document.body).backgroundColor);
+    if (page[3] >= 1) out = page.slice(0, 3);
+    for (const c of layers.reverse()) {
+      out = out.map((x, i) => x * (1 - c[3]) + c[i] * c[3]);
+    }
+    return `rgb(${out.map(Math.round).join(", ")})`;
+  }
+
+  function markScrolling() {
+    document.querySelectorAll(BOXES).forEach((box, k) => {
+      const wide = box.scrollWidth > box.clientWidth + 1;
+      if (wide) {
+        box.dataset.saScroll = "";
+        box.style.setProperty("--sa-cover", backdrop(box));
+      } else if ("saScroll" in box.dataset) {
+        delete box.dataset.saScroll;
+        box.style.removeProperty("--sa-cover");
+      }
+      if (!box.matches("div.math")) return;
+      if (wide && !box.hasAttribute("tabindex")) {
+        const eqno = box.querySelector(".eqno");
+        const number = eqno ? eqno.textContent.replace(/[^\d.()]/g, "") : "";
+        box.tabIndex = 0;
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", number
+          ? `Equation ${number}, scrolls sideways`
+          : `Display formula ${k + 1} of this page, scrolls sideways`);
+      } else if (!wide && box.hasAttribute("tabindex")) {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
+    });
+  }
+
+  let pending = null;
+  function later() {  // at most every 150 ms, even under steady changes
+    if (pending !== null) return;
+    pending = setTimeout(() => { pending = null; markScrolling(); }, 150);
+  }
+  function start() {
+    nameFormulas();
+    new MutationObserver(() => { nameFormulas(); later(); })
+      .observe(document.body, {childList: true, subtree: true});
+    window.addEventListener("resize", later);
+    markScrolling();
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      MathJax.startup.promise.then(() => { nameFormulas(); markScrolling(); });
+    }
+    if (document.fonts) document.fonts.ready.then(later);
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
