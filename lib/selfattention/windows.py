@@ -75,7 +75,7 @@ def window_reverse(windows, grid, M):
 # ------------------------------------------------------------------ shift
 @boundary(x=_GRID_ARRAY, shift=integer(0))
 def cyclic_shift(x, shift):
-    """Roll a patch grid up and left by ``shift`` patches (Eq. eq-win-roll)."""
+    """Roll a patch grid up and left by ``shift`` patches (:eq:`eq-win-roll`)."""
     return np.roll(x, (-shift, -shift), axis=(-3, -2))  # up and left
 
 
@@ -215,7 +215,7 @@ def patch_merging(x, W_merge):
 
     (..., H, W, C) -> (..., H/2, W/2, C') with ``W_merge`` (4C, C'), Swin's
     ``C' = 2C``, after a layer norm of the 4C features, in the order of
-    Swin's released code (:ref:`ch-windows`, Eq. ``eq-win-merge``).
+    Swin's released code (:ref:`ch-windows`, :eq:`eq-win-merge`).
     """
     x0 = x[..., 0::2, 0::2, :]                   # (..., H/2, W/2, C) top-left
     x1 = x[..., 1::2, 0::2, :]                   # bottom-left
