@@ -75,8 +75,10 @@ def window_reverse(windows, grid, M):
 # ------------------------------------------------------------------ shift
 @boundary(x=_GRID_ARRAY, shift=integer(0))
 def cyclic_shift(x, shift):
-    """Roll a patch grid up and left by ``shift`` patches
-    (:eq:`eq-win-roll`)."""
+    """Roll a patch grid up and left by ``shift`` patches.
+
+    The cyclic shift of :eq:`eq-win-roll`.
+    """
     return np.roll(x, (-shift, -shift), axis=(-3, -2))  # up and left
 
 
