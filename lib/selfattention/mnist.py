@@ -20,7 +20,7 @@ Loading the trained vision transformer (:ref:`ch-transformer` and
     # (split.grid, split.patch = (7, 7), 4 for selfattention.interpret).
 
 ``mnist.load_vit`` builds the model from the arrays of
-``trained.load(name)``: ``config`` (see :data:`CONFIG_KEYS`) and one array
+``trained.load(name)``: ``config`` (see ``CONFIG_KEYS``) and one array
 ``w/<parameter name>`` per entry of the model's ``state_dict``. The recipe
 ``vit-mnist-local`` is the same model with a learned relative position bias
 (:class:`selfattention.vit.RelativeBias`) in place of position embeddings.
@@ -97,7 +97,7 @@ class SmallCNN(nn.Module):
     """Four 3 × 3 convolutions, two max-pools, a mean and a classifier.
 
     Each convolution is followed by batch norm and a ReLU; the default
-    widths hold about as many parameters as the ViT of :data:`PAIR_VIT`.
+    widths hold about as many parameters as the ViT of ``PAIR_VIT``.
     """
 
     def __init__(self, widths=(16, 24, 32, 32), classes=10):
@@ -371,7 +371,7 @@ def _sizes_recipe(train_one):
 
 @trained.recipe("mnist-sizes-vit")
 def mnist_sizes_vit():
-    """The small ViT's (:data:`PAIR_VIT`) test digits right (of 1,000) and
+    """The small ViT's (``PAIR_VIT``) test digits right (of 1,000) and
     training seconds by training-set size and seed, (4, 3); its parameters
     and multiply-adds."""
     def train_one(seed, size, epochs):

@@ -92,6 +92,7 @@ class RelativeBias(nn.Module):
         self.register_buffer("index", index, persistent=False)
 
     def forward(self):
+        """The bias (h, 1+n, 1+n) on every score; 0 for the class token."""
         B = self.table[:, self.index]            # (h, n, n) by offset
         return nn.functional.pad(B, (1, 0, 1, 0))  # (h, 1+n, 1+n)
 
@@ -113,6 +114,7 @@ class Block(nn.Module):
         self.bias = None if grid is None else RelativeBias(grid, h)
 
     def forward(self, z, keep=None):             # new z, weights (B, h, n, n)
+        """New tokens (B, n, d) and the block's weights (B, h, n, n)."""
         B, n, d = z.shape
         x = self.ln1(z) if self.pre_ln else z
         qkv = self.qkv(x).view(B, n, 3, self.h, d // self.h)
