@@ -56,7 +56,8 @@ print({STAMP_MARK!r} + _json.dumps({{
 
 
 CLEAN = ClearMetadataPreprocessor(
-    preserve_cell_metadata_mask={"tags", "mystnb", "selfattention"},
+    preserve_cell_metadata_mask={"tags", "mystnb", "selfattention",
+                                 "maintainer"},
     preserve_nb_metadata_mask={"kernelspec", "language_info", "selfattention"})
 
 

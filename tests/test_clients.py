@@ -161,12 +161,19 @@ def test_a_student_sees_prose_maths_and_figures(lab, browser, path):
         found = RAW.search(text)
         assert not found, f"{path.name} shows {found.group(0)!r}"
         assert "$$" not in text, f"{path.name}: unrendered display maths"
-        # Every kernel-free figure shows a picture while untrusted.
+        # Every kernel-free figure shows a picture while untrusted: each of
+        # its canvases has the still of its first state as its background
+        # (selfattention._stills), and the note on how to explore it shows.
         figures = page.locator(".jp-OutputArea .sa-fig")
         for k in range(figures.count()):
-            box = figures.nth(k).locator("img").first
-            assert box.count() and box.is_visible(), (
+            figure = figures.nth(k)
+            stills = figure.evaluate(
+                "f => Array.from(f.querySelectorAll('canvas')).map(c => "
+                "getComputedStyle(c).backgroundImage)")
+            assert stills and all(s.startswith('url("data:image/png')
+                                  for s in stills), (
                 f"{path.name}: explorer {k + 1} is an empty box")
+            assert figure.locator(".sa-still-note").is_visible(), path.name
     finally:
         page.close()
         _shut_kernels(lab)

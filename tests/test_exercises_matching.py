@@ -236,7 +236,7 @@ def test_the_grader_replays_the_window_experiment():
     cases = [{"k": 7}]
     ex = checks.check_window
     honest = window_scores(7)
-    assert np.allclose(honest, checks.window_run(7), rtol=0, atol=1e-12)
+    assert np.allclose(honest, judges.window_run(7), rtol=0, atol=1e-12)
     fb = ex.assess(ex.attempt([lambda k: honest], cases), cases)
     assert fb.status == "correct", fb.message
     made_up = (honest[0] + 0.01, honest[1], honest[2])
@@ -249,10 +249,10 @@ def test_the_grader_replays_the_window_experiment():
 
 @pytest.mark.slow
 def test_every_window_the_check_draws_falls_in_its_ranges():
-    for k in checks.WINDOWS:
-        epe, w1, w3 = checks.window_run(k)
-        assert checks.EPE_RANGE[0] + 0.3 < epe < checks.EPE_RANGE[1] - 0.3
-        assert w3 > checks.WITHIN_3_AT_LEAST + 0.03 and w1 <= w3
+    for k in judges.WINDOWS:
+        epe, w1, w3 = judges.window_run(k)
+        assert judges.EPE_RANGE[0] + 0.3 < epe < judges.EPE_RANGE[1] - 0.3
+        assert w3 > judges.WITHIN_3_AT_LEAST + 0.03 and w1 <= w3
 
 
 # ------------------------------------------------------------ 10.5 landing

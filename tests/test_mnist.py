@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from selfattention import mnist, patches, position, vit
-from selfattention.exercises.transformer import block_macs, block_parameters
+from selfattention_course.judges.transformer import (block_macs,
+                                                   block_parameters)
 
 
 @pytest.fixture(scope="module")

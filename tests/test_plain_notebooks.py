@@ -79,7 +79,7 @@ def test_links_name_the_number_the_book_gives():
         index, "chapters/01_definition")
     assert "[Chapter 2](" in text
     assert f"[Eq. {index.targets['eq-scaling-products'].number}](" in text
-    assert "[Fig. 1.2](" in text
+    assert f"[Fig. {index.targets['fig-def-map'].number}](" in text
     assert "(Vaswani et al., 2017)" not in text          # linked, not plain
     assert re.search(r"\(\[Vaswani et al\., 2017\]\([^)]+\)\)", text)
     assert re.search(r"\[Vaswani et al\. \(2017\)\]\(", text)

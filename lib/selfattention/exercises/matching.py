@@ -79,16 +79,13 @@ def _window_run(my_window_scores, k):
 
 
 check_window = Exercise(
-    # The scene is fixed and the windows few, so a table made at home would
-    # pass a replay: the measurements get feedback, the points go to the
-    # written part (as for every Experiment without a large seed space).
-    "ex-matching-window", kind="Experiment", points=0,
+    "ex-matching-window", kind="Experiment", points=3,
     answers=("my_window_scores",), run=_window_run,
     seed=97,
     written="which window wins, where do small and large windows fail on "
             "the image, and what can one scene not tell you about the "
             "choice?",
-    written_points=4,
+    written_points=1,
     success="winner-take-all on k × k patches, scored on the held-out "
             "rows.",
     doc="Exercise 10.5: the patch size of winner-take-all, by EPE.")

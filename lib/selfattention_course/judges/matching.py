@@ -302,7 +302,7 @@ def _window_judge(out, k):
 def window_run(k):
     """The grader's run of the experiment: winner-take-all on ``k × k``
     patch features over the held-out rows, scored."""
-    from .. import stereo
+    from selfattention import stereo
 
     pair = stereo.half_resolution_pair()
     r, found = k // 2, []
