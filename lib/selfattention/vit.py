@@ -114,7 +114,6 @@ class Block(nn.Module):
         self.bias = None if grid is None else RelativeBias(grid, h)
 
     def forward(self, z, keep=None):             # new z, weights (B, h, n, n)
-        """New tokens (B, n, d) and the block's weights (B, h, n, n)."""
         B, n, d = z.shape
         x = self.ln1(z) if self.pre_ln else z
         qkv = self.qkv(x).view(B, n, 3, self.h, d // self.h)
