@@ -38,6 +38,7 @@ import numpy as np
 from . import _stills
 
 from . import cost
+from .stereo import DISPARITIES as _DISPARITIES
 from ._relations import (bars_fit_labels, explorer_fits_grid,
                          frames_fit_grid, patch_divides_side,
                          stereo_band_fits)
@@ -818,8 +819,7 @@ def _stereo_caption(levels, truth, row: int, c: int) -> str:
 
 
 @boundary(left=floats(ndim=2), right=floats(ndim=2),
-          weights=floats(ndim=3), truth=Constraint(
-              lambda v, name: np.asarray(v, dtype=float), "an array"),
+          weights=floats(ndim=3), truth=_DISPARITIES,
           step=positive_int(), query=pair(integer(0), ("row", "column")),
           image_rows=optional(ints(ndim=1)), scale=positive_int(),
           vmax=optional(positive()), checks=(stereo_band_fits,))

@@ -195,6 +195,14 @@ def _disparities(value, name):
     return arr
 
 
+#: Disparities with NaN where unknown: what the ground truth holds.
+DISPARITIES = Constraint(
+    _disparities, "disparities",
+    valid=lambda: np.array([[7.5, np.nan]]),
+    invalid=lambda: [("text", TypeError),
+                     (np.array([[np.inf, 1.0]]), ValueError)])
+
+
 def _same_shape(args) -> None:
     if args["estimate"].shape != args["truth"].shape:
         raise ValueError(f"estimate and truth must have the same shape, got "
@@ -202,7 +210,7 @@ def _same_shape(args) -> None:
                          f"{args['truth'].shape}")
 
 
-@boundary(estimate=floats(), truth=Constraint(_disparities, "disparities"),
+@boundary(estimate=floats(), truth=DISPARITIES,
           mask=optional(floats()), checks=(_same_shape,))
 def disparity_scores(estimate, truth, mask=None):
     """End-point error and the shares within 1 and 3 pixels.
@@ -223,7 +231,7 @@ def disparity_scores(estimate, truth, mask=None):
             "within_3": float(np.mean(err <= 3)), "pixels": int(len(err))}
 
 
-@boundary(disparity=Constraint(_disparities, "disparities"),
+@boundary(disparity=DISPARITIES,
           tolerance=number(0))
 def occluded(disparity, tolerance=1.0):
     """Left pixels that the right camera cannot see, from the true
