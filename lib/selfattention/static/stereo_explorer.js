@@ -75,6 +75,8 @@
     var k = e.key, r = q[0], c = q[1];
     if (k === "ArrowLeft") c -= 1; else if (k === "ArrowRight") c += 1;
     else if (k === "ArrowUp") r -= 1; else if (k === "ArrowDown") r += 1;
+    else if (k === "Home") { r = 0; c = 0; }
+    else if (k === "End") { r = D.rows.length - 1; c = D.cols.length - 1; }
     else return;
     e.preventDefault();
     q = [Math.max(0, Math.min(D.rows.length - 1, r)),
