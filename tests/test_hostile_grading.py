@@ -1144,42 +1144,6 @@ print(count, os.path.exists(f"/proc/{pid}"))
     assert done.stdout.split() == ["1", "False"], done.stderr
 
 
-class _Scripted:
-    """A backend whose runs end as told: (student, run) -> report."""
-
-    name = "scripted"
-
-    def __init__(self, reports):
-        self.reports, self.runs = reports, {}
-
-    def run(self, job, slot, limits, given=b""):
-        from selfattention_course import wire
-        from selfattention_course.sandbox import Outcome
-
-        student = json.loads((job / "job.json").read_text())["student"]
-        count = self.runs[student] = self.runs.get(student, 0) + 1
-        report = self.reports[student][min(count, 2) - 1]
-        nb = nbformat.read(job / "notebook.ipynb", as_version=4)
-        return Outcome(wire.pack([("report", json.dumps(report).encode()),
-                                  ("executed", nbformat.writes(nb).encode())
-                                  ]))
-
-    def describe(self):
-        return self.name
-
-
-_WRITE_JOB = Grader._write_job
-
-
-def _tagged_write_job(self, job, nb, student, chapter):
-    """The job, with the student's name for the scripted backend."""
-    cases, given = _WRITE_JOB(self, job, nb, student, chapter)
-    spec = json.loads((job / "job.json").read_text())
-    spec["student"] = student
-    (job / "job.json").write_text(json.dumps(spec))
-    return cases, given
-
-
 def _run_bpf(program: bytes, arch: int, number: int) -> int:
     """What a classic BPF seccomp program returns for one call."""
     import struct
