@@ -12,7 +12,7 @@ SUBMISSIONS ?= submissions
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint book test unit execute notebooks train assignments grade bench serve clean
+.PHONY: help install lint book test unit execute notebooks train assignments grade sample-gradebook bench serve clean
 
 help:  ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -89,6 +89,9 @@ grade: assignments  ## Grade SUBMISSIONS=folder/<student>/*.ipynb into gradebook
 	  --manifest assignments/grader/manifest.json \
 	  --timeout $(GRADE_TIMEOUT) --notebook-timeout $(GRADE_NOTEBOOK_TIMEOUT) \
 	  --jobs $(GRADE_JOBS) --sandbox $(GRADE_SANDBOX)
+
+sample-gradebook: $(STAMP)  ## Grade the instructors' page's sample class, print its CSV
+	$(PY) scripts/sample_gradebook.py
 
 bench: $(STAMP)  ## Time every chapter, the build and grading a class
 	$(PY) scripts/bench.py

@@ -47,6 +47,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,6 +267,9 @@ class Grader:
             graded = Graded(sub.student, sub.name)
             graded.problems.append(f"{sub.name} could not be graded "
                                    f"({type(err).__name__})")
+            # The instructor's console gets the grader's own traceback (the
+            # student's row never does: it could quote the grader's files).
+            self.echo("".join(traceback.format_exception(err)).rstrip())
         graded.seconds = time.monotonic() - start
         return graded
 
