@@ -123,7 +123,11 @@ def _open(browser, lab, name: str):
                if route.request.url.startswith(("http://127.0.0.1", "data:",
                                                 "blob:", "ws://127.0.0.1"))
                else route.abort())
-    page.goto(f"{base}/lab/tree/notebooks/{name}?token={token}")
+    # A workspace of its own, reset: JupyterLab would otherwise reopen the
+    # notebooks earlier pages opened, beside this one.
+    space = f"{Path(name).stem}-{time.monotonic_ns()}"
+    page.goto(f"{base}/lab/workspaces/{space}/tree/notebooks/{name}"
+              f"?reset&token={token}")
     page.wait_for_selector(".jp-Notebook .jp-MarkdownOutput",
                            timeout=120_000)
     # Markdown renders cell by cell; wait until the count settles.
@@ -161,17 +165,23 @@ def test_a_student_sees_prose_maths_and_figures(lab, browser, path):
         found = RAW.search(text)
         assert not found, f"{path.name} shows {found.group(0)!r}"
         assert "$$" not in text, f"{path.name}: unrendered display maths"
-        # Every kernel-free figure shows a picture while untrusted: each of
-        # its canvases has the still of its first state as its background
-        # (selfattention._stills), and the note on how to explore it shows.
+        # Every kernel-free figure shows its first state while untrusted:
+        # each canvas has the still of that state as its background
+        # (selfattention._stills); a figure without a canvas (chapter 7's
+        # cost table) is written out in its HTML, every cell filled in; and
+        # the note on how to explore it shows.
         figures = page.locator(".jp-OutputArea .sa-fig")
         for k in range(figures.count()):
             figure = figures.nth(k)
             stills = figure.evaluate(
                 "f => Array.from(f.querySelectorAll('canvas')).map(c => "
                 "getComputedStyle(c).backgroundImage)")
-            assert stills and all(s.startswith('url("data:image/png')
-                                  for s in stills), (
+            cells = figure.evaluate(
+                "f => Array.from(f.querySelectorAll('td')).map(c => "
+                "c.innerText.trim())")
+            shown = all(s.startswith('url("data:image/png') for s in stills)
+            assert (stills and shown) or (not stills and cells
+                                          and all(cells)), (
                 f"{path.name}: explorer {k + 1} is an empty box")
             assert figure.locator(".sa-still-note").is_visible(), path.name
     finally:
