@@ -380,20 +380,25 @@ FOCUSED_JS = """() => {
             style.outlineStyle !== "none"
             && parseFloat(style.outlineWidth) >= 2)};
 }"""
-PATCH = re.compile(r"patch \((\d+), (\d+)\)")
+PATCH = re.compile(r"patch \((\d+), (\d+)\)|pixel: row (\d+), column (\d+)")
 
 
 def where(text: str) -> tuple[int, int] | None:
-    """The query patch (row, column) a live text names first."""
+    """The query (row, column) a live text names first: a patch, or the
+    stereo explorer's left pixel."""
     found = PATCH.search(text)
-    return (int(found[1]), int(found[2])) if found else None
+    if not found:
+        return None
+    row, col = found[1] or found[3], found[2] or found[4]
+    return int(row), int(col)
 
 
 def drive_with_keyboard(page, figure) -> list[str]:
     """Reach the figure with Tab and use every control it has with keys.
 
-    Canvases that take focus: Home goes to patch (0, 0), ArrowRight and
-    ArrowDown move the query by one, End to the last patch; in a second
+    Canvases that take focus: Home goes to the first position (patch
+    (0, 0) on a patch grid), ArrowRight moves the query right along its
+    row, ArrowDown down its column, End to the last position; in a second
     frame, Enter moves the query there without moving it within the frame.
     Buttons not pressed: Enter presses them. Menus: ArrowDown or ArrowUp
     picks another entry. Each must change the live text as said, and focus
@@ -422,16 +427,27 @@ def drive_with_keyboard(page, figure) -> list[str]:
                         live.inner_text() == before:
                     problems.append("Enter in another frame did not move the "
                                     f"query there: {live.inner_text()!r}")
-            steps = [("Home", lambda rc: rc == (0, 0)),
-                     ("ArrowRight", lambda rc: rc == (0, 1)),
-                     ("ArrowDown", lambda rc: rc == (1, 1)),
-                     ("End", lambda rc: rc[0] >= 1 and rc[1] >= 1)]
-            for key, expected in steps:
+            # Patch grids count from (0, 0) in steps of one; the stereo
+            # explorer names pixels of its held-out rows, in steps of its
+            # own: so each key is judged against the first position, Home's.
+            page.keyboard.press("Home")
+            home = where(live.inner_text())
+            first = home if home is not None and min(home) >= 0 else None
+            step = {"ArrowRight": lambda rc, p: rc[0] == p[0] and rc[1] > p[1],
+                    "ArrowDown": lambda rc, p: rc[0] > p[0] and rc[1] == p[1],
+                    "End": lambda rc, p, f=first: rc[0] > f[0] and rc[1] > f[1]}
+            if first is None or (first != (0, 0) and "pixel" not in
+                                 live.inner_text()):
+                problems.append(f"Home on the canvas gave "
+                                f"{live.inner_text()[:70]!r}")
+            prev = first
+            for key, expected in step.items():
                 page.keyboard.press(key)
                 rc = where(live.inner_text())
-                if rc is None or not expected(rc):
+                if rc is None or prev is None or not expected(rc, prev):
                     problems.append(f"{key} on the canvas gave "
                                     f"{live.inner_text()[:70]!r}")
+                prev = rc
             last = where(live.inner_text())
         elif tag == "button" and focused["pressed"] == "false":
             page.keyboard.press("Enter")

@@ -276,11 +276,24 @@ def forward(model, X, keep=None):
 
     ``keep`` (L, h) multiplies each head's output before ``W_O``: 0
     removes a head (ablation), 1 keeps it. Token 0 is the class token.
+    The images go through in batches of ``FORWARD_BATCH``, so the memory
+    beyond the weights returned stays small (every image is computed on
+    its own: the batch changes no number).
     """
+    keep = None if keep is None else _tensor(keep)
+    N, logits, maps = len(X), None, None
     with torch.no_grad():
-        logits, maps = model(_tensor(X), None if keep is None else
-                             _tensor(keep))
-    return logits.numpy(), maps.numpy()
+        for start in range(0, max(N, 1), FORWARD_BATCH):
+            part = slice(start, start + FORWARD_BATCH)
+            out, A = model(_tensor(X[part]), keep)
+            if logits is None:                   # (N, classes), (N, L, ...)
+                logits = np.empty((N, *out.shape[1:]))
+                maps = np.empty((N, *A.shape[1:]))
+            logits[part], maps[part] = out.numpy(), A.numpy()
+    return logits, maps
+
+
+FORWARD_BATCH = 100
 
 
 @boundary(**_USE, checks=(_fits_model, _keep_fits))
