@@ -47,8 +47,9 @@ def mean_attention_distance(maps, grid, patch):
     (:ref:`ch-transformer`).
     """
     P = maps[:, :, :, 1:, 1:]                            # (N, L, h, n, n)
-    P = P / P.sum(-1, keepdims=True)
-    return (P * patch_distances(grid, patch)).sum(-1).mean(axis=(0, 3))
+    D = patch_distances(grid, patch)                     # (n, n) pixels
+    per_query = np.einsum("...qk,qk->...q", P, D) / P.sum(-1)  # (N, L, h, n)
+    return per_query.mean(axis=(0, 3))
 
 
 @boundary(maps=_MAPS, layer=integer(), checks=(_maps_fit,))
