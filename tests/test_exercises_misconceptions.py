@@ -6,7 +6,8 @@ import torch
 
 from selfattention.exercises import misconceptions as checks
 from selfattention_course.judges import misconceptions as judges
-from selfattention.exercises.core import CORRECT, FOR_REVIEW, NOT_DONE, WRONG
+from selfattention.exercises.core import (CORRECT, FOR_REVIEW, NOT_DONE, WRONG,
+                                         Wrong)
 
 
 def graded(exercise, *answers, seed=12345):
@@ -60,6 +61,26 @@ def test_same_output_row(answer, status, words):
 def test_same_output_row_on_hidden_cases(seed):
     assert graded(checks.check_same_output_row, same_output_row,
                   seed=seed).status == CORRECT
+
+
+@pytest.mark.parametrize("tiny", [1e-6, 1e-7])
+def test_same_output_row_may_drop_a_tiny_softmax_weight(tiny):
+    # The walk stops at the first weight to reach zero, which can be one
+    # the softmax made very small; that key is still dropped.
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        V = rng.standard_normal((6, 2))
+        a = rng.dirichlet(np.ones(6))
+        a[0] = tiny
+        a /= a.sum()
+        b = same_output_row(a, V)
+        if b[0] <= 1e-6 * a[0]:                   # the tiny key went first
+            break
+    else:
+        pytest.fail("no case where the walk drops the tiny weight")
+    assert judges._same_output_judge(b, a, V) is None
+    with pytest.raises(Wrong):                    # not a move that small
+        judges._same_output_judge(a + 1e-3 * (b - a), a, V)
 
 
 def test_same_output_cases_leave_room():
