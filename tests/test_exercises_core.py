@@ -162,3 +162,37 @@ def test_an_answer_that_borrows_the_checks_own_code_is_for_review():
     with Tripwire({}) as wire:
         multihead.retrieval_task(np.random.default_rng(0), 8)
     assert wire.called == []
+
+
+def test_references_resolve_from_two_threads_at_once():
+    # The grader resolves references from its job threads; a first
+    # `import torch` in two threads at once raises inside torch. A fresh
+    # interpreter, so that torch is not imported yet.
+    import subprocess
+    import sys
+
+    code = """
+import threading
+from selfattention.exercises import core
+from selfattention_course.assign import find_exercises
+names = sorted({n for _, _, ex in find_exercises().values()
+                for n in ex.references})
+errors = []
+def resolve(name):
+    try:
+        core._resolve(name)
+    except (ImportError, AttributeError):
+        pass
+    except Exception as err:
+        errors.append(repr(err))
+threads = [threading.Thread(target=resolve, args=(n,)) for n in names]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(errors)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

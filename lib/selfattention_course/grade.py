@@ -238,6 +238,7 @@ class Grader:
         self.seed = secrets.randbits(64) if seed is None else int(seed)
         self.jobs = max(1, int(jobs))
         self.regraded = 0
+        self._places: dict[str, list] = {}
         self.not_regraded = 0
         # At most this many notebooks are graded a second time (None: one
         # in ten of those handed in, at least one).
@@ -338,7 +339,7 @@ class Grader:
             exercises.append({
                 "label": entry["label"], "ref": entry["ref"],
                 "answers": entry["answers"], "cases": name,
-                "places": self.exercises[entry["label"]].signatures()})
+                "places": self.places(entry["label"])})
         spec = {"limits": self.limits.as_dict(), "exercises": exercises,
                 "python_path": self.python_path,
                 "kernel_env": self.kernel_env,
@@ -443,6 +444,13 @@ class Grader:
             except Exception:
                 graded.executed = None
 
+    def places(self, label: str) -> list:
+        """Where the code of the exercise's references lives (imports them
+        once; :meth:`grade_all` fills this before its threads start)."""
+        if label not in self._places:
+            self._places[label] = self.exercises[label].signatures()
+        return self._places[label]
+
     def auto_points(self, label: str) -> bool:
         """Whether the grader runs and judges the exercise's code: not when
         its points are all the written part's (numbers a student could
@@ -493,6 +501,9 @@ class Grader:
         limit is not starved; one that spins is not either. At most
         :meth:`budget` notebooks are graded again; the second result counts.
         """
+        for label in self.exercises:        # imports, in this thread only
+            if self.auto_points(label):
+                self.places(label)
         slots: queue.Queue[int] = queue.Queue()
         for slot in range(self.jobs):
             slots.put(slot)
