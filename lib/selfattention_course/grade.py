@@ -416,19 +416,20 @@ class Grader:
                     fb = ex.assess(result, cases[index])
                 except wire.WireError:
                     fb = None
-            if fb is None:
+            findings = flagged.get(entry["label"])
+            if findings:
+                # Decided here, from the source, whatever the run did: what
+                # the kernel reported (the tripwire) may add to it, never
+                # clear it, and a run cut short does not hide it.
+                status, points = FOR_REVIEW, 0.0
+                message = clean_text(review.explain(findings), 500)
+            elif fb is None:
                 reason = why_none or _harvest_problem(
                     harvest.get(str(slot)), stop)
                 status, points, message = NOT_GRADED, 0.0, reason
             else:
                 status, points = fb.status, fb.points
                 message = clean_text(fb.message, 500)
-                findings = flagged.get(entry["label"])
-                if findings:
-                    # Decided here, from the source: what the kernel
-                    # reported (the tripwire) may add to it, never clear it.
-                    status, points = FOR_REVIEW, 0.0
-                    message = clean_text(review.explain(findings), 500)
                 if status not in (CORRECT, FOR_REVIEW) and stop:
                     message += f" (the run stopped: {stop})"
             graded.rows.append(Row(student, stem, entry["label"],
