@@ -509,6 +509,21 @@ def predict_moved(query, shift):
     S = X1 @ X2.T
     return divmod(int(S[query[0] * 8 + query[1]].argmax()), 8)
 """,
+        # A module written into the kernel's working folder, by a route the
+        # review does not read (numpy's savetxt writes any text), then
+        # imported: the kernel runs with PYTHONSAFEPATH, so it is not found.
+        "cwd-module": """
+import numpy as np
+try:
+    np.savetxt("shadowmod.py", [[0]], fmt="shadowed = True  # %d")
+except OSError as err:
+    print("cwd write", type(err).__name__)
+try:
+    import shadowmod
+    print("cwd import", "found")
+except ImportError:
+    print("cwd import", "refused")
+""",
         # The instructor's session keyring, inherited by every process.
         "keyring": f'''
 import ctypes
@@ -890,6 +905,10 @@ def printed(run, student) -> str:
     path = run["out"] / "executed" / student / "01_definition.ipynb"
     nb = nbformat.read(path, as_version=4)
     return "".join(out.get("text", "") for out in nb.cells[-1].outputs)
+
+
+def test_a_module_written_beside_the_notebook_is_not_imported(run):
+    assert printed(run, "cwd-module").split()[-2:] == ["import", "refused"]
 
 
 def test_the_walls_held_where_the_notebooks_pushed(run):

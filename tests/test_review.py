@@ -112,6 +112,19 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
     ("import concurrent.futures", "dynamic"),
     ("open('mine.py', 'w').write('x = 1')\nimport mine", "dynamic"),
     ("import numpy as np\nnp.sum = lambda *a: 0", "hook"),
+    # code a safe magic runs is read; aliases, imports and shells
+    ("%%time\nimport threading\nthreading.Thread(target=print).start()",
+     "dynamic"),
+    ("%timeit -n 1 exec('1')", "dynamic"),
+    ("g = getattr\nb = g(g, '__self__')", "dynamic"),
+    ("exit._ip.ex('x = 1')", "dynamic"),
+    ("import pathlib\npathlib.Path('numpy.py').write_text('x = 1')",
+     "dynamic"),
+    ("import torch\nf = torch.ops.aten._scaled_dot_product_attention_math",
+     "dynamic"),
+    ("from sys import setprofile\nsetprofile(None)", "dynamic"),
+    ("from sys import _getframe", "dynamic"),
+    ("from operator import attrgetter", "dynamic"),
     ("def print(*a):\n    pass", "hook"),
 ])
 def test_routes_are_flagged_with_their_kind(built, source, kind):
@@ -128,6 +141,8 @@ def test_routes_are_flagged_with_their_kind(built, source, kind):
     "* tau[..., None]))\n"
     "    return A @ V, A",
     "%timeit 1 + 1",
+    "%time y = 1 + 1",
+    "%%timeit -n 3 -r 2\nimport numpy as np\nnp.zeros(3).sum()",
     "if 'model' not in globals():\n    model = None",
     "import torch\nmodel = torch.nn.Linear(2, 2).eval()",
     "import numpy as np\nx = getattr(np.zeros(2), 'shape', None)",

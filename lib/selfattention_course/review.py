@@ -45,6 +45,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -64,7 +65,12 @@ DYNAMIC_NAMES = {
     "__build_class__": "reaches the interpreter's builtins",
     "get_ipython": "reaches IPython's shell (input transformers, events, "
                    "shell commands)",
+    "exit": "reaches IPython's shell (exit._ip)",
+    "quit": "reaches IPython's shell (quit._ip)",
 }
+#: Builtins that reach attributes by a computed name: flagged when passed
+#: on or renamed (``g = getattr``), not only when called with a name.
+ATTRIBUTE_BUILTINS = ("getattr", "setattr", "delattr", "hasattr")
 #: Modules that build or load code, reach frames or the interpreter, or run
 #: code beside the notebook's (threads, processes, hooks).
 DYNAMIC_MODULES = {
@@ -134,8 +140,10 @@ DYNAMIC_ATTRS = {
     "input_transformers_cleanup", "input_transformers_post",
     "ast_transformers", "register_magic_function", "set_hook",
     "run_cell", "run_line_magic", "run_cell_magic", "user_ns",
-    "attrgetter", "methodcaller", "read_pickle",
+    "attrgetter", "methodcaller", "read_pickle", "_ip",
 }
+#: Attributes that write a file (a module a later import could run).
+WRITE_ATTRS = {"write_text", "write_bytes", "symlink_to", "hardlink_to"}
 #: Attributes of ``os`` and ``sys`` that run or replace code.
 MODULE_ATTRS = {
     "os": {"system", "popen", "fork", "forkpty", "execv", "execve",
@@ -148,9 +156,13 @@ MODULE_ATTRS = {
             "setrecursionlimit", "exit", "monitoring", "addaudithook",
             "displayhook", "excepthook", "breakpointhook", "__stdout__",
             "__stderr__"},
-    "torch": {"load"},
+    "torch": {"load", "ops", "_C", "_VF"},
     "numpy": {"load"},
 }
+#: What the attributes of MODULE_ATTRS do, when not the default.
+MODULE_REASONS = {"torch": "loads objects that run code, or reaches "
+                           "PyTorch's internal operators",
+                  "numpy": "loads objects that run code"}
 #: Dunder attributes an honest answer uses.
 PLAIN_DUNDERS = {"__init__", "__name__", "__doc__", "__qualname__",
                  "__len__", "__call__", "__repr__", "__str__", "__eq__",
@@ -232,10 +244,43 @@ def _parse(nb, book_cells) -> list[_Cell]:
             python = _python(source)
             tree = ast.parse(python)
             lines = python.splitlines()
+            if _timed_code(tree):                # %%time's body is code
+                lines = source.splitlines() if source.lstrip().startswith(
+                    "%%") else lines
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree, lines = None, source.splitlines()
         cells.append(_Cell(index, source, lines, tree, trusted))
     return cells
+
+
+_TIMEIT_OPTIONS = re.compile(r"^\s*(?:(?:-[nrp]\s*\d+|-[qoct])(?:\s+|$))*")
+
+
+def _timed_code(tree) -> bool:
+    """Read the code a safe magic runs (``%time f()``, a ``%%timeit``
+    cell's body) as part of the cell: its statements join the tree, at
+    the lines where they stand. Raises SyntaxError when it is not Python.
+    Whether the cell had any."""
+    added = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _magic(node)) or \
+                str(node.args[0].value).lstrip("%") == "matplotlib":
+            continue
+        cell_magic = node.func.attr == "run_cell_magic"
+        for k, arg in enumerate(node.args[1:3], start=1):
+            if not isinstance(arg, ast.Constant) or \
+                    not isinstance(arg.value, str):
+                raise SyntaxError("a magic's code is not a plain string")
+            code = arg.value
+            if k == 1:                           # the line: options, code
+                code = _TIMEIT_OPTIONS.sub("", code, count=1)
+            sub = ast.parse(code)
+            # a cell magic's body starts on the line after the magic's
+            ast.increment_lineno(sub, node.lineno - (k == 1 or
+                                                     not cell_magic))
+            added += sub.body
+    tree.body += added
+    return bool(added)
 
 
 def _dotted(node) -> list[str] | None:
@@ -549,11 +594,18 @@ def _dynamic(cell: _Cell, names: _Names) -> list[Finding]:
                         "tell what it does")]
     found = []
     asked = _membership_tests(cell.tree)
+    called = {id(n.func) for n in ast.walk(cell.tree)
+              if isinstance(n, ast.Call)}
     for node in ast.walk(cell.tree):
         if isinstance(node, ast.Name) and node.id in DYNAMIC_NAMES and \
                 id(node) not in asked:
             found.append(_finding(cell, node, "dynamic",
                                   f"{DYNAMIC_NAMES[node.id]} ({node.id})"))
+        elif isinstance(node, ast.Name) and node.id in ATTRIBUTE_BUILTINS \
+                and id(node) not in called:
+            found.append(_finding(cell, node, "dynamic",
+                                  f"passes on or renames {node.id}, which "
+                                  f"reaches attributes by a computed name"))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             found += _imports(cell, node)
         elif isinstance(node, ast.Attribute):
@@ -663,6 +715,12 @@ def _imports(cell: _Cell, node) -> list[Finding]:
                              f"imports every name of {modules[0]}")]
         modules += [f"{node.module}.{a.name}" for a in node.names]
         wanted = [node.module or ""]
+        for a in node.names:                 # from sys import setprofile
+            if a.name in DYNAMIC_ATTRS or a.name in WRITE_ATTRS or \
+                    a.name in MODULE_ATTRS.get(node.module or "", ()):
+                return [_finding(cell, node, "dynamic",
+                                 f"imports {node.module}.{a.name}, which "
+                                 f"reaches code, hooks or the interpreter")]
     else:
         modules = wanted = [a.name for a in node.names]
     found = []
@@ -703,14 +761,17 @@ def _attribute(node: ast.Attribute, names: _Names) -> str | None:
         return f"reaches the interpreter's internals ({attr})"
     if attr in DYNAMIC_ATTRS:
         return f"reaches code objects, frames or hooks ({attr})"
+    if attr in WRITE_ATTRS:
+        return f"writes a file (code a later import could run) ({attr})"
     parts = _dotted(node.value)
     if parts:
         meanings = names.meanings(node.value) | {".".join(parts)} \
             if parts[0] not in names.bound else names.meanings(node.value)
         for meaning in meanings:
             if attr in MODULE_ATTRS.get(meaning, ()):
-                return f"changes the interpreter or starts code " \
-                       f"({meaning}.{attr})"
+                why = MODULE_REASONS.get(meaning, "changes the interpreter "
+                                                  "or starts code")
+                return f"{why} ({meaning}.{attr})"
     return None
 
 

@@ -224,6 +224,10 @@ def run(job_dir: Path, cases: bytes = b"") -> bytes:
                 "PYTHONPATH": os.pathsep.join(job.get("python_path", [])),
                 "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                 "MKL_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+                # The kernel never imports from its working folder, so a
+                # module the notebook writes there cannot shadow an
+                # installed one (IPython's shellapp.init_path honours it).
+                "PYTHONSAFEPATH": "1",
                 GRADING_ENV: "1"})
     env.update(job.get("kernel_env", {}))
     deadline = started + limits["notebook_seconds"]
