@@ -425,7 +425,9 @@ def test_only_a_notebook_a_neighbour_starved_is_graded_again(
     plan = {"hog": [({"stopped": None}, 20.0, 38.0), FINE],
             "starved": [(_stopped(0.05), 20.0, 1.0), FINE]}
     _, graded, again = _grade(tmp_path / "1", monkeypatch, plan)
-    assert again == {"starved"}
+    assert again == {"starved"}, {s: (g.problems, g.cut_short, g.started,
+                                      g.ended, g.cpu)
+                                  for s, g in graded.items()}
     assert not any("time limit" in p for p in graded["starved"].problems)
     plan = {"quiet": [({"stopped": None}, 20.0, 6.0), FINE],
             "sleeper": [(_stopped(0.0), 20.0, 0.1), FINE],

@@ -180,3 +180,4 @@ def test_reading_an_import_never_runs_a_program_in_the_grader():
         "def my_answer(x):\n    return x\n"))
     found = review(nb, {"ex-x": (("my_answer",), ())})
     assert sys.argv == before and set(found) == {"ex-x"}
+

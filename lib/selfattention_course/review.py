@@ -47,6 +47,7 @@ import importlib.util
 import inspect
 import re
 import textwrap
+import threading
 from dataclasses import dataclass
 
 __all__ = ["Finding", "review", "cell_digest", "explain"]
@@ -931,8 +932,16 @@ def _meaning(dotted: str, refs: list[_Reference]) -> tuple | None:
     return None
 
 
+#: One review at a time: the grader reviews from several threads, and
+#: CPython 3.11's parser keeps its AST recursion depth per interpreter, so
+#: two ``ast.parse`` at once can raise "SystemError: AST constructor
+#: recursion depth mismatch".
+_REVIEW_LOCK = threading.Lock()
+
+
 def review(nb, exercises: dict[str, tuple], book_cells=()) -> dict:
-    """What sends each exercise of ``nb`` for review.
+    """What sends each exercise of ``nb`` for review (one call at a time:
+    see ``_REVIEW_LOCK``).
 
     Parameters
     ----------
@@ -950,6 +959,11 @@ def review(nb, exercises: dict[str, tuple], book_cells=()) -> dict:
     dict
         ``label -> list of Finding`` (empty when nothing is flagged).
     """
+    with _REVIEW_LOCK:
+        return _review(nb, exercises, book_cells)
+
+
+def _review(nb, exercises, book_cells):
     book_cells = set(book_cells)
     cells = _parse(nb, book_cells)
     names = _Names(cells)
