@@ -259,9 +259,7 @@ def load_vit(name="vit-mnist"):
 def _train_vit(seed, n_train=4000, epochs=20, threads=2, warmup=0.1,
                dtype=torch.float32, **model_args):
     split = mnist_split(n_train)
-    old = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with trained.torch_threads(threads):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model, cfg = _vit(**model_args)
@@ -270,8 +268,6 @@ def _train_vit(seed, n_train=4000, epochs=20, threads=2, warmup=0.1,
             loss = fit(model, split.images_train, split.y_train, seed,
                        epochs, warmup=warmup)
             seconds = time.perf_counter() - start
-    finally:
-        torch.set_num_threads(old)
     flags = {"position": True, "pre_ln": True, "relative_bias": False,
              **{k: v for k, v in model_args.items()
                 if k in ("position", "pre_ln", "relative_bias")}}
@@ -341,17 +337,13 @@ SEEDS = (0, 1, 2)
 
 def _train_cnn(seed, n_train, epochs, threads=1):
     split = mnist_split(n_train)
-    old = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with trained.torch_threads(threads):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = SmallCNN(PAIR_CNN)
             start = time.perf_counter()
             fit(model, split.images_train, split.y_train, seed, epochs)
             seconds = time.perf_counter() - start
-    finally:
-        torch.set_num_threads(old)
     return model, seconds
 
 

@@ -250,18 +250,6 @@ def _restore(model, arrays, dtype):
     return model.eval()
 
 
-class _Threads:
-    def __init__(self, n):
-        self.n = n
-
-    def __enter__(self):
-        self.before = torch.get_num_threads()
-        torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.before)
-
-
 # Retrained by the test suite: float64 on one thread from fixed seeds
 # repeats every operation in the same order, so the retrain matches the file
 # bit for bit on one machine; the tolerance allows for another CPU's
@@ -271,7 +259,7 @@ class _Threads:
                 retrained_by_test=True)
 def train_encoder() -> dict:
     """The convolutional encoder: 300 steps of 8-row crops, float64."""
-    with _Threads(1):
+    with trained.torch_threads(1):
         torch.manual_seed(0)
         model = Encoder().double()
         losses = train_model(model, steps=300, rows_per_crop=8, lr=3e-3,
@@ -283,7 +271,7 @@ def train_encoder() -> dict:
 def train_matcher() -> dict:
     """The self-/cross-attention matcher, its encoder started from the
     trained ``stereo-encoder``: 600 steps, float32, one thread."""
-    with _Threads(1):
+    with trained.torch_threads(1):
         torch.manual_seed(1)
         model = Matcher()
         model.encoder.load_state_dict(load_encoder().float().state_dict())

@@ -13,6 +13,7 @@ data: an install from the repository (Colab, Binder) carries them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import io
@@ -140,3 +141,18 @@ def retrain(name: str) -> tuple[dict[str, np.ndarray], float]:
     start = time.perf_counter()
     arrays = _checked(recipes()[name].train())
     return arrays, time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """PyTorch's intra-op threads set to ``n`` inside the block and put
+    back after it: a training run pins its threads, so that running it
+    again gives the same numbers."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

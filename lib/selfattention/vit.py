@@ -19,6 +19,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch import nn
 
+from . import trained
 from ._validate import (boundary, floats, generator, instance, integer, ints,
                         number, optional, positive, positive_int)
 from .patches import patchify
@@ -206,9 +207,7 @@ def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
     X = _tensor(data.X_train)
     y = torch.from_numpy(np.asarray(data.y_train, dtype=np.int64))
     rng = np.random.default_rng(seed)
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with trained.torch_threads(threads):
         with torch.random.fork_rng(devices=[]):     # the caller's stream
             torch.manual_seed(seed)                  # stays untouched
             model = TinyViT(X.shape[1], X.shape[2], d, h, depth, d_mlp,
@@ -230,8 +229,6 @@ def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
                 opt.step()
                 sched.step()
                 model.losses[-1] += loss.item() * len(idx) / len(X)
-    finally:
-        torch.set_num_threads(old_threads)
     return model.eval()
 
 
