@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import Visit, browser, server, site  # noqa: F401
+from test_browser import browser, server, site, visit  # noqa: F401
 from test_launch_links import expected_pages
 
 pytestmark = pytest.mark.slow
@@ -122,22 +122,9 @@ def layout_problems(measured: dict, size: str) -> list[str]:
     return problems
 
 
-@pytest.fixture
-def opened(browser, server):  # noqa: F811
-    pages = []
-
-    def open_page(page_path: str) -> Visit:
-        pages.append(Visit(browser, server, page_path))
-        return pages[-1]
-
-    yield open_page
-    for v in pages:
-        v.close()
-
-
 @pytest.mark.parametrize("page_path", expected_pages())
-def test_page_fits_laptop_and_phone(opened, page_path):
-    v = opened(page_path)
+def test_page_fits_laptop_and_phone(visit, page_path):  # noqa: F811
+    v = visit(page_path)
     if v.redirected:  # index.html: its target is checked on its own
         return
     problems = []
