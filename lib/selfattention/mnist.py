@@ -40,12 +40,12 @@ import torch
 from sklearn.model_selection import train_test_split
 from torch import nn
 
-from . import trained
+from . import interpret, trained
 from ._validate import boundary, integer, one_of
 from .data import mnist_digits
 from .flops import count_flops
 from .patches import patchify
-from .vit import TinyViT
+from .vit import TinyViT, accuracy
 
 __all__ = ["MnistSplit", "mnist_split", "SmallCNN", "shift", "tokens",
            "fit", "correct", "multiply_adds", "parameters", "build_vit",
@@ -298,6 +298,27 @@ def vit_mnist_local():
     trained for 20 epochs on one thread."""
     return _vit_recipe(position=False, relative_bias=True,
                        threads=1)
+
+
+@trained.recipe("vit-mnist-ablation", retrained_by_test=True)
+def vit_mnist_ablation():
+    """Test digits (of 1,000) that the chapter's ViT still gets right with
+    one head removed, ``heads`` (L, h), and with every head of one layer
+    removed, ``layers`` (L,): 20 float64 passes over the test set, from
+    the file of ``vit-mnist`` (``make train`` runs the names in sorted
+    order, so that file is written first)."""
+    model, split = load_vit("vit-mnist"), mnist_split()
+    N = len(split.y_test)
+    with trained.torch_threads(1):              # no waiting at barriers
+        heads = interpret.head_ablation(model, split.X_test, split.y_test)
+        L, h = heads.shape
+        layers = []
+        for layer in range(L):
+            keep = np.ones((L, h))
+            keep[layer] = 0.0                        # the whole layer
+            layers.append(accuracy(model, split.X_test, split.y_test, keep))
+    return {"heads": np.round(heads * N).astype(np.int64),
+            "layers": np.round(np.array(layers) * N).astype(np.int64)}
 
 
 # The comparisons train a pair a quarter of the chapter's ViT in size, so

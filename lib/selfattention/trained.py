@@ -36,6 +36,7 @@ RECIPE_MODULES: tuple[str, ...] = (
     "selfattention.stereo_matcher",
     "selfattention.scale_training",
     "selfattention.mnist",
+    "selfattention.vit",
 )
 
 

@@ -26,7 +26,8 @@ from .patches import patchify
 from .position import relative_position_index
 
 __all__ = ["DigitSplit", "digit_split", "shuffle_patches", "RelativeBias",
-           "Block", "TinyViT", "train", "forward", "predict", "accuracy"]
+           "Block", "TinyViT", "train", "trained_digits_vit", "forward",
+           "predict", "accuracy"]
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,32 @@ def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
                 opt.step()
                 sched.step()
                 model.losses[-1] += loss.item() * len(idx) / len(X)
+    return model.eval()
+
+
+# The model of chapters 6 and 11, trained once by ``make train``. float64 on
+# one thread from fixed seeds repeats bit for bit on one machine; another
+# CPU's kernels round float64 products differently, which atol allows.
+@trained.recipe("vit-digits", rtol=0.0, atol=1e-6, retrained_by_test=True)
+def vit_digits():
+    """:func:`train` with its defaults (seed 0, 15 epochs) on
+    :func:`digit_split`: the weights (``w/<name>``) and each epoch's
+    mean loss (``losses``)."""
+    model = train(digit_split())
+    return {**{f"w/{k}": v.numpy().copy()
+               for k, v in model.state_dict().items()},
+            "losses": np.array(model.losses)}
+
+
+def trained_digits_vit():
+    """The :class:`TinyViT` that :func:`vit_digits` trained, from its
+    checked file, in evaluation mode; ``losses`` as :func:`train` sets it
+    (:ref:`ch-transformer`, :ref:`ch-misconceptions`)."""
+    arrays = trained.load("vit-digits")
+    model = TinyViT().double()                   # train's default sizes
+    model.load_state_dict({k[2:]: torch.from_numpy(v)
+                           for k, v in arrays.items() if k.startswith("w/")})
+    model.losses = arrays["losses"].tolist()
     return model.eval()
 
 
