@@ -21,12 +21,13 @@ from torch import nn
 
 from . import trained
 from ._validate import (boundary, floats, generator, instance, integer, ints,
-                        number, optional, positive, positive_int)
+                        number, one_of, optional, positive, positive_int)
 from .patches import patchify
 from .position import relative_position_index
 
 __all__ = ["DigitSplit", "digit_split", "shuffle_patches", "RelativeBias",
-           "Block", "TinyViT", "train", "trained_digits_vit", "forward",
+           "Block", "TinyViT", "train", "TRAINED_DIGITS", "trained_digits_vit",
+           "forward",
            "predict", "accuracy"]
 
 
@@ -233,26 +234,43 @@ def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
     return model.eval()
 
 
-# The model of chapters 6 and 11, trained once by ``make train``. float64 on
-# one thread from fixed seeds repeats bit for bit on one machine; another
+# The models that chapters 5, 6 and 11 show, each trained once by ``make
+# train``: recipe name -> the arguments of :func:`train` (seed 0). float64
+# on one thread from fixed seeds repeats bit for bit on one machine; another
 # CPU's kernels round float64 products differently, which atol allows.
-@trained.recipe("vit-digits", rtol=0.0, atol=1e-6, retrained_by_test=True)
-def vit_digits():
-    """:func:`train` with its defaults (seed 0, 15 epochs) on
-    :func:`digit_split`: the weights (``w/<name>``) and each epoch's
-    mean loss (``losses``)."""
-    model = train(digit_split())
-    return {**{f"w/{k}": v.numpy().copy()
-               for k, v in model.state_dict().items()},
-            "losses": np.array(model.losses)}
+TRAINED_DIGITS = {
+    "vit-digits": {},                                # chapters 6 and 11
+    "vit-digits-10": {"epochs": 10},                 # chapter 5
+    "vit-digits-10-no-position": {"epochs": 10, "position": False},
+}
 
 
-def trained_digits_vit():
-    """The :class:`TinyViT` that :func:`vit_digits` trained, from its
-    checked file, in evaluation mode; ``losses`` as :func:`train` sets it
-    (:ref:`ch-transformer`, :ref:`ch-misconceptions`)."""
-    arrays = trained.load("vit-digits")
-    model = TinyViT().double()                   # train's default sizes
+def _digits_recipe(name, arguments):
+    @trained.recipe(name, rtol=0.0, atol=1e-6, retrained_by_test=True)
+    def train_digits():
+        model = train(digit_split(), **arguments)
+        return {**{f"w/{k}": v.numpy().copy()
+                   for k, v in model.state_dict().items()},
+                "losses": np.array(model.losses)}
+    train_digits.__doc__ = (f":func:`train` on :func:`digit_split` with "
+                            f"{arguments or 'its defaults'}: the weights "
+                            f"(``w/<name>``) and each epoch's mean loss.")
+    return train_digits
+
+
+for _name, _arguments in TRAINED_DIGITS.items():
+    _digits_recipe(_name, _arguments)
+
+
+@boundary(name=one_of(*TRAINED_DIGITS))
+def trained_digits_vit(name="vit-digits"):
+    """The :class:`TinyViT` that ``make train`` trained as ``name`` (a key
+    of :data:`TRAINED_DIGITS`), from its checked file, in evaluation mode,
+    with ``losses`` as :func:`train` sets it (:ref:`ch-position`,
+    :ref:`ch-transformer`, :ref:`ch-misconceptions`)."""
+    arrays = trained.load(name)
+    position = TRAINED_DIGITS[name].get("position", True)
+    model = TinyViT(position=position).double()  # train's default sizes
     model.load_state_dict({k[2:]: torch.from_numpy(v)
                            for k, v in arrays.items() if k.startswith("w/")})
     model.losses = arrays["losses"].tolist()
