@@ -125,6 +125,10 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
     ("from sys import setprofile\nsetprofile(None)", "dynamic"),
     ("from sys import _getframe", "dynamic"),
     ("from operator import attrgetter", "dynamic"),
+    # the grader's kernel told apart from the student's by its environment
+    ("import os\nif os.getenv('SELFATTENTION_GRADING'):\n    pass",
+     "dynamic"),
+    ("from os import getenv", "dynamic"),
     ("def print(*a):\n    pass", "hook"),
 ])
 def test_routes_are_flagged_with_their_kind(built, source, kind):
