@@ -96,8 +96,8 @@ class RelativeBias(nn.Module):
 
     def forward(self):
         """The bias (h, 1+n, 1+n) on every score; 0 for the class token."""
-        B = self.table[:, self.index]            # (h, n, n) by offset
-        return nn.functional.pad(B, (1, 0, 1, 0))  # (h, 1+n, 1+n)
+        bias = self.table[:, self.index]         # (h, n, n) by offset
+        return nn.functional.pad(bias, (1, 0, 1, 0))  # (h, 1+n, 1+n)
 
 
 class Block(nn.Module):
