@@ -1,10 +1,12 @@
 """Chapter 10's checks accept right answers and name typical mistakes."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
-from exercise_answers import own
+from exercise_answers import expect, hidden, own, verdict
 from selfattention import data, patches, stereo
 from selfattention import matching as lib
 from selfattention.exercises import matching as checks
@@ -201,58 +203,115 @@ def torch_soft(C, T):
 
 
 # ------------------------------------------------------------ 10.5 window
-@pytest.mark.parametrize("out, status, words", [
-    ((1.9, 0.81, 0.86), "correct", []),
-    ((1.9, 81.0, 86.0), "wrong", ["shares"]),
-    ((1.9, 0.9, 0.8), "wrong", ["also within 3"]),
-    ((6.5, 0.4, 0.6), "wrong", ["held-out rows"]),
-    (1.9, "wrong", ["(EPE, within 1 px, within 3 px)"]),
-])
-def test_window_judge(out, status, words):
-    cases = [{"k": 5}]
-    ex = checks.check_window
-    fb = ex.assess(ex.attempt([lambda k: out], cases), cases, replay=False)
-    assert fb.status == status, fb.message
-    for word in words:
-        assert word in fb.message
+PAIR = stereo.half_resolution_pair()
 
 
-def window_scores(k, every_row=False):
-    """The experiment, retyped: winner-take-all on k × k patches."""
-    pair = stereo.half_resolution_pair()
-    rows = np.arange(250) if every_row else pair.held_out
-    F_l = stereo.patch_features(pair.left, k)[rows]
-    F_r = stereo.patch_features(pair.right, k)[rows]
-    C = stereo.disparity_volume(F_l, F_r, stereo.MAX_DISP)
-    s = stereo.disparity_scores(np.argmax(C, -1).astype(float),
-                                pair.disparity[rows])
+def scores(estimate, rows):
+    s = stereo.disparity_scores(estimate.astype(float), PAIR.disparity[rows])
     return s["epe"], s["within_1"], s["within_3"]
 
 
-@pytest.mark.slow
-def test_the_grader_replays_the_window_experiment():
-    """The grader's cheap run (blocks with context rows) equals the whole
-    image's features; made-up numbers within the ranges fail the replay."""
-    cases = [{"k": 7}]
-    ex = checks.check_window
-    honest = window_scores(7)
-    assert np.allclose(honest, judges.window_run(7), rtol=0, atol=1e-12)
-    fb = ex.assess(ex.attempt([lambda k: honest], cases), cases)
-    assert fb.status == "correct", fb.message
-    made_up = (honest[0] + 0.01, honest[1], honest[2])
-    fb = ex.assess(ex.attempt([lambda k: made_up], cases), cases)
-    assert fb.status == "wrong" and "k = 7" in fb.message
-    everywhere = window_scores(7, every_row=True)     # all rows scored
-    fb = ex.assess(ex.attempt([lambda k: everywhere], cases), cases)
-    assert fb.status == "wrong", fb.message
+def window_scores(k, rows, max_disp=stereo.MAX_DISP, context=True):
+    """The experiment as the chapter's solution runs it."""
+    F_l, F_r = (stereo.patch_features(img, k, rows=rows) if context
+                else stereo.patch_features(img[rows], k)
+                for img in (PAIR.left, PAIR.right))
+    C = stereo.disparity_volume(F_l, F_r, max_disp)
+    return scores(np.argmax(C, -1), rows)
+
+
+def by_attention(k, rows):
+    """Another honest route: each row's features from a slice with k // 2
+    rows of context, the masked scores Q Kᵀ of the row (keys are right
+    columns x'), the best key turned into a disparity x − x'."""
+    r, H = k // 2, len(PAIR.left)
+    found = []
+    for y in rows:
+        a, b = max(y - r, 0), min(y + r + 1, H)
+        F_l, F_r = (stereo.patch_features(img[a:b], k)[y - a]
+                    for img in (PAIR.left, PAIR.right))       # (W, 3k²)
+        S = stereo.masked_row_attention_scores(F_l, F_r, stereo.MAX_DISP)
+        found.append(np.arange(len(S)) - np.argmax(S, axis=1))
+    return scores(np.array(found), rows)
+
+
+def test_the_reference_scores_the_whole_image_s_features():
+    """On rows at the borders and inside, for the windows the grader
+    draws: the judge's run is winner-take-all on the features of the whole
+    images, restricted to the rows."""
+    rows = np.array([0, 1, 2, 117, 247, 249])
+    for k in (3, 5):
+        F_l, F_r = (stereo.patch_features(img, k)[rows]
+                    for img in (PAIR.left, PAIR.right))
+        C = stereo.disparity_volume(F_l, F_r, stereo.MAX_DISP)
+        want = scores(np.argmax(C, -1), rows)
+        assert np.allclose(judges.window_scores(k, rows), want,
+                           rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("answer", [
+    window_scores, pytest.param(by_attention, marks=pytest.mark.slow)],
+    ids=["solution", "attention"])
+def test_honest_windows_pass_hidden_cases(answer):
+    hidden(checks.check_window, answer, seeds=range(4))
+
+
+def test_the_hidden_cases_are_too_many_to_tabulate():
+    """Each case is a window and a set of rows of the pair: more than 2³¹
+    of them per window, and none repeats in 200 draws."""
+    per_window = math.comb(len(PAIR.left), judges.ROWS_PER_CASE)
+    assert per_window > 2 ** 31
+    rng = np.random.default_rng(0)
+    drawn = [(c["k"], tuple(c["rows"])) for _ in range(200)
+             for c in checks.check_window.draw(rng)]
+    assert len(set(drawn)) == len(drawn)
+    assert {k for k, _ in drawn} == set(judges.WINDOWS)
+    rows = np.concatenate([r for _, r in drawn])
+    assert rows.min() == 0 and rows.max() == len(PAIR.left) - 1
+
+
+def tabulated(rows_of):
+    """An answer that returns numbers measured at home: for each window,
+    the scores of the rows ``rows_of(k)``, whatever rows it is given."""
+    table = {k: window_scores(k, rows_of(k)) for k in judges.WINDOWS}
+    return lambda k, rows: table[k]
 
 
 @pytest.mark.slow
-def test_every_window_the_check_draws_falls_in_its_ranges():
-    for k in judges.WINDOWS:
-        epe, w1, w3 = judges.window_run(k)
-        assert judges.EPE_RANGE[0] + 0.3 < epe < judges.EPE_RANGE[1] - 0.3
-        assert w3 > judges.WITHIN_3_AT_LEAST + 0.03 and w1 <= w3
+def test_a_table_made_at_home_fails_the_hidden_cases():
+    public = {c["k"]: c["rows"] for c in checks.check_window.public_cases()}
+    first = next(iter(public.values()))
+    at_home = tabulated(lambda k: public.get(k, first))
+    verdict(checks.check_window, [at_home], "correct")  # public rows: right
+    held = tabulated(lambda k: PAIR.held_out)
+    for seed in range(3):
+        cases = checks.check_window.draw(np.random.default_rng(1000 + seed))
+        for answer, code in ((at_home, "scores"), (held, "rows-ignored")):
+            ex = checks.check_window
+            expect(ex.assess(ex.attempt([answer], cases), cases), "wrong",
+                   code)
+
+
+@pytest.mark.parametrize("answer, code", [
+    (lambda k, rows: window_scores(k + 2, rows), "window"),
+    (lambda k, rows: window_scores(k - 2, rows), "window"),
+    (lambda k, rows: window_scores(5, rows), "window"),
+    (lambda k, rows: window_scores(k, rows, context=False), "no-context"),
+    (lambda k, rows: window_scores(k, rows, stereo.MAX_DISP - 1),
+     "max-disp"),
+    (lambda k, rows: (np.sqrt(window_scores(k, rows)[0] ** 2 + 1e-3),
+                      *window_scores(k, rows)[1:]), "scores"),
+    (lambda k, rows: (window_scores(k, rows)[0],
+                      *(100 * np.array(window_scores(k, rows)[1:]))),
+     "shares"),
+    (lambda k, rows: tuple(np.array(window_scores(k, rows))[[0, 2, 1]]),
+     "shares-order"),
+    (lambda k, rows: window_scores(k, rows)[0], "type"),
+    (None, "not-done"),
+])
+def test_window_check_names_the_mistake(answer, code):
+    status = "not done" if answer is None else "wrong"
+    verdict(checks.check_window, [answer], status, code)
 
 
 # ------------------------------------------------------------ 10.5 landing

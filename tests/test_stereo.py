@@ -71,6 +71,25 @@ def test_patch_features_are_centred_unit_windows():
     assert np.allclose(np.sort(F[4, 5]), np.sort(v / np.linalg.norm(v)))
 
 
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_patch_features_of_chosen_rows_are_those_of_the_whole_image(k):
+    """Rows at the borders too, where the mirrored rows come in; in any
+    order, repeated, or none."""
+    rng = np.random.default_rng(k)
+    img = rng.random((12, 9, 3))
+    whole = stereo.patch_features(img, k)
+    for rows in ([0, 1, 5, 10, 11], [11, 0, 0, 6], []):
+        rows = np.array(rows, dtype=int)
+        np.testing.assert_array_equal(
+            stereo.patch_features(img, k, rows=rows), whole[rows])
+
+
+@pytest.mark.parametrize("rows", [[12], [-1], [0, 3, 20]])
+def test_patch_features_refuse_rows_outside_the_image(rows):
+    with pytest.raises(ValueError, match="rows"):
+        stereo.patch_features(np.zeros((12, 9, 3)), 3, rows=np.array(rows))
+
 # ------------------------------------------------------------ soft-argmax
 def test_soft_argmax_matches_softmax_and_tends_to_the_winner():
     rng = np.random.default_rng(4)

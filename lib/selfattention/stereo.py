@@ -15,8 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._validate import (Constraint, boundary, floats, integer, number,
-                        optional, positive_int)
+from ._validate import (Constraint, boundary, floats, integer, ints,
+                        number, optional, positive_int)
 
 __all__ = ["MAX_DISP", "HELD_OUT", "MARGIN", "StereoRows",
            "half_resolution_pair", "patch_features", "epipolar_mask",
@@ -83,18 +83,31 @@ def half_resolution_pair() -> StereoRows:
     return _half()
 
 
-@boundary(img=floats(ndim=3), k=positive_int())
-def patch_features(img, k=5):
+def _rows_of(args) -> None:
+    rows, H = args["rows"], args["img"].shape[0]
+    if rows is not None and len(rows) and not (0 <= rows.min()
+                                               and rows.max() < H):
+        raise ValueError(f"rows must be row indices of img, 0 to {H - 1}, "
+                         f"got {rows.min()} to {rows.max()}")
+
+
+@boundary(img=floats(ndim=3), k=positive_int(), rows=optional(ints(ndim=1)),
+          checks=(_rows_of,))
+def patch_features(img, k=5, rows=None):
     """Each pixel's ``k × k`` neighbourhood as one descriptor.
 
     ``img`` (H, W, c) -> ``F`` (H, W, k²·c): the neighbourhood (mirrored at
     the borders), centred and scaled to unit length, so that a dot product
-    of two descriptors is their normalised cross-correlation.
+    of two descriptors is their normalised cross-correlation. With
+    ``rows`` (row indices), only those rows' descriptors, (len(rows), W,
+    k²·c): ``patch_features(img, k)[rows]`` without computing the others.
     """
     r = k // 2
     padded = np.pad(img, ((r, r), (r, r), (0, 0)), mode="reflect")
     win = np.lib.stride_tricks.sliding_window_view(padded, (k, k), (0, 1))
-    F = win.reshape(*img.shape[:2], -1)                # (H, W, c·k²)
+    rows = np.arange(img.shape[0]) if rows is None else rows
+    n, W, c = len(rows), img.shape[1], img.shape[2]
+    F = win[rows].reshape(n, W, c * k * k)             # (n, W, c·k²)
     F = F - F.mean(axis=-1, keepdims=True)
     norm = np.linalg.norm(F, axis=-1, keepdims=True)
     return F / np.where(norm > 0, norm, 1.0)
