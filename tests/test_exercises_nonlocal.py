@@ -74,7 +74,7 @@ def test_the_gradients_reach_a_real_block_as_derived():
         g[0], g[1], g[2] / gamma if gamma else np.ones_like(g[2]))),
      "wrong", "gamma-factor-missing"),
     (lambda *a: own(judges.gate_gradients)(*a, FT=False), "wrong",
-     "F-not-transposed"),
+     "affinity-not-transposed"),
     (slip(lambda g, *a: (g[0], g[1].T, g[2].T)), "wrong",
      "gradients-transposed"),
     (slip(lambda g, *a: (g[0], g[1], g[2][:, :1])), "wrong", "shape"),

@@ -108,7 +108,7 @@ def test_the_reference_gradient_agrees_with_autograd():
      "jacobian-diagonal-only"),
     (lambda Q, K, V, G: G @ V.T @ K / math.sqrt(K.shape[1]), "wrong",
      "softmax-skipped"),
-    (lambda Q, K, V, G: np.zeros_like(K), "wrong", "shape-of-K"),
+    (lambda Q, K, V, G: np.zeros_like(K), "wrong", "shape-of-keys"),
     (lambda Q, K, V, G: np.zeros((2, 2)), "wrong", "shape"),
     (lambda *a: 1.01 * query_gradient(*a), "wrong", "not-the-gradient"),
 ])

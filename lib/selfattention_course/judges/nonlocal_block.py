@@ -103,7 +103,7 @@ def _gate_judge(out, x, F, W_g, W_z, gamma, target):
         if name == "d_W_g" and _close(got, no_T):
             raise Wrong("d_W_g uses F where Fᵀ belongs: key j's value reaches "
                         "query i through F[i, j], so the gradient flows back "
-                        "through Fᵀ", "F-not-transposed")
+                        "through Fᵀ", "affinity-not-transposed")
         raise Wrong(f"{name} is not the gradient of the loss; write z, then "
                     f"dL/dz, then follow the chain rule back",
                     "not-the-gradient")

@@ -144,7 +144,7 @@ def _gradient_judge(got, Q, K, V, G):
     if got.shape == K.shape and K.shape != Q.shape:
         raise Wrong(f"you return shape {got.shape}, the shape of K; the "
                     f"gradient of the queries has the shape of Q, {Q.shape}",
-                    "shape-of-K")
+                    "shape-of-keys")
     expect_shape(got, "∂L/∂Q", Q.shape, "(n_q, d_k)", "the shape of Q")
     want = _query_gradient(Q, K, V, G)
     if np.allclose(got, want):
