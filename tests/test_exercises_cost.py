@@ -65,6 +65,8 @@ def by_online_update(m_a, l_a, acc_a, m_b, l_b, acc_b):
     (no_rescale, "wrong", "not-rescaled"),
     (flipped, "wrong", "overflow"),
     (wrong_max, "wrong", "not-the-max"),
+    (lambda *a: (merge(*a)[0], 2 * merge(*a)[1], merge(*a)[2]), "wrong",
+     "not-the-merge"),
     (lambda *a: 1 / 0, "wrong", "run-failed"),
 ])
 def test_merge_check(answer, status, code):

@@ -131,6 +131,8 @@ def test_batch_masks_check_accepts_right_answers_on_hidden_cases():
     (lambda L, n, h: (~batch_masks(L, n, h)[0], batch_masks(L, n, h)[1]),
      "wrong", "mask-inverted"),
     (head_major, "wrong", "heads-vary-fastest"),
+    (lambda L, n, h: (torch.zeros_like(batch_masks(L, n, h)[0]),
+                      batch_masks(L, n, h)[1]), "wrong", "not-the-mask"),
     (from_allowed(lambda L, n: lower(n) & queries(L, n)), "wrong",
      "padded-queries"),
     (from_allowed(lambda L, n: np.broadcast_to(lower(n), (len(L), n, n))),

@@ -179,6 +179,8 @@ def too_many(predict, X, y, scores, k, seed):
     (uniform_ink, WRONG, "control-uniform"),
     (any_patch, WRONG, "control-any-patch"),
     (lowest_first, WRONG, "lowest-blanked"),
+    (lambda *args: (abs(faithfulness(*args)[0] - 0.1),
+                    faithfulness(*args)[1]), WRONG, "not-the-ranked"),
     (unseeded, WRONG, "not-seeded"),
     (fixed_seed, WRONG, "seed-ignored"),
     (too_many, WRONG, "not-the-control"),

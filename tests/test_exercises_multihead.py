@@ -68,6 +68,14 @@ def test_counts_check_accepts_the_formula_on_hidden_cases():
     (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
                             + 2 * m * c * d + n * m * d), "wrong",
      "one-product-counted"),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
+                            + 2 * m * c * d + 2 * n * n * d), "wrong",
+     "scores-n-by-n"),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0] + 1, 0), "wrong",
+     "not-the-params"),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0],
+                            counts(d, c, h, n, m)[1] + 1), "wrong",
+     "not-the-macs"),
 ])
 def test_counts_check_names_the_problem(answer, status, code):
     expect(checks.check_counts.feedback(answer), status, code)
@@ -118,6 +126,10 @@ def test_equivalent_check_accepts_the_construction_on_hidden_cases():
      "output-rows-transposed"),
     (lambda *a: tuple(np.full_like(W, np.nan) for W in a[:4]), "wrong",
      "not-finite"),
+    (lambda *a: (2 * equivalent(*a)[0],) + equivalent(*a)[1:], "wrong",
+     "maps-change"),
+    (lambda *a: equivalent(*a)[:3] + (2 * equivalent(*a)[3],), "wrong",
+     "outputs-change"),
 ])
 def test_equivalent_check_names_the_problem(answer, status, code):
     expect(checks.check_equivalent.feedback(answer), status, code)

@@ -28,6 +28,14 @@ def swapped(n, d):
     return E[:, [i + 1 if i % 2 == 0 else i - 1 for i in range(d)]]
 
 
+def first_pair_only(n, d):
+    """Right in columns 0 and 1, the base 1000 instead of 10000 after."""
+    E = sinusoidal_1d(n, d)
+    angle = np.arange(n)[:, None] / 1000.0 ** (2 * np.arange(d // 2) / d)
+    E[:, 2::2], E[:, 3::2] = np.sin(angle[:, 1:]), np.cos(angle[:, 1:])
+    return E
+
+
 def exponent_i_over_d(n, d):
     angle = np.arange(n)[:, None] / 10000.0 ** (np.arange(d // 2) / d)
     E = np.empty((n, d))
@@ -46,6 +54,7 @@ def exponent_i_over_d(n, d):
     (lambda n, d: sinusoidal_1d(n + 1, d)[1:], "wrong",
      "positions-from-one"),
     (exponent_i_over_d, "wrong", "exponent-i-over-d"),
+    (first_pair_only, "wrong", "later-pairs-wrong"),
     (lambda n, d: np.ones((n, d)), "wrong", "not-the-encoding"),
     (lambda n, d: 1 / 0, "wrong", "run-failed"),
     (lib.sinusoidal_1d, "for review", "for-review"),

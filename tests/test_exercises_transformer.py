@@ -58,6 +58,12 @@ def shifted(dp=0, dm=0, heads=False):
     (shifted(dm=lambda n, d, m: 4 * n * d * d + 2 * n * n * d
              + 2 * n * d * m), "wrong", "macs-doubled"),
     (shifted(dm=lambda n, d, m: -1), "wrong", "not-the-macs"),
+    (shifted(dp=lambda n, d, m: -(m * d + d)), "wrong", "mlp-layer-missing"),
+    (shifted(dp=lambda n, d, m: -(2 * d * d + 2 * d)), "wrong",
+     "projections-missing"),
+    (shifted(dm=lambda n, d, m: -n * n * d), "wrong", "one-product-counted"),
+    (shifted(dm=lambda n, d, m: -3 * n * d * d), "wrong",
+     "projections-missing"),
 ])
 def test_block_counts_check(answer, status, code):
     verdict(checks.check_block_counts, [answer], status, code)

@@ -196,7 +196,8 @@ def test_padding_passes_hidden_cases(seed):
 
 
 # ------------------------------------------------------------------ spread
-def spread(grid, M, source, blocks, seed, shifted=True, threshold=0.0):
+def spread(grid, M, source, blocks, seed, shifted=True, threshold=0.0,
+           shifted_block=1):
     rng = np.random.default_rng(seed)
     C, h = 8, 2
     x = rng.standard_normal((*grid, C))
@@ -206,7 +207,7 @@ def spread(grid, M, source, blocks, seed, shifted=True, threshold=0.0):
     for b in range(blocks):
         W_q, W_k = 0.1 * rng.standard_normal((2, C, C)) / np.sqrt(C)
         W_v, W_o = rng.standard_normal((2, C, C)) / np.sqrt(C)
-        s = M // 2 if b % 2 and shifted else 0
+        s = M // 2 if b % 2 == shifted_block and shifted else 0
         x = x + lib.window_attention(x, W_q, W_k, W_v, W_o, h, M, s)[0]
         y = y + lib.window_attention(y, W_q, W_k, W_v, W_o, h, M, s)[0]
         counts.append(int((np.abs(x - y) > threshold).any(axis=-1).sum()))
@@ -246,6 +247,7 @@ def wrapped(grid, M, source, blocks, seed):
     (None, "not done", "not-done"),
     (lambda *a: spread(*a, shifted=False), "wrong", "windows-not-shifted"),
     (wrapped, "wrong", "wrap-not-masked"),
+    (lambda *a: spread(*a, shifted_block=0), "wrong", "shift-order"),
     (lambda *a: spread(*a, threshold=1e-2), "wrong", "too-few-tokens"),
     (lambda *a: [v + 1 for v in spread(*a)], "wrong", "not-the-spread"),
     (lambda *a: spread(*a)[:-1], "wrong", "shape"),
