@@ -286,3 +286,4 @@ def test_the_sample_gradebook_on_the_instructors_page_is_current():
             else ex.points
         assert float(row["max_points"]) == want, row
         assert float(row["points"]) <= want
+    assert all(row["diagnosis"] for row in rows)        # every row names one

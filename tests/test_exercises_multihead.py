@@ -37,39 +37,48 @@ def test_counts_check_accepts_the_formula_on_hidden_cases():
     hidden(checks.check_counts, counts)
 
 
-@pytest.mark.parametrize("answer, status, words", [
-    (None, "not done", ["empty"]),
-    (lambda *a: None, "not done", ["None"]),
-    (checks.mha_counts, "for review", ["mha_counts"]),
-    (lambda d, c, h, n, m: 7, "wrong", ["pair"]),
+@pytest.mark.parametrize("answer, status, code", [
+    (None, "not done", "not-done"),
+    (lambda *a: None, "not done", "not-done"),
+    (checks.mha_counts, "for review", "for-review"),
+    (lambda d, c, h, n, m: 7, "wrong", "not-a-pair"),
     (lambda d, c, h, n, m: (4 * d * d, counts(d, c, h, n, m)[1]), "wrong",
-     ["d_c × d"]),
-    (lambda d, c, h, n, m: (d * d + 2 * d * c, 0), "wrong", ["W_O"]),
+     "context-width-ignored"),
+    (lambda d, c, h, n, m: (d * d + 2 * d * c, 0), "wrong",
+     "output-projection-missing"),
     (lambda d, c, h, n, m: (h * counts(d, c, h, n, m)[0], 0), "wrong",
-     ["depend on h"]),
+     "params-depend-on-h"),
     (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * m * d),
-     "wrong", ["only Q Kᵀ and A V"]),
+     "wrong", "projections-missing"),
     (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0],
                             2 * n * d * d + 2 * m * c * d), "wrong",
-     ["only the projections"]),
+     "products-missing"),
     (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
                             + 2 * n * c * d + 2 * n * m * d), "wrong",
-     ["m context tokens"]),
+     "keys-per-query"),
     (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], n * d * d
                             + 2 * m * c * d + 2 * n * m * d), "wrong",
-     ["output projection"]),
+     "output-projection-missing"),
     (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
                             + 2 * m * c * d + 2 * n * m * d // h), "wrong",
-     ["h heads"]),
+     "one-head-counted"),
     (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
                             + 2 * m * c * d + 2 * n * m * d * h), "wrong",
-     ["does not depend on h"]),
+     "macs-depend-on-h"),
     (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
                             + 2 * m * c * d + n * m * d), "wrong",
-     ["both products"]),
+     "one-product-counted"),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
+                            + 2 * m * c * d + 2 * n * n * d), "wrong",
+     "scores-n-by-n"),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0] + 1, 0), "wrong",
+     "not-the-params"),
+    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0],
+                            counts(d, c, h, n, m)[1] + 1), "wrong",
+     "not-the-macs"),
 ])
-def test_counts_check_names_the_problem(answer, status, words):
-    expect(checks.check_counts.feedback(answer), status, words)
+def test_counts_check_names_the_problem(answer, status, code):
+    expect(checks.check_counts.feedback(answer), status, code)
 
 
 # ------------------------------------------------------- 3.2 equivalent
@@ -99,26 +108,31 @@ def test_equivalent_check_accepts_the_construction_on_hidden_cases():
     hidden(checks.check_equivalent, equivalent)
 
 
-@pytest.mark.parametrize("answer, status, words", [
-    (None, "not done", ["empty"]),
-    (lambda *a: None, "not done", ["None"]),
+@pytest.mark.parametrize("answer, status, code", [
+    (None, "not done", "not-done"),
+    (lambda *a: None, "not done", "not-done"),
     (lambda W_q, W_k, W_v, W_o, h, o, G: (W_q, W_k, W_v), "wrong",
-     ["four arrays"]),
+     "type"),
     (lambda W_q, W_k, W_v, W_o, h, o, G: (W_q, W_k, W_v, W_o[:, :1]),
-     "wrong", ["shape"]),
+     "wrong", "shape"),
     (lambda W_q, W_k, W_v, W_o, h, o, G: (W_q, W_k, W_v, W_o), "wrong",
-     ["old order"]),
-    (inverse_order, "wrong", ["other way round"]),
-    (lambda *a: equivalent(*a, keys="same"), "wrong", ["keys were not"]),
-    (lambda *a: equivalent(*a, keys="inv"), "wrong", ["G[i]⁻ᵀ"]),
-    (lambda *a: equivalent(*a, rows=False), "wrong", ["row blocks"]),
-    (lambda *a: equivalent(*a, out="same"), "wrong", ["G[i]⁻¹ on the left"]),
-    (lambda *a: equivalent(*a, out="inv_T"), "wrong", ["not G[i]⁻ᵀ"]),
+     "heads-not-reordered"),
+    (inverse_order, "wrong", "heads-inverse-order"),
+    (lambda *a: equivalent(*a, keys="same"), "wrong", "keys-unchanged"),
+    (lambda *a: equivalent(*a, keys="inv"), "wrong", "keys-inverse"),
+    (lambda *a: equivalent(*a, rows=False), "wrong", "output-rows-stay"),
+    (lambda *a: equivalent(*a, out="same"), "wrong", "output-rows-unchanged"),
+    (lambda *a: equivalent(*a, out="inv_T"), "wrong",
+     "output-rows-transposed"),
     (lambda *a: tuple(np.full_like(W, np.nan) for W in a[:4]), "wrong",
-     ["NaN"]),
+     "not-finite"),
+    (lambda *a: (2 * equivalent(*a)[0],) + equivalent(*a)[1:], "wrong",
+     "maps-change"),
+    (lambda *a: equivalent(*a)[:3] + (2 * equivalent(*a)[3],), "wrong",
+     "outputs-change"),
 ])
-def test_equivalent_check_names_the_problem(answer, status, words):
-    expect(checks.check_equivalent.feedback(answer), status, words)
+def test_equivalent_check_names_the_problem(answer, status, code):
+    expect(checks.check_equivalent.feedback(answer), status, code)
 
 
 # ------------------------------------------------------------ 3.3 heads
@@ -168,17 +182,17 @@ def fake(one, many):
     return lambda h, seed: one if h == 1 else many
 
 
-@pytest.mark.parametrize("answer, status, words", [
-    (fake(0.38, 0.0), "correct", []),
-    (None, "not done", ["empty"]),
-    (lambda h, seed: None, "not done", ["None"]),
-    (fake("low", 0.0), "wrong", ["one number"]),
-    (fake([0.4, 0.4], 0.0), "wrong", ["one number"]),
-    (fake(float("nan"), 0.0), "wrong", ["≥ 0"]),
-    (fake(-0.1, 0.0), "wrong", ["≥ 0"]),
-    (fake(40.0, 0.0), "wrong", ["outputs zeros"]),
-    (fake(0.01, 0.0), "wrong", ["single weighted average"]),
-    (fake(0.38, 0.38), "wrong", ["Train longer"]),
+@pytest.mark.parametrize("answer, status, code", [
+    (fake(0.38, 0.0), "correct", None),
+    (None, "not done", "not-done"),
+    (lambda h, seed: None, "not done", "not-done"),
+    (fake("low", 0.0), "wrong", "not-a-number"),
+    (fake([0.4, 0.4], 0.0), "wrong", "not-a-number"),
+    (fake(float("nan"), 0.0), "wrong", "not-an-error"),
+    (fake(-0.1, 0.0), "wrong", "not-an-error"),
+    (fake(40.0, 0.0), "wrong", "error-not-relative"),
+    (fake(0.01, 0.0), "wrong", "one-head-too-good"),
+    (fake(0.38, 0.38), "wrong", "heads-not-trained"),
 ])
-def test_heads_check_names_the_problem(answer, status, words):
-    expect(checks.check_heads.feedback(answer), status, words)
+def test_heads_check_names_the_problem(answer, status, code):
+    expect(checks.check_heads.feedback(answer), status, code)

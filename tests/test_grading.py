@@ -215,6 +215,19 @@ def test_a_gradebook_replaces_the_previous_one_whole(tmp_path):
         assert tuple(next(csv.reader(f))) == COLUMNS
 
 
+def test_the_gradebook_names_each_row_s_diagnosis(tmp_path):
+    out = tmp_path / "gradebook"
+    write_book(out, [
+        gradebook.Row("ann", "c", "e", 0.0, 2.0, "Not yet: no root",
+                      code="sqrt-missing"),
+        gradebook.Row("ann", "c", "f", 1.0, 1.0, "Correct: ok",
+                      code="correct")])
+    with open(out / "gradebook.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    assert [r["diagnosis"] for r in table] == ["sqrt-missing", "correct"]
+    assert gradebook.status_code("not graded") == "not-graded"
+
+
 def test_a_run_that_grades_nothing_changes_nothing(manifest, tmp_path):
     out = tmp_path / "gradebook"
     write_book(out, [gradebook.Row("ann", "c", "e", 1.0, 1.0, "Correct")])

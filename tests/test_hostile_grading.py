@@ -698,15 +698,18 @@ def test_the_honest_student_scores_full_marks(run):
     for label in AUTO:
         row = run["book"]["honest", label]
         assert row.points == row.max_points > 0, row.feedback
+        assert row.code == "correct"
     for label in set(LABELS) - set(AUTO):       # the written part's points
         row = run["book"]["honest", label]
         assert row.max_points == 0 and row.feedback.startswith("To be read")
+        assert row.code == "to-be-read"
 
 
 def test_the_untouched_notebook_scores_zero(run):
     for label in AUTO:
         row = run["book"]["untouched", label]
         assert row.points == 0 and row.feedback.startswith("Not attempted")
+        assert row.code == "not-done"
 
 
 @pytest.mark.parametrize("student", FOR_REVIEW_ROUTES)
@@ -714,6 +717,7 @@ def test_the_tripwire_s_gaps_are_for_review_quoting_the_line(run, student):
     row = run["book"][student, LABELS[0]]
     assert row.points == 0
     assert row.feedback.startswith("For review: cell "), row.feedback
+    assert row.code == "for-review"
 
 
 def test_made_up_numbers_and_a_measured_prediction_earn_nothing(run):

@@ -163,6 +163,17 @@ def running_sums_fit(name, m, l, acc, S, V) -> None:
     _agree(name, "V", V, -1, "acc", acc, -1, "agree on the value width d_v")
 
 
+@relation
+def weight_rows(name, p) -> None:
+    """Every row of ``p`` holds non-negative weights summing to one."""
+    sums = p.sum(axis=-1)
+    if (p < 0).any() or not np.allclose(sums, 1.0, rtol=0, atol=1e-6):
+        raise ValueError(f"{name['p']} must hold non-negative rows summing "
+                         f"to one, got row sums {sums.min():.3g} to "
+                         f"{sums.max():.3g} and smallest entry "
+                         f"{p.min():.3g}")
+
+
 # ------------------------------------------------------------------ masks
 @relation
 def lengths_fit(name, lengths, n) -> None:
@@ -295,6 +306,44 @@ def offset_table_fits(name, table, grid) -> None:
         raise ValueError(f"{name['table']} must end with the axes (2H-1, "
                          f"2W-1) = {(2 * H - 1, 2 * W - 1)} for a {H}x{W} "
                          f"grid, got shape {table.shape}")
+
+
+# ------------------------------------------------------------------ matching
+@relation
+def scores_on_grid(name, S, grid) -> None:
+    """One score per pair of the grid's cells: (n, n) with n = H·W."""
+    n = grid[0] * grid[1]
+    if S.shape != (n, n):
+        raise ValueError(f"{name['S']} must have shape ({n}, {n}) for the "
+                         f"{name['grid']} {grid}, got {S.shape}")
+
+
+@relation
+def odd_window_fits(name, img, k) -> None:
+    """An odd window side ``k`` no larger than either side of ``img``."""
+    if k % 2 == 0 or k > min(img.shape):
+        raise ValueError(f"{name['k']} must be odd and no larger than the "
+                         f"image {img.shape}, got {name['k']}={k}")
+
+
+@relation
+def same_feature_maps(name, F1, F2) -> None:
+    """Two feature maps of one shape (H, W, D)."""
+    if F1.shape != F2.shape:
+        raise ValueError(f"{name['F1']} and {name['F2']} must have the same "
+                         f"shape (H, W, D), got {F1.shape} and {F2.shape}")
+
+
+@relation
+def volume_fits(name, C, flow=None) -> None:
+    """A correlation volume (H, W, H, W) and a flow (H, W, 2), if given."""
+    if C.shape[:2] != C.shape[2:]:
+        raise ValueError(f"{name['C']} must have shape (H, W, H, W), got "
+                         f"{C.shape}")
+    if flow is not None and flow.shape != C.shape[:2] + (2,):
+        raise ValueError(f"{name['flow']} must have shape "
+                         f"{C.shape[:2] + (2,)}, one (d_row, d_col) per "
+                         f"pixel, got {flow.shape}")
 
 
 # ------------------------------------------------------------------ PyTorch

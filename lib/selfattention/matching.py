@@ -9,40 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._relations import (odd_window_fits, same_feature_maps,
+                         scores_on_grid, volume_fits)
 from ._validate import (boundary, floats, grid, instance, integer, ints,
                         positive_int)
 
 __all__ = ["normalize", "displacements", "pixel_features",
            "correlation_volume", "argmax_flow", "lookup"]
-
-
-def _scores_on_grid(args) -> None:
-    n = args["grid"][0] * args["grid"][1]
-    if args["S"].shape != (n, n):
-        raise ValueError(f"S must have shape ({n}, {n}) for the grid "
-                         f"{args['grid']}, got {args['S'].shape}")
-
-
-def _odd_window(args) -> None:
-    k, shape = args["k"], args["img"].shape
-    if k % 2 == 0 or k > min(shape):
-        raise ValueError(f"k must be odd and no larger than the image "
-                         f"{shape}, got k={k}")
-
-
-def _same_maps(args) -> None:
-    if args["F1"].shape != args["F2"].shape:
-        raise ValueError(f"F1 and F2 must have the same shape (H, W, D), "
-                         f"got {args['F1'].shape} and {args['F2'].shape}")
-
-
-def _volume_fits(args) -> None:
-    C, flow = args["C"], args.get("flow")
-    if C.shape[:2] != C.shape[2:]:
-        raise ValueError(f"C must have shape (H, W, H, W), got {C.shape}")
-    if flow is not None and flow.shape != C.shape[:2] + (2,):
-        raise ValueError(f"flow must have shape {C.shape[:2] + (2,)}, one "
-                         f"(d_row, d_col) per pixel, got {flow.shape}")
 
 
 @boundary(X=floats(min_ndim=1))
@@ -53,7 +26,7 @@ def normalize(X):
 
 
 @boundary(S=floats(ndim=2), grid=grid(),
-          periodic=instance(bool), checks=(_scores_on_grid,))
+          periodic=instance(bool), checks=(scores_on_grid,))
 def displacements(S, grid, periodic=True):
     """Where each query's strongest key lies, relative to the query.
 
@@ -72,7 +45,7 @@ def displacements(S, grid, periodic=True):
     return D
 
 
-@boundary(img=floats(ndim=2), k=positive_int(), checks=(_odd_window,))
+@boundary(img=floats(ndim=2), k=positive_int(), checks=(odd_window_fits,))
 def pixel_features(img, k=5):
     """A fixed stand-in for RAFT's shared feature encoder.
 
@@ -85,7 +58,7 @@ def pixel_features(img, k=5):
     return normalize(F - F.mean(axis=-1, keepdims=True))
 
 
-@boundary(F1=floats(ndim=3), F2=floats(ndim=3), checks=(_same_maps,))
+@boundary(F1=floats(ndim=3), F2=floats(ndim=3), checks=(same_feature_maps,))
 def correlation_volume(F1, F2):
     """All-pairs correlations ``C[i, j, k, l] = F1[i, j] · F2[k, l]``.
 
@@ -105,7 +78,7 @@ def correlation_volume(F1, F2):
 
 
 @boundary(C=floats(ndim=4), periodic=instance(bool),
-          checks=(_volume_fits,))
+          checks=(volume_fits,))
 def argmax_flow(C, periodic=True):
     """Each pixel's displacement to its best-correlated pixel.
 
@@ -118,7 +91,7 @@ def argmax_flow(C, periodic=True):
 
 
 @boundary(C=floats(ndim=4), flow=ints(ndim=3), radius=integer(0),
-          checks=(_volume_fits,))
+          checks=(volume_fits,))
 def lookup(C, flow, radius):
     """Read the correlations around where the flow says each pixel went.
 

@@ -57,7 +57,7 @@ import numpy as np
 
 from . import gradebook, review, wire
 from .assign import EXERCISE_RE, calls, find_exercises
-from .gradebook import Row, clean_text
+from .gradebook import Row, clean_text, status_code
 from .intake import IntakeError, Submission, collect, mixed_scripts
 from .names import (CORRECT, FOR_REVIEW, JOB_FILE, JOB_NOTEBOOK, MARKS, META,
                     NOT_DONE, NOT_GRADED, PART_EXECUTED, PART_HARVEST,
@@ -399,7 +399,8 @@ class Grader:
                 graded.rows.append(Row(
                     student, stem, entry["label"], 0.0, 0.0,
                     f"{MARKS[TO_BE_READ]}: no auto-points; the written part "
-                    f"carries this exercise's points"))
+                    f"carries this exercise's points",
+                    code=status_code(TO_BE_READ)))
                 self._written_row(graded, entry, stem)
                 continue
             slot = sum(self.auto_points(e["label"])    # its place in the job
@@ -421,21 +422,23 @@ class Grader:
                 # Decided here, from the source, whatever the run did: what
                 # the kernel reported (the tripwire) may add to it, never
                 # clear it, and a run cut short does not hide it.
-                status, points = FOR_REVIEW, 0.0
+                status, points, code = FOR_REVIEW, 0.0, status_code(FOR_REVIEW)
                 message = clean_text(review.explain(findings), 500)
             elif fb is None:
                 reason = why_none or _harvest_problem(
                     harvest.get(str(slot)), stop)
                 status, points, message = NOT_GRADED, 0.0, reason
+                code = status_code(NOT_GRADED)
             else:
-                status, points = fb.status, fb.points
+                status, points, code = fb.status, fb.points, fb.code
                 message = clean_text(fb.message, 500)
                 if status not in (CORRECT, FOR_REVIEW) and stop:
                     message += f" (the run stopped: {stop})"
             graded.rows.append(Row(student, stem, entry["label"],
                                    min(points, float(entry["points"])),
                                    float(entry["points"]),
-                                   f"{MARKS[status]}: {message}"))
+                                   f"{MARKS[status]}: {message}",
+                                   code=code))
             self._written_row(graded, entry, stem)
         executed = parts.get(PART_EXECUTED)
         if executed is not None:
@@ -473,7 +476,7 @@ class Grader:
             student, stem, f"{entry['label']} (written)", 0.0,
             float(written["points"]), f"{mark}: {note}",
             for_student=f"{mark}: your instructor reads it" if text
-            else None))
+            else None, code=status_code(TO_BE_READ if text else NOT_DONE)))
 
     def review(self, nb, chapter: dict) -> dict:
         """What sends each exercise of ``nb`` for review, read from its
@@ -674,13 +677,16 @@ def assemble(graded: list[Graded], chapters: dict, only=None):
                     rows.append(Row(student, stem, ex["label"], 0.0,
                                     float(ex["points"]),
                                     f"{MARKS[NOT_GRADED]}: no notebook of "
-                                    f"this chapter was handed in"))
+                                    f"this chapter was handed in",
+                                    code=status_code(NOT_GRADED)))
             else:
                 rows += g.rows
         for g in graded:
             if g.student == student and g.chapter is None:
-                mark = MARKS[REFUSED] if g.refused else MARKS[NOT_GRADED]
-                rows += [Row(student, "", "", 0.0, 0.0, f"{mark}: {p}")
+                status = REFUSED if g.refused else NOT_GRADED
+                rows += [Row(student, "", "", 0.0, 0.0,
+                             f"{MARKS[status]}: {p}",
+                             code=status_code(status))
                          for p in g.problems]
     for student in students:
         scripts = mixed_scripts(student)

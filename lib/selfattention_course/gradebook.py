@@ -9,7 +9,9 @@ lands: CSV cells cannot start a formula, Markdown cannot render links,
 images or HTML, and written answers sit in code fences longer than any run
 of backticks they hold.
 
-Besides ``gradebook.csv`` (one row per student and exercise), the folder
+Besides ``gradebook.csv`` (one row per student and exercise, with the
+diagnosis's code beside its feedback, so that a spreadsheet can count how
+often each mistake occurs across a class), the folder
 holds the same auto-points in the two forms that learning platforms import,
 one row per student and one column per assignment (a chapter):
 
@@ -43,9 +45,9 @@ from .intake import safe_file_name
 from .names import (CANVAS_CSV, COLUMNS, EXECUTED_DIR, FEEDBACK_DIR,
                     GRADEBOOK, MOODLE_CSV, RUN_FILE, WRITTEN_DIR)
 
-__all__ = ["Row", "neutral", "md_text", "fenced", "clean_text", "write",
-           "replace_folder", "assignment_totals", "canvas_csv",
-           "moodle_csv"]
+__all__ = ["Row", "status_code", "neutral", "md_text", "fenced",
+           "clean_text", "write", "replace_folder", "assignment_totals",
+           "canvas_csv", "moodle_csv"]
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 # Control characters, and the invisible ones that reorder or hide text
@@ -70,10 +72,20 @@ class Row:
     max_points: float
     feedback: str
     for_student: str | None = None    # what the student's page says instead
+    #: The diagnosis, stable across rewordings of the feedback: the code of
+    #: a wrong answer's diagnosis (``Wrong(message, code)``), else the
+    #: status in one word (see :func:`status_code`).
+    code: str = ""
 
     @property
     def student_text(self) -> str:
         return self.feedback if self.for_student is None else self.for_student
+
+
+def status_code(status: str) -> str:
+    """A status in one word, as the code of a row that has no diagnosis
+    (``"not done"`` -> ``"not-done"``)."""
+    return status.replace(" ", "-")
 
 
 def _encodable(text: str) -> str:
@@ -126,7 +138,8 @@ def csv_text(rows: list[Row]) -> str:
     for r in rows:
         writer.writerow([neutral(r.student), neutral(r.chapter),
                          neutral(r.exercise), f"{r.points:g}",
-                         f"{r.max_points:g}", neutral(r.feedback)])
+                         f"{r.max_points:g}", neutral(r.code),
+                         neutral(r.feedback)])
     return buffer.getvalue()
 
 

@@ -51,4 +51,4 @@ WRITTEN_DIR = "written"
 RUN_FILE = "run.json"
 #: The gradebook's columns, in order.
 COLUMNS = ("student", "chapter", "exercise", "points", "max_points",
-           "feedback")
+           "diagnosis", "feedback")

@@ -61,12 +61,14 @@ def _merge_judge(out, S, V, allowed, parts, order):
             raise Wrong("merging two states of a query that has no allowed "
                         "key yet (m = -inf in both) gave NaN: "
                         "exp(-inf - (-inf)) is NaN, so when both maxima are "
-                        "-inf shift by 0 instead")
+                        "-inf shift by 0 instead", "empty-rows-nan")
         raise Wrong("a part whose scores are near 1000 gives NaN or inf: "
                     "rescale both states to the larger maximum, "
-                    "exp(m_a - m) with m = max(m_a, m_b), never above 1")
+                    "exp(m_a - m) with m = max(m_a, m_b), never above 1",
+                    "overflow")
     if not np.allclose(m, s.max(axis=1)):
-        raise Wrong("the merged maximum is wrong: m = max(m_a, m_b)")
+        raise Wrong("the merged maximum is wrong: m = max(m_a, m_b)",
+                    "not-the-max")
     if not np.allclose(Y, want):
         states = [_state(S[:, a:b], V[a:b], allowed[:, a:b])
                   for a, b in parts]
@@ -74,9 +76,10 @@ def _merge_judge(out, S, V, allowed, parts, order):
         if np.allclose(Y, sum(state[2] for state in states) / l_sum[:, None]):
             raise Wrong("you added l and acc without rescaling: each state "
                         "is relative to its own maximum, so multiply by "
-                        "exp(m_a - m) and exp(m_b - m) before adding")
+                        "exp(m_a - m) and exp(m_b - m) before adding",
+                        "not-rescaled")
         raise Wrong("acc / l after merging is not the softmax average over "
-                    "all keys")
+                    "all keys", "not-the-merge")
     return None
 
 
@@ -90,7 +93,7 @@ def _depth_cases(rng):
 def _depth_judge(out, grid, k):
     if isinstance(out, (str, Opaque, tuple, list)) or np.ndim(out) != 0:
         raise Wrong(f"my_conv_depth should return a number of layers, got "
-                    f"{type_name(out)}")
+                    f"{type_name(out)}", "type")
     got = float(out)
     (H, W), r = grid, (k - 1) // 2
     far = max(H, W) - 1                    # Chebyshev distance of corners
@@ -100,24 +103,27 @@ def _depth_judge(out, grid, k):
     where = f"for a {H}x{W} grid and k={k}"
     if got != int(got):
         raise Wrong(f"{where} you returned {got:g}: a number of layers is "
-                    f"a whole number, round up")
+                    f"a whole number, round up", "not-whole")
     if got == math.ceil(far / (k - 1)):
         raise Wrong(f"{where} a {k}x{k} kernel centred on a pixel reaches "
-                    f"(k - 1)/2 pixels to each side (here {r}), not k - 1")
+                    f"(k - 1)/2 pixels to each side (here {r}), not k - 1",
+                    "reach-k-minus-1")
     if got == math.ceil((min(H, W) - 1) / r):
         raise Wrong(f"{where} the longer side decides: the corners are "
-                    f"{far} pixels apart along it")
+                    f"{far} pixels apart along it", "shorter-side")
     if got == math.ceil((H + W - 2) / r):
         raise Wrong(f"{where} one layer moves {r} pixels along both axes "
-                    f"at once, so the distances do not add up")
+                    f"at once, so the distances do not add up",
+                    "distances-added")
     if got in (far // r, math.ceil(max(H, W) / r)):
         raise Wrong(f"{where} count the layers to cover max(H, W) - 1 = "
-                    f"{far} pixels, rounding up")
+                    f"{far} pixels, rounding up", "not-rounded-up")
     if got == math.ceil(math.log(H * W, k)):
         raise Wrong(f"{where} log_k(n) is the path of dilated "
-                    f"convolutions; these kernels are contiguous")
+                    f"convolutions; these kernels are contiguous",
+                    "dilated-depth")
     raise Wrong(f"{where} {got:g} layers is not the smallest depth at which "
-                f"every output depends on every pixel")
+                f"every output depends on every pixel", "not-the-depth")
 
 
 def _memory_cases(rng):
@@ -174,7 +180,8 @@ def _memory_judge(out, n, d, blocks, seed):
                          "block size")
     expect_shape(got, "the peaks", (len(blocks),), "(len(blocks),)")
     if not np.all(np.isfinite(got)) or got.min() <= 0:
-        raise Wrong("peaks should be positive numbers of bytes")
+        raise Wrong("peaks should be positive numbers of bytes",
+                    "not-positive")
     want = _measured(n, d, blocks, seed)
     close = np.abs(got - want) <= 0.1 * want + 65_536
     if close.all():
@@ -182,17 +189,20 @@ def _memory_judge(out, n, d, blocks, seed):
     ratio = float(np.median(got / want))
     if 1.7 < ratio < 2.3:
         raise Wrong("your peaks are about twice the expected ones: use "
-                    "float32 tokens (timing.random_qkv makes them)")
+                    "float32 tokens (timing.random_qkv makes them)",
+                    "float64-tokens")
     extra = float(np.median(got - want))
     if abs(extra - 3 * 4 * n * d) < 0.25 * 3 * 4 * n * d + 65_536:
         raise Wrong("your peaks include Q, K and V: make them before the "
-                    "measurement starts and trace only the call")
+                    "measurement starts and trace only the call",
+                    "inputs-counted")
     if ratio < 0.5:
         raise Wrong("your peaks are far below what the call allocates: was "
                     "tracemalloc running during blockwise_attention "
-                    "(timing.peak_bytes does this)?")
+                    "(timing.peak_bytes does this)?", "not-traced")
     raise Wrong(f"for n={n}, d={d} and blocks {list(blocks)} the peaks "
-                f"differ from those of blockwise_attention by more than 10%")
+                f"differ from those of blockwise_attention by more than 10%",
+                "off-the-expected")
 
 
 JUDGES = {

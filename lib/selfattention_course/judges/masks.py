@@ -50,37 +50,41 @@ def _shrinkage_judge(out, S, mask):
     if got.shape == S.shape:
         raise Wrong(f"my_shrinkage returns shape {got.shape}, one number "
                     f"per score; the output of query i shrinks by one "
-                    f"factor: add up over the keys (the last axis)")
+                    f"factor: add up over the keys (the last axis)", "shape")
     expect_shape(got, "my_shrinkage(S, mask)", rho.shape, "(..., n_q)",
                  "one factor per query")
     if not np.all(np.isfinite(got)):
         raise Wrong("my_shrinkage returns NaN or inf for scores in the "
                     "hundreds: subtract each row's maximum before "
-                    "exponentiating (or use the book's softmax)")
+                    "exponentiating (or use the book's softmax)", "overflow")
     if np.allclose(got, rho, rtol=1e-9, atol=1e-12):
         return None
     P = softmax(S)
     guesses = (
         (1 - rho, "this is the weight the forbidden keys took, 1 − ρ; the "
-                  "output keeps the weight of the allowed keys"),
+                  "output keeps the weight of the allowed keys",
+         "forbidden-share"),
         (np.ones_like(rho), "you return 1 for every query: that is the row "
                             "sum of the weights masked before the softmax, "
-                            "not of the weights zeroed after it"),
+                            "not of the weights zeroed after it",
+         "masked-before-softmax"),
         (1 / np.where(rho > 0, rho, np.inf), "the output is multiplied by "
-                                             "ρ, not divided by it"),
+                                             "ρ, not divided by it",
+         "inverted"),
         ((np.exp(S - S.max(-1, keepdims=True)) * mask).sum(-1),
          "divide by the sum over all keys: the zeroed weights are a share "
-         "of the full softmax"),
+         "of the full softmax", "renormalised"),
         ((P * mask).max(-1), "add up the allowed weights, not only the "
-                             "largest"),
+                             "largest", "largest-only"),
     )
-    for value, message in guesses:
+    for value, message, code in guesses:
         if value.shape == got.shape and np.allclose(got, value, rtol=1e-9,
                                                     atol=1e-12):
-            raise Wrong(message)
+            raise Wrong(message, code)
     raise Wrong(f"for scores of shape {S.shape} the factors differ from "
                 f"those of zeroing the softmax weights after the fact, "
-                f"e.g. query 0: {float(got.reshape(-1)[0]):.4g}")
+                f"e.g. query 0: {float(got.reshape(-1)[0]):.4g}",
+                "not-the-shrinkage")
 
 
 def _allowed(lengths, n: int) -> np.ndarray:
@@ -102,21 +106,23 @@ def _batch_cases(rng):
 def _as_mask(info, name: str):
     if not (isinstance(info, tuple) and len(info) == 4):
         raise Wrong("batch_masks should return a pair (for_mha, for_sdpa) "
-                    "of torch tensors")
+                    "of torch tensors", "not-a-pair")
     kind, dtype, shape, values = info
     if kind == "ndarray":
         raise Wrong(f"{name} is a NumPy array; PyTorch wants a tensor "
-                    f"(torch.from_numpy)")
+                    f"(torch.from_numpy)", "numpy-not-tensor")
     if kind != "Tensor":
-        raise Wrong(f"{name} should be a torch.Tensor, got {kind}")
+        raise Wrong(f"{name} should be a torch.Tensor, got {kind}",
+                    "not-a-tensor")
     if values is None:
         raise Wrong(f"{name} has dtype {dtype}; give a boolean mask "
-                    f"(torch.bool)")
+                    f"(torch.bool)", "mask-not-bool")
     return tuple(shape), np.asarray(values, dtype=bool)
 
 
 def _mistake(allowed, lengths, n):
-    """Name the mistake if ``allowed`` (B, n, n) is a known wrong mask."""
+    """``(message, code)`` naming the mistake if ``allowed`` (B, n, n) is a
+    known wrong mask, else None."""
     L = np.asarray(lengths)
     i, j = np.arange(n)[:, None], np.arange(n)[None, :]
     keys = (j < L[:, None, None])                              # (B, 1, n)
@@ -125,21 +131,22 @@ def _mistake(allowed, lengths, n):
     known = (
         (causal & queries, "you hid the padded queries (rows) instead of the "
                            "padded keys (columns): no query may read a "
-                           "padded key"),
+                           "padded key", "padded-queries"),
         (np.broadcast_to(causal, allowed.shape), "the padding is missing: "
-         "key j of item b must be hidden when j ≥ lengths[b]"),
+         "key j of item b must be hidden when j ≥ lengths[b]",
+         "padding-missing"),
         (np.broadcast_to(keys, allowed.shape), "the causal part is missing: "
-         "query i may use keys j ≤ i only"),
+         "query i may use keys j ≤ i only", "causal-missing"),
         ((j >= i)[None] & keys, "query i may use the keys j ≤ i (the lower "
-                                "triangle), not j ≥ i"),
+                                "triangle), not j ≥ i", "causal-transposed"),
         ((j < i)[None] & keys, "the diagonal is blocked: a token may attend "
-                               "to itself"),
+                               "to itself", "diagonal-blocked"),
         (causal | keys, "combine the two masks with 'and' (&): a key must be "
-                        "allowed by both"),
+                        "allowed by both", "masks-or"),
     )
-    for wrong, message in known:
+    for wrong, message, code in known:
         if np.array_equal(allowed, np.broadcast_to(wrong, allowed.shape)):
-            return message
+            return message, code
     return None
 
 
@@ -147,7 +154,7 @@ def _batch_judge(out, lengths, n, h):
     if not (isinstance(out, tuple) and len(out) == 2) or out[0] == \
             "not a pair":
         raise Wrong("batch_masks should return a pair (for_mha, for_sdpa) "
-                    "of torch tensors")
+                    "of torch tensors", "not-a-pair")
     B = len(lengths)
     allowed = _allowed(lengths, n)                              # (B, n, n)
     shape, got = _as_mask(out[0], "for_mha")
@@ -156,44 +163,52 @@ def _batch_judge(out, lengths, n, h):
         if shape in ((B, n, n), (n, n)):
             raise Wrong(f"for_mha has shape {shape}; nn.MultiheadAttention "
                         f"needs one mask per item and head, (B·h, n, n) = "
-                        f"{want_shape}, when the items differ")
+                        f"{want_shape}, when the items differ",
+                        "mask-per-item-not-head")
         raise Wrong(f"for_mha has shape {shape}, expected (B·h, n, n) = "
-                    f"{want_shape}")
+                    f"{want_shape}", "shape")
     want = np.repeat(~allowed, h, axis=0)                  # item-major
     if not np.array_equal(got, want):
         if np.array_equal(got, ~want):
             raise Wrong("for_mha uses True for 'may attend'; "
-                        "nn.MultiheadAttention reads True as 'blocked'")
+                        "nn.MultiheadAttention reads True as 'blocked'",
+                        "mask-inverted")
         if np.array_equal(got, np.tile(~allowed, (h, 1, 1))):
             raise Wrong("in for_mha the heads vary fastest: PyTorch reads "
                         "entry b·h + k as item b, head k, so each item's "
                         "mask must repeat h times in a row "
-                        "(repeat_interleave, or np.repeat along axis 0)")
-        message = _mistake(~got[::h], lengths, n)
-        raise Wrong(f"for_mha: {message}" if message else
-                    "for_mha differs from the causal mask combined with "
-                    "the padding of each item (True = blocked)")
+                        "(repeat_interleave, or np.repeat along axis 0)",
+                        "heads-vary-fastest")
+        known = _mistake(~got[::h], lengths, n)
+        if known:
+            raise Wrong(f"for_mha: {known[0]}", known[1])
+        raise Wrong("for_mha differs from the causal mask combined with "
+                    "the padding of each item (True = blocked)",
+                    "not-the-mask")
     shape, got = _as_mask(out[1], "for_sdpa")
     if shape == (B, n, n) and B != 1:
         raise Wrong(f"for_sdpa has shape {shape}: against scores of shape "
                     f"(B, h, n, n) its first axis would line up with the "
-                    f"heads. Give it a head axis: (B, 1, n, n)")
+                    f"heads. Give it a head axis: (B, 1, n, n)",
+                    "mask-missing-head-axis")
     try:
         got = np.broadcast_to(got, (B, h, n, n))
     except ValueError:
         raise Wrong(f"for_sdpa has shape {shape}; it must broadcast to the "
                     f"scores, (B, h, n, n) = {(B, h, n, n)}, for instance "
-                    f"(B, 1, n, n)") from None
+                    f"(B, 1, n, n)", "shape") from None
     want = np.broadcast_to(allowed[:, None], (B, h, n, n))
     if not np.array_equal(got, want):
         if np.array_equal(got, ~want):
             raise Wrong("for_sdpa uses True for 'blocked'; "
                         "scaled_dot_product_attention reads True as 'may "
-                        "attend'")
-        message = _mistake(got[:, 0], lengths, n)
-        raise Wrong(f"for_sdpa: {message}" if message else
-                    "for_sdpa differs from the causal mask combined with "
-                    "the padding of each item (True = may attend)")
+                        "attend'", "mask-inverted")
+        known = _mistake(got[:, 0], lengths, n)
+        if known:
+            raise Wrong(f"for_sdpa: {known[0]}", known[1])
+        raise Wrong("for_sdpa differs from the causal mask combined with "
+                    "the padding of each item (True = may attend)",
+                    "not-the-mask")
     _agrees_with_torch(out, lengths, n, h, allowed)
     return None
 
@@ -222,7 +237,7 @@ def _agrees_with_torch(out, lengths, n, h, allowed):
     if not (np.allclose(Y_t.numpy(), Y, rtol=0, atol=1e-10)
             and np.allclose(Y_st.numpy(), Y_s, rtol=0, atol=1e-10)):
         raise Wrong("the masks look right but PyTorch's outputs differ "
-                    "from the NumPy reference")
+                    "from the NumPy reference", "torch-disagrees")
 
 
 STATES = ("nan", "zero", "value")
@@ -269,13 +284,13 @@ def _measured_rows(lengths, n, left_padded, need_weights):
 def _rows_judge(out, lengths, n, left_padded, need_weights):
     if isinstance(out, (str, Opaque)):
         raise Wrong(f"predicted_rows should return an array of strings, got "
-                    f"{type_name(out)}")
+                    f"{type_name(out)}", "type")
     got = np.asarray(out)
     truth = _measured_rows(lengths, n, left_padded, need_weights)
     expect_shape(got, "predicted_rows(...)", truth.shape, "(B, n)",
                  "one state per output row")
     if got.dtype.kind != "U" or not np.isin(got, STATES).all():
-        raise Wrong(f"each entry should be one of {STATES}")
+        raise Wrong(f"each entry should be one of {STATES}", "not-a-state")
     if np.array_equal(got, truth):
         return None
     where = (f"for lengths {np.asarray(lengths).tolist()}, n = {n}, "
@@ -286,18 +301,20 @@ def _rows_judge(out, lengths, n, left_padded, need_weights):
                 "F.multi_head_attention_forward: 0/0 = NaN" if need_weights
                 else "need_weights=False hands the scores to "
                      "scaled_dot_product_attention, which returns zeros")
-        raise Wrong(f"{where}: the right rows are empty, but {path}")
+        raise Wrong(f"{where}: the right rows are empty, but {path}",
+                    "empty-rows-wrong-kind")
     b, i = np.argwhere(got != truth)[0]
     L = int(lengths[b])
     if L == 0:
         raise Wrong(f"{where}: item {b} has no real token, so none of its "
-                    f"queries has a key")
+                    f"queries has a key", "no-real-token")
     if truth[b, i] != "value":
         raise Wrong(f"{where}: row ({b}, {i}) has no key left: with left "
-                    f"padding its causal keys 0 … {i} are all padding")
+                    f"padding its causal keys 0 … {i} are all padding",
+                    "left-padding-empty-row")
     raise Wrong(f"{where}: row ({b}, {i}) still has a key"
                 + (": a padded query at the end keeps the real keys before "
-                   "it" if not left_padded else ""))
+                   "it" if not left_padded else ""), "row-has-keys")
 
 
 def _local_cases(rng):
@@ -306,7 +323,8 @@ def _local_cases(rng):
 
 def _local_judge(out, seed):
     if not (isinstance(out, list) and len(out) == len(_RADII)):
-        raise Wrong("local_vs_global could not be run for every radius")
+        raise Wrong("local_vs_global could not be run for every radius",
+                    "unreadable")
     results = []
     for r, res in zip(_RADII, out):
         inside, gap, spread = returned_arrays(
@@ -315,19 +333,21 @@ def _local_judge(out, seed):
         if inside.shape != (64,) or gap.shape != (64,) or spread.ndim:
             raise Wrong(f"local_vs_global({r}, {seed}) returns shapes "
                         f"{inside.shape}, {gap.shape}, {spread.shape}; "
-                        f"expected (64,), (64,) and one number")
+                        f"expected (64,), (64,) and one number", "shape")
         if not (np.all(np.isfinite(inside)) and np.all(np.isfinite(gap))
                 and np.isfinite(spread)):
-            raise Wrong(f"radius {r}: the results hold NaN or inf")
+            raise Wrong(f"radius {r}: the results hold NaN or inf",
+                        "not-finite")
         results.append((inside, gap, float(spread)))
     tol = 1e-9
     for r, (inside, gap, spread) in zip(_RADII, results):
         if inside.min() < -tol or inside.max() > 1 + tol:
             raise Wrong(f"radius {r}: inside holds {inside.min():.3g} … "
                         f"{inside.max():.3g}; a share of the global weights "
-                        f"lies between 0 and 1")
+                        f"lies between 0 and 1", "not-a-share")
         if gap.min() < -tol or spread < -tol:
-            raise Wrong(f"radius {r}: distances cannot be negative")
+            raise Wrong(f"radius {r}: distances cannot be negative",
+                        "negative-distance")
         if np.any(gap > (1 - inside) * spread + 1e-7 * (1 + spread)):
             i = int(np.argmax(gap - (1 - inside) * spread))
             raise Wrong(f"radius {r}, query {i}: the gap {gap[i]:.4g} is "
@@ -335,19 +355,20 @@ def _local_judge(out, seed):
                         f"{(1 - inside[i]) * spread:.4g}, which cannot "
                         f"happen if the local output renormalises over the "
                         f"neighbourhood (mask before the softmax) and spread "
-                        f"is the largest distance between two values")
+                        f"is the largest distance between two values",
+                        "gap-above-bound")
     for (r0, (a, _, _)), (r1, (b, _, _)) in zip(
             zip(_RADII, results), zip(_RADII[1:], results[1:])):
         if np.any(b < a - tol):
             raise Wrong(f"the share inside radius {r1} is smaller than "
                         f"inside radius {r0} for some query; a larger "
                         f"neighbourhood contains the smaller one (and the "
-                        f"same seed gives the same data)")
+                        f"same seed gives the same data)", "share-not-growing")
     inside, gap, _ = results[-1]
     if not (np.allclose(inside, 1, atol=1e-9) and np.allclose(gap, 0,
                                                                 atol=1e-9)):
         raise Wrong("radius 7 covers the whole 8 × 8 grid: inside must be 1 "
-                    "and the gap 0 for every query")
+                    "and the gap 0 for every query", "whole-grid-not-global")
     return None
 
 

@@ -40,9 +40,9 @@ def _same_output_judge(b, a, V):
     n = len(a)
     if b.shape != a.shape:
         raise Wrong(f"same_output_row returned shape {b.shape}; an attention "
-                    f"row over the n = {n} keys has shape {a.shape}")
+                    f"row over the n = {n} keys has shape {a.shape}", "shape")
     if not np.all(np.isfinite(b)):
-        raise Wrong("b holds NaN or infinite weights")
+        raise Wrong("b holds NaN or infinite weights", "not-finite")
     y = a @ V
     gap = float(np.abs(b @ V - y).max())
     if not math.isclose(b.sum(), 1.0, abs_tol=1e-8):
@@ -50,25 +50,29 @@ def _same_output_judge(b, a, V):
                 (b - a) @ V, 0, atol=1e-8):
             raise Wrong(f"the weights of b sum to {b.sum():.4g}: the step "
                         f"u you added keeps u @ V = 0 but not sum(u) = 0. "
-                        f"Add a row of ones to the constraints")
-        raise Wrong(f"the weights of b sum to {b.sum():.4g}, not one")
+                        f"Add a row of ones to the constraints",
+                        "sum-not-constrained")
+        raise Wrong(f"the weights of b sum to {b.sum():.4g}, not one",
+                    "not-weights")
     if gap > 1e-8 * (1 + np.abs(y).max()):
         raise Wrong(f"b @ V differs from a @ V by up to {gap:.3g}; move a "
                     f"only along a direction u with u @ V = 0 (for n = {n} "
-                    f"keys and d_v = {V.shape[1]})")
+                    f"keys and d_v = {V.shape[1]})", "output-changes")
     if b.min() < -1e-9:
         raise Wrong(f"b has a negative weight ({b.min():.3g}): you stepped "
-                    f"too far. Stop where the first weight reaches zero")
+                    f"too far. Stop where the first weight reaches zero",
+                    "negative-weight")
     # A key is dropped when its weight fell to (next to) nothing, relative
     # to its own: a softmax weight may itself be as small as 1e-7.
     dropped = (a > 0) & (b <= 1e-6 * a)
     if np.allclose(b, a, atol=1e-9):
-        raise Wrong("b is the same row as a; find a different one")
+        raise Wrong("b is the same row as a; find a different one", "same-row")
     if not dropped.any():
         raise Wrong(f"b is a valid row with the same output (it moves "
                     f"{0.5 * np.abs(b - a).sum():.3f} of the weight), but "
                     f"every key still has weight: keep going along the same "
-                    f"direction until one weight of b reaches zero")
+                    f"direction until one weight of b reaches zero",
+                    "no-zero-weight")
     return None
 
 
@@ -138,10 +142,10 @@ def _pair(out, what):
         pair = tuple(float(v) for v in out)
     except (TypeError, ValueError):
         raise Wrong(f"{what} should return a pair (ranked, control) of "
-                    f"accuracies, got {type_name(out)}") from None
+                    f"accuracies, got {type_name(out)}", "type") from None
     if not all(0 <= v <= 1 for v in pair):
         raise Wrong(f"{what} returned {pair}; accuracies are fractions "
-                    f"between 0 and 1")
+                    f"between 0 and 1", "not-a-share")
     return pair
 
 
@@ -152,19 +156,20 @@ def _check_ranked(got, predict, X, y, scores, k):
         return
     if abs(got - _removed_accuracy(predict, X, y, order[:, -k:])) <= close:
         raise Wrong(f"k = {k}: you blanked the k lowest-scoring patches; "
-                    f"blank the k highest")
+                    f"blank the k highest", "lowest-blanked")
     if k > 1 and abs(got - _removed_accuracy(
             predict, X, y, order[:, :k - 1])) <= close:
         raise Wrong(f"k = {k}: your ranked accuracy is that of k - 1 "
-                    f"removed patches")
+                    f"removed patches", "one-fewer-blanked")
     raise Wrong(f"k = {k}: blanking the {k} highest-scoring patches leaves "
                 f"a different accuracy than the one you return ({got:.3f}); "
-                f"set every value of those patches to 0")
+                f"set every value of those patches to 0", "not-the-ranked")
 
 
 def _faithfulness_judge(outs, X, y, W, scores, k, seeds):
     if not isinstance(outs, (tuple, list)) or len(outs) != len(seeds) + 1:
-        raise Wrong("faithfulness could not be run on every seed")
+        raise Wrong("faithfulness could not be run on every seed",
+                    "unreadable")
     pairs = [_pair(o, "faithfulness") for o in outs]
     predict = _linear_predict(W)
     for ranked, _ in pairs:
@@ -173,7 +178,8 @@ def _faithfulness_judge(outs, X, y, W, scores, k, seeds):
     controls = np.array([c for _, c in pairs])
     if abs(controls[-1] - controls[0]) > 0.5 / N:
         raise Wrong("the same seed gave two different controls: draw the "
-                    "random patches from np.random.default_rng(seed)")
+                    "random patches from np.random.default_rng(seed)",
+                    "not-seeded")
     controls = controls[:-1]
     expected = {how: _random_accuracy(predict, X, y, k, how)
                 for how in ("weighted", "uniform", "any")}
@@ -185,7 +191,7 @@ def _faithfulness_judge(outs, X, y, W, scores, k, seeds):
     mean, sd = expected["weighted"]
     if np.ptp(controls) == 0 and sd * N >= 5:
         raise Wrong("the control gives the same accuracy for every seed: "
-                    "its patches must be drawn with the seed")
+                    "its patches must be drawn with the seed", "seed-ignored")
     if near("weighted") and np.all(np.abs(controls - mean)
                                    <= 5 * sd + 0.5 / N):
         return None
@@ -193,14 +199,16 @@ def _faithfulness_judge(outs, X, y, W, scores, k, seeds):
     if near("uniform"):
         raise Wrong(f"k = {k}: your control's accuracy, {got}, is what "
                     f"drawing ink patches uniformly gives; draw each patch "
-                    f"with a probability proportional to its ink")
+                    f"with a probability proportional to its ink",
+                    "control-uniform")
     if near("any"):
         raise Wrong(f"k = {k}: your control's accuracy, {got}, is what "
                     f"blanking random patches of any kind gives; many of "
-                    f"them are blank already. Draw among the ink patches")
+                    f"them are blank already. Draw among the ink patches",
+                    "control-any-patch")
     raise Wrong(f"k = {k}: your control's accuracy, {got}, is too far from "
                 f"what k ink patches drawn in proportion to their ink give "
-                f"(all of them if an image has fewer)")
+                f"(all of them if an image has fewer)", "not-the-control")
 
 
 def _gradient_cases(rng):
@@ -235,10 +243,11 @@ def _gradient_judge(out, X, seed):
     want = (X * g).sum(-1)                                # (N, n)
     if out.shape == (N, n, d_in) and np.allclose(out, X * g, atol=1e-9):
         raise Wrong("you return x · gradient for every value; sum it over "
-                    "each patch's values, one number per patch")
+                    "each patch's values, one number per patch", "not-summed")
     if out.shape != (N, n):
         raise Wrong(f"my_input_x_gradient returned shape {out.shape}; "
-                    f"expected (N, n) = {(N, n)}, one number per patch")
+                    f"expected (N, n) = {(N, n)}, one number per patch",
+                    "shape")
     if np.allclose(out, want, rtol=1e-6, atol=1e-9):
         return None
     p = np.exp(logits - logits.max(1, keepdims=True))
@@ -246,29 +255,33 @@ def _gradient_judge(out, X, seed):
     dlogp = g - np.einsum("cn,cnpd->npd", p.T, G)         # d log p_pred
     guesses = [
         (np.abs(want), "take the signed sum: the chapter takes |·| only "
-                       "when it ranks patches"),
+                       "when it ranks patches", "absolute-value"),
         (np.linalg.norm(g, axis=-1), "this is the gradient's norm per "
                                      "patch (saliency); multiply the "
-                                     "gradient by the input and sum"),
+                                     "gradient by the input and sum",
+         "saliency"),
         (g.sum(-1), "you summed the gradient alone; multiply it by the "
-                    "input values first"),
+                    "input values first", "input-missing"),
         ((X * G[0]).sum(-1), "you differentiated the logit of class 0; "
-                             "take each image's predicted class"),
+                             "take each image's predicted class",
+         "class-0"),
         ((X * G.sum(0)).sum(-1), "you differentiated the sum of all "
                                  "logits; take each image's predicted "
-                                 "class"),
+                                 "class", "all-logits"),
         ((X * dlogp).sum(-1), "you differentiated the log-probability; "
-                              "differentiate the predicted logit itself"),
+                              "differentiate the predicted logit itself",
+         "log-probability"),
         ((X * p[rows, pred][:, None, None] * dlogp).sum(-1),
          "you differentiated the probability; differentiate the "
-         "predicted logit itself"),
+         "predicted logit itself", "probability"),
     ]
-    for value, message in guesses:
+    for value, message, code in guesses:
         if value.shape == out.shape and np.allclose(out, value, rtol=1e-6,
                                                     atol=1e-9):
-            raise Wrong(message)
+            raise Wrong(message, code)
     raise Wrong(f"the values differ from x · d logit / d x summed per patch "
-                f"by up to {np.abs(out - want).max():.3g}")
+                f"by up to {np.abs(out - want).max():.3g}",
+                "not-input-x-gradient")
 
 
 def _median_rho_sign(a, b):
@@ -294,16 +307,16 @@ def _signs_judge(signs):
             raise ValueError
     except (TypeError, ValueError, OverflowError):
         raise Wrong(f"predicted_signs should be two signs, +1 or -1, got "
-                    f"{type_name(signs)}") from None
+                    f"{type_name(signs)}", "not-two-signs") from None
     if any(s not in (1, -1) for s in got):
-        raise Wrong(f"each sign is +1 or -1, got {got}")
+        raise Wrong(f"each sign is +1 or -1, got {got}", "not-a-sign")
     heads = reading_heads(digit_patches())
     want = tuple(_median_rho_sign(a, np.abs(ixg))
                  for a, ixg in (heads["ink"], heads["empty"]))
     if got != want:
         raise Wrong("at least one of the two signs is not what the digits "
                     "give; compute both correlations and explain the one "
-                    "you missed")
+                    "you missed", "signs-wrong")
     return None
 
 

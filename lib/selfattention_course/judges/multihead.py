@@ -50,45 +50,51 @@ def _wrong_parameters(got, where, d, d_c, h):
     right = 2 * d * d + 2 * d * d_c
     if got == 4 * d * d and d != d_c:
         raise Wrong(f"{where} you count 4d² = {got} parameters: W_K and W_V "
-                    f"read the context tokens, so each is d_c × d")
+                    f"read the context tokens, so each is d_c × d",
+                    "context-width-ignored")
     if got == d * d + 2 * d * d_c:
         raise Wrong(f"{where} you count {got} parameters: the output "
-                    f"projection W_O (d × d) is missing")
+                    f"projection W_O (d × d) is missing",
+                    "output-projection-missing")
     if got == h * right or got == right // h:
         raise Wrong(f"{where} you count {got} parameters: the h heads share "
                     f"out the width (each d × d/h), so the total does not "
-                    f"depend on h")
+                    f"depend on h", "params-depend-on-h")
     raise Wrong(f"{where} you count {got} parameters; count the weights of "
-                f"the four projections W_Q, W_K, W_V, W_O")
+                f"the four projections W_Q, W_K, W_V, W_O", "not-the-params")
 
 
 def _wrong_macs(got, where, d, d_c, h, n, m):
     proj = 2 * n * d * d + 2 * m * d_c * d
     attend = 2 * n * m * d
-    guesses = {
-        attend: "you counted only Q Kᵀ and A V; the four projections cost "
-                "multiply-adds too",
-        proj: "you counted only the projections; forming Q Kᵀ and A V costs "
-              "multiply-adds too",
-        2 * n * d * d + 2 * n * d_c * d + attend:
-            "keys and values are computed for the m context tokens, not for "
-            "the n queries",
-        n * d * d + 2 * m * d_c * d + attend:
-            "the output projection W_O (n rows times a d × d matrix) is "
-            "missing",
-        proj + attend // h: "each head costs n·m·d/h for Q Kᵀ and as much "
-                            "for A V, and there are h heads",
-        proj + attend * h: "a head's scores cost n·m·d/h, not n·m·d: the "
-                           "total does not depend on h",
-        proj + attend // 2: "count both products, Q Kᵀ and A V, each n·m·d",
-        proj + 2 * n * n * d: "the score matrix is n × m: every query meets "
-                              "every context token, not every query",
-    }
-    for value, message in guesses.items():
+    guesses = [
+        (attend, "you counted only Q Kᵀ and A V; the four projections cost "
+                 "multiply-adds too", "projections-missing"),
+        (proj, "you counted only the projections; forming Q Kᵀ and A V "
+               "costs multiply-adds too", "products-missing"),
+        (2 * n * d * d + 2 * n * d_c * d + attend,
+         "keys and values are computed for the m context tokens, not for "
+         "the n queries", "keys-per-query"),
+        (n * d * d + 2 * m * d_c * d + attend,
+         "the output projection W_O (n rows times a d × d matrix) is "
+         "missing", "output-projection-missing"),
+        (proj + attend // h, "each head costs n·m·d/h for Q Kᵀ and as much "
+                             "for A V, and there are h heads",
+         "one-head-counted"),
+        (proj + attend * h, "a head's scores cost n·m·d/h, not n·m·d: the "
+                            "total does not depend on h", "macs-depend-on-h"),
+        (proj + attend // 2, "count both products, Q Kᵀ and A V, each n·m·d",
+         "one-product-counted"),
+        (proj + 2 * n * n * d, "the score matrix is n × m: every query meets "
+                               "every context token, not every query",
+         "scores-n-by-n"),
+    ]
+    # Where two values coincide, the later entry names the mistake.
+    for value, message, code in reversed(guesses):
         if got == value:
-            raise Wrong(f"{where}: {message}")
+            raise Wrong(f"{where}: {message}", code)
     raise Wrong(f"{where} you count {got} multiply-adds; add up the four "
-                f"projections, Q Kᵀ and A V")
+                f"projections, Q Kᵀ and A V", "not-the-macs")
 
 
 def _invertible(rng, h: int, w: int) -> np.ndarray:
@@ -148,9 +154,9 @@ def _equivalent_judge(out, X, W_q, W_k, W_v, W_o, h, order, G):
     for name, got, old in zip(("W_q", "W_k", "W_v", "W_o"), new, given):
         if got.shape != old.shape:
             raise Wrong(f"the new {name} has shape {got.shape}; it should "
-                        f"keep the shape of the old one, {old.shape}")
+                        f"keep the shape of the old one, {old.shape}", "shape")
     if not all(np.all(np.isfinite(W)) for W in new):
-        raise Wrong("the new weights contain NaN or inf")
+        raise Wrong("the new weights contain NaN or inf", "not-finite")
     Y, A = multi_head_attention(X, *given, h)
     Y_new, A_new = multi_head_attention(X, *new, h)
 
@@ -162,40 +168,40 @@ def _equivalent_judge(out, X, W_q, W_k, W_v, W_o, h, order, G):
             raise Wrong(f"the heads are permuted the other way round: with "
                         f"order = {order.tolist()}, new head i must be old "
                         f"head order[i], but yours puts old head i at place "
-                        f"order[i]")
+                        f"order[i]", "heads-inverse-order")
         if close(A_new, A):
             raise Wrong("your maps come out in the old order: new head i "
-                        "must be old head order[i]")
-        for key, why in (("same", "the queries were multiplied by G[i] but "
-                                  "the keys were not changed to compensate"),
-                         ("inv", "the keys need G[i]⁻ᵀ, not G[i]⁻¹: "
-                                 "(X W_q G)(X W_k G⁻ᵀ)ᵀ = X W_q G G⁻¹ W_kᵀ "
-                                 "Xᵀ")):
+                        "must be old head order[i]", "heads-not-reordered")
+        for key, why, code in (
+                ("same", "the queries were multiplied by G[i] but the keys "
+                         "were not changed to compensate", "keys-unchanged"),
+                ("inv", "the keys need G[i]⁻ᵀ, not G[i]⁻¹: (X W_q G)(X W_k "
+                        "G⁻ᵀ)ᵀ = X W_q G G⁻¹ W_kᵀ Xᵀ", "keys-inverse")):
             _, A_alt = multi_head_attention(
                 X, *_transform(*given, h, order, G, key=key), h)
             if close(A_new, A_alt):
-                raise Wrong(f"the attention maps change: {why}")
+                raise Wrong(f"the attention maps change: {why}", code)
         raise Wrong("the attention maps of your layer are not the old maps "
                     "in the new order; check which columns of W_q and W_k "
-                    "each new head takes and how G[i] enters")
+                    "each new head takes and how G[i] enters", "maps-change")
     if not close(Y_new, Y):
-        for kwargs, why in (
+        for kwargs, why, code in (
                 ({"rows": False}, "the row blocks of W_o must move with "
                                   "their heads: head i's output meets rows "
-                                  "i·w … (i+1)·w − 1"),
+                                  "i·w … (i+1)·w − 1", "output-rows-stay"),
                 ({"out": "same"}, "the values were multiplied by G[i], so "
                                   "that head's rows of W_o need G[i]⁻¹ on "
-                                  "the left"),
+                                  "the left", "output-rows-unchanged"),
                 ({"out": "inv_T"}, "the rows of W_o need G[i]⁻¹, not "
                                    "G[i]⁻ᵀ: (A X W_v G)(G⁻¹ W_o) = A X W_v "
-                                   "W_o")):
+                                   "W_o", "output-rows-transposed")):
             Y_alt, _ = multi_head_attention(
                 X, *_transform(*given, h, order, G, **kwargs), h)
             if close(Y_new, Y_alt):
                 raise Wrong(f"the maps are right but the outputs change: "
-                            f"{why}")
+                            f"{why}", code)
         raise Wrong("the maps are right but the outputs change; check the "
-                    "value projections and the rows of W_o")
+                    "value projections and the rows of W_o", "outputs-change")
     return None
 
 
@@ -216,25 +222,26 @@ def _heads_judge(out, h, seed):
         error = float(np.asarray(out, dtype=float))
     except (TypeError, ValueError):
         raise Wrong(f"retrieval_error should return one number, got "
-                    f"{type_name(out)}") from None
+                    f"{type_name(out)}", "not-a-number") from None
     if not math.isfinite(error) or error < 0:
         raise Wrong(f"retrieval_error({h}, {seed}) returned {error}; a "
-                    f"relative squared error is a number ≥ 0")
+                    f"relative squared error is a number ≥ 0", "not-an-error")
     if error > 1.5:
         raise Wrong(f"retrieval_error({h}, {seed}) = {error:.3g}: a layer "
                     f"that always outputs zeros scores 1. Divide the summed "
                     f"squared error by the summed squared target, on fresh "
-                    f"test sequences")
+                    f"test sequences", "error-not-relative")
     if h == 1 and error < _ONE_HEAD_FLOOR:
         raise Wrong(f"one head reaches {error:.3g}, below what a single "
                     f"weighted average can do on this task (about 0.38 "
                     f"after long training). Is the error measured on fresh "
-                    f"sequences, against the target of retrieval_task?")
+                    f"sequences, against the target of retrieval_task?",
+                    "one-head-too-good")
     if h > 1 and error > _MANY_HEADS_CEILING:
         raise Wrong(f"with h = {h} heads the error is {error:.3g}; a layer "
                     f"of {h} heads can solve the task (below 0.01). Train "
                     f"longer or with a larger learning rate, and read the "
-                    f"output of token 0")
+                    f"output of token 0", "heads-not-trained")
     return None
 
 

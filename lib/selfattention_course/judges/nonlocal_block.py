@@ -55,12 +55,12 @@ def _gate_judge(out, x, F, W_g, W_z, gamma, target):
                 "d_W_z)")
     if d_gamma.size != 1:
         raise Wrong(f"d_gamma should be one number, got shape "
-                    f"{d_gamma.shape}")
+                    f"{d_gamma.shape}", "shape")
     d_gamma = float(d_gamma.ravel()[0])
     C, d = W_g.shape
     if d_Wg.shape == (d, C) and d_Wz.shape == (C, d):
         raise Wrong("d_W_g and d_W_z are transposed: a gradient has the "
-                    "shape of its parameter")
+                    "shape of its parameter", "gradients-transposed")
     expect_shape(d_Wg, "d_W_g", (C, d), "(C, d_v)", "the shape of W_g")
     expect_shape(d_Wz, "d_W_z", (d, C), "(d_v, C)", "the shape of W_z")
     ref = gate_gradients(x, F, W_g, W_z, gamma, target)
@@ -70,40 +70,43 @@ def _gate_judge(out, x, F, W_g, W_z, gamma, target):
     if not _close(d_gamma, ref[0]):
         if _close(d_gamma, ref[0] / 2):
             raise Wrong("d_gamma is half the right value: the derivative of "
-                        "a square brings a factor 2")
+                        "a square brings a factor 2", "factor-2-missing")
         if _close(d_gamma, ref[0] * scale):
             raise Wrong(f"d_gamma is {scale} times too large: the loss is a "
-                        f"mean over the N·C = {scale} entries, not a sum")
+                        f"mean over the N·C = {scale} entries, not a sum",
+                        "sum-not-mean")
         if _close(d_gamma, -ref[0]):
             raise Wrong("d_gamma has the wrong sign: the residual is z − "
-                        "target")
+                        "target", "sign-flipped")
         if gamma != 0 and _close(d_gamma, at_x[0]):
             raise Wrong("right at γ = 0 but not here (γ = "
                         f"{gamma:.2f}): the residual is z − target with z = "
-                        "x + γ·u, not x − target")
+                        "x + γ·u, not x − target", "residual-at-x")
         raise Wrong(f"d_gamma should be {ref[0]:.4f} here, got "
                     f"{d_gamma:.4f}: it is the sum over all entries of "
-                    f"dL/dz times the branch u = F x W_g W_z")
+                    f"dL/dz times the branch u = F x W_g W_z",
+                    "not-the-gradient")
     if gamma == 0 and (np.any(d_Wg != 0) or np.any(d_Wz != 0)):
         raise Wrong("at γ = 0 the weights W_g and W_z should receive exactly "
                     "zero: every path from them to the loss is multiplied "
-                    "by γ")
+                    "by γ", "gate-open-at-zero")
     for got, want, slip, name in ((d_Wz, ref[2], at_x[2], "d_W_z"),
                                   (d_Wg, ref[1], at_x[1], "d_W_g")):
         if _close(got, want):
             continue
         if gamma != 0 and _close(got, want / gamma):
             raise Wrong(f"{name} lacks the factor γ: the branch reaches the "
-                        f"output only through γ")
+                        f"output only through γ", "gamma-factor-missing")
         if gamma != 0 and _close(got, slip):
             raise Wrong(f"{name} uses the residual at x; at γ ≠ 0 it is "
-                        f"z − target with z = x + γ·u")
+                        f"z − target with z = x + γ·u", "residual-at-x")
         if name == "d_W_g" and _close(got, no_T):
             raise Wrong("d_W_g uses F where Fᵀ belongs: key j's value reaches "
                         "query i through F[i, j], so the gradient flows back "
-                        "through Fᵀ")
+                        "through Fᵀ", "affinity-not-transposed")
         raise Wrong(f"{name} is not the gradient of the loss; write z, then "
-                    f"dL/dz, then follow the chain rule back")
+                    f"dL/dz, then follow the chain rule back",
+                    "not-the-gradient")
     return None
 
 
@@ -149,7 +152,7 @@ def _sub_judge(Y, X, W_theta, W_phi, W_g):
     if Y.shape == (T, H // 2, W // 2, d_v):
         raise Wrong("the output has one row per pooled position: pool only "
                     "the keys and values (φ and g); every position still "
-                    "asks its own query θ")
+                    "asks its own query θ", "queries-pooled")
     expect_shape(Y, "Y", (T, H, W, d_v), "(T, H, W, d_v)")
     args = (X, W_theta, W_phi, W_g)
     if _close(Y, subsampled(*args)):
@@ -157,19 +160,20 @@ def _sub_judge(Y, X, W_theta, W_phi, W_g):
     variants = [
         ({"before": True}, "you pooled x before the embeddings; Wang et al. "
          "pool after φ and g, and max pooling does not commute with a "
-         "linear map"),
+         "linear map", "pooled-before-embedding"),
         ({"how": np.mean}, "you averaged each 2 × 2 block; the paper uses "
-         "max pooling"),
+         "max pooling", "mean-pooled"),
         ({"pool": False}, "nothing is subsampled: pool "
-         "φ(x) and g(x) over 2 × 2 blocks of each frame"),
+         "φ(x) and g(x) over 2 × 2 blocks of each frame", "not-pooled"),
         ({"scale": 1 / np.sqrt(d_k)}, "you scaled the scores by 1/√d_k; the "
-         "embedded Gaussian form uses exp(θ·φ), scale 1"),
+         "embedded Gaussian form uses exp(θ·φ), scale 1", "scores-scaled"),
     ]
-    for kwargs, message in variants:
+    for kwargs, message, code in variants:
         if _close(Y, subsampled(*args, **kwargs)):
-            raise Wrong(message)
+            raise Wrong(message, code)
     raise Wrong("Y differs from softmax(θ φ̂ᵀ) ĝ, where φ̂ and ĝ are φ(x) "
-                "and g(x) max-pooled over 2 × 2 blocks of each frame")
+                "and g(x) max-pooled over 2 × 2 blocks of each frame",
+                "not-the-pooling")
 
 
 def _noise_cases(rng):
@@ -185,13 +189,15 @@ def _noise_judge(out, seed, noise):
                                            "return four numbers")
     if first.shape != (4,):
         raise Wrong(f"my_denoising_errors should return four numbers (input, "
-                    f"space, time, spacetime), got shape {first.shape}")
+                    f"space, time, spacetime), got shape {first.shape}",
+                    "shape")
     if not np.array_equal(first, again):
         raise Wrong("two runs with the same seed gave different errors: draw "
-                    "every random number from np.random.default_rng(seed)")
+                    "every random number from np.random.default_rng(seed)",
+                    "not-seeded")
     if not np.all(np.isfinite(first)) or np.any(first < 0):
         raise Wrong(f"mean squared errors are finite and non-negative, got "
-                    f"{np.round(first, 5).tolist()}")
+                    f"{np.round(first, 5).tolist()}", "not-an-error")
     clean = moving_square_video(np.random.default_rng(seed), noise=0.0)
     noisy = moving_square_video(np.random.default_rng(seed), noise=noise)
     truth = float(np.mean((noisy - clean) ** 2))
@@ -200,18 +206,20 @@ def _noise_judge(out, seed, noise):
         raise Wrong(f"for seed {seed} and noise {noise} the noisy clip's "
                     f"mean squared error per pixel is {truth:.5f}, you report "
                     f"{inp:.5f}: compare moving_square_video(default_rng(seed)"
-                    f", noise=noise) with the same clip at noise=0.0")
+                    f", noise=noise) with the same clip at noise=0.0",
+                    "input-error-off")
     if spacetime >= inp:
         raise Wrong(f"the space-time output ({spacetime:.5f}) is further from "
                     f"the clean clip than the noisy input ({inp:.5f}): look "
                     f"at the weights a dark background patch gives to dark "
-                    f"and to bright patches, and at their bandwidth")
+                    f"and to bright patches, and at their bandwidth",
+                    "denoising-worse-than-input")
     if spacetime > 1.05 * min(space, time):
         raise Wrong(f"in your measurements space-time ({spacetime:.5f}) is "
                     f"not the best scope (space {space:.5f}, time "
                     f"{time:.5f}), though it sees every candidate the other "
                     f"two see: are the weights rewarding likeness, or only "
-                    f"brightness?")
+                    f"brightness?", "spacetime-not-best")
     return None
 
 

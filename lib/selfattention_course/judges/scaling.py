@@ -30,9 +30,10 @@ def _as_number(value, what: str) -> float:
         out = float(np.asarray(value, dtype=float))
     except (TypeError, ValueError):
         raise Wrong(f"{what} should be one number, got "
-                    f"{type_name(value)}") from None
+                    f"{type_name(value)}", "not-a-number") from None
     if not math.isfinite(out):
-        raise Wrong(f"{what} returned {out}; expected a finite number")
+        raise Wrong(f"{what} returned {out}; expected a finite number",
+                    "not-finite")
     return out
 
 
@@ -48,26 +49,30 @@ def _scale_judge(got, d_k, sigma):
     want = 1 / (sigma ** 2 * math.sqrt(d_k))
     if math.isclose(got, want, rel_tol=1e-9):
         return None
-    guesses = {
-        1 / math.sqrt(d_k): "your factor ignores σ. Each product q_i k_i "
-                            "has variance σ²·σ² = σ⁴, so the sum has "
-                            "variance d_k σ⁴",
-        1 / (sigma * math.sqrt(d_k)): "divide by σ², not σ: q_i k_i has "
-                                      "variance σ⁴, so its standard "
-                                      "deviation is σ²",
-        1 / d_k: "you divided by the variance d_k; to get unit variance "
-                 "divide by the standard deviation, √d_k (times σ²)",
-        1 / (sigma ** 4 * d_k): "you divided by the variance d_k σ⁴; "
-                                "divide by its square root, σ² √d_k",
-        math.sqrt(d_k) * sigma ** 2: "this is the standard deviation "
-                                     "itself; the factor is its inverse",
-    }
-    for value, message in guesses.items():
+    guesses = [
+        (1 / math.sqrt(d_k), "your factor ignores σ. Each product q_i k_i "
+                             "has variance σ²·σ² = σ⁴, so the sum has "
+                             "variance d_k σ⁴", "sigma-ignored"),
+        (1 / (sigma * math.sqrt(d_k)), "divide by σ², not σ: q_i k_i has "
+                                       "variance σ⁴, so its standard "
+                                       "deviation is σ²", "sigma-not-squared"),
+        (1 / d_k, "you divided by the variance d_k; to get unit variance "
+                  "divide by the standard deviation, √d_k (times σ²)",
+         "divides-by-variance"),
+        (1 / (sigma ** 4 * d_k), "you divided by the variance d_k σ⁴; "
+                                 "divide by its square root, σ² √d_k",
+         "divides-by-variance"),
+        (math.sqrt(d_k) * sigma ** 2, "this is the standard deviation "
+                                      "itself; the factor is its inverse",
+         "not-inverted"),
+    ]
+    for value, message, code in guesses:
         if math.isclose(got, value, rel_tol=1e-9):
-            raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g}: {message}")
+            raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g}: {message}", code)
     raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g} you return {got:.4g}; the "
                 f"scores then have standard deviation "
-                f"{got * sigma ** 2 * math.sqrt(d_k):.3g}, not 1")
+                f"{got * sigma ** 2 * math.sqrt(d_k):.3g}, not 1",
+                "not-unit-variance")
 
 
 def _norm_cases(rng):
@@ -85,27 +90,31 @@ def _norm_judge(got, P):
     if got.shape == () and P.ndim > 1:
         raise Wrong(f"you return one number for weights of shape {P.shape}; "
                     f"return one norm per row, shape {ref.shape} (average "
-                    f"afterwards if you need to)")
+                    f"afterwards if you need to)", "one-number")
     if got.shape != ref.shape:
         raise Wrong(f"for weights of shape {P.shape} you return shape "
-                    f"{got.shape}; expected one norm per row, {ref.shape}")
+                    f"{got.shape}; expected one norm per row, {ref.shape}",
+                    "shape")
     if np.isnan(got).any():
         row = tuple(int(i) for i in np.unravel_index(
             int(np.argmax(np.isnan(got))), got.shape))
         raise Wrong(f"NaN for row {row}, whose largest weight is "
                     f"{P[row].max():.6f}: for a nearly one-hot row the sum "
                     f"under the square root is 0 up to rounding, and can come "
-                    f"out slightly negative. Clip it at 0 first")
+                    f"out slightly negative. Clip it at 0 first", "nan")
     if np.allclose(got, ref, rtol=1e-6, atol=1e-7):    # √ of rounding
         return None
     if np.allclose(got, ref ** 2):
-        raise Wrong("these are the squared norms; take the square root")
+        raise Wrong("these are the squared norms; take the square root",
+                    "squared")
     diag_only = np.sqrt((P ** 2 * (1 - P) ** 2).sum(-1))
     if np.allclose(got, diag_only):
         raise Wrong("only the diagonal entries p_i(1 − p_i) are counted; the "
-                    "off-diagonal −p_i p_j add Σ_i≠j p_i² p_j²")
+                    "off-diagonal −p_i p_j add Σ_i≠j p_i² p_j²",
+                    "diagonal-only")
     raise Wrong("the norms differ from ‖diag(p) − p pᵀ‖_F; expand "
-                "Σ_ij (p_i δ_ij − p_i p_j)² into sums of powers of p")
+                "Σ_ij (p_i δ_ij − p_i p_j)² into sums of powers of p",
+                "not-the-norm")
 
 
 def _gradient_cases(rng):
@@ -134,30 +143,32 @@ def _gradient_judge(got, Q, K, V, G):
     got = returned_array(got, "my_query_gradient")
     if got.shape == K.shape and K.shape != Q.shape:
         raise Wrong(f"you return shape {got.shape}, the shape of K; the "
-                    f"gradient of the queries has the shape of Q, {Q.shape}")
+                    f"gradient of the queries has the shape of Q, {Q.shape}",
+                    "shape-of-keys")
     expect_shape(got, "∂L/∂Q", Q.shape, "(n_q, d_k)", "the shape of Q")
     want = _query_gradient(Q, K, V, G)
     if np.allclose(got, want):
         return None
     near_misses = [
-        (-want, "the sign is flipped"),
+        (-want, "the sign is flipped", "sign-flipped"),
         (_query_gradient(Q, K, V, G, root=False),
          "the scores are Q Kᵀ / √d_k, so ∂S/∂Q carries a factor 1/√d_k "
-         "that is missing"),
+         "that is missing", "sqrt-missing"),
         (_query_gradient(Q, K, V, G, jacobian=False),
          "you kept only diag(p) of the softmax Jacobian: raising one score "
          "also lowers the other weights of its row; subtract p_i Σ_j p_j "
-         "(∂L/∂p_j) row by row"),
+         "(∂L/∂p_j) row by row", "jacobian-diagonal-only"),
         (G @ V.T @ K / math.sqrt(K.shape[1]),
          "the gradient skips the softmax: ∂L/∂A must pass through its "
-         "Jacobian diag(p) − p pᵀ before reaching the scores"),
+         "Jacobian diag(p) − p pᵀ before reaching the scores",
+         "softmax-skipped"),
     ]
-    for wrong, message in near_misses:
+    for wrong, message, code in near_misses:
         if np.allclose(got, wrong):
-            raise Wrong(message)
+            raise Wrong(message, code)
     raise Wrong("∂L/∂Q differs from the chain rule through Y = A V, the "
                 "softmax and S = Q Kᵀ / √d_k; compare one entry with a "
-                "finite difference of L")
+                "finite difference of L", "not-the-gradient")
 
 
 def _saturation_cases(rng):
@@ -173,44 +184,50 @@ def _table(out, d_ks, n):
     if got.shape != (len(d_ks), 2):
         raise Wrong(f"for {len(d_ks)} key widths saturation should return "
                     f"shape ({len(d_ks)}, 2), one row (raw, scaled) per d_k, "
-                    f"got shape {got.shape}")
+                    f"got shape {got.shape}", "shape")
     if not ((got >= 1 / n - 1e-9) & (got <= 1 + 1e-9)).all():
         raise Wrong(f"a mean largest weight of a row of {n} keys lies "
                     f"between 1/{n} and 1; you return {got.min():.3g} to "
-                    f"{got.max():.3g}")
+                    f"{got.max():.3g}", "not-weights")
     return got
 
 
 def _saturation_judge(out, d_ks, n, seed):
     if not (isinstance(out, tuple) and len(out) == 3):
-        raise Wrong("the check could not read the results of saturation")
+        raise Wrong("the check could not read the results of saturation",
+                    "unreadable")
     got, again, other = (_table(o, d_ks, n) for o in out)
     if not np.array_equal(got, again):
         raise Wrong(f"two runs with seed {seed} differ: draw every random "
-                    f"number from np.random.default_rng(seed)")
+                    f"number from np.random.default_rng(seed)", "not-seeded")
     if np.array_equal(got, other):
         raise Wrong(f"seeds {seed} and {seed + 1} give the same table: the "
-                    f"random projections must come from the seed")
+                    f"random projections must come from the seed",
+                    "seed-ignored")
     raw, scaled = got[:, 0], got[:, 1]
     if (raw < scaled - 1e-9).all():
         raise Wrong("the raw column is below the scaled one at every d_k: "
-                    "the columns look swapped (raw first, then scaled)")
+                    "the columns look swapped (raw first, then scaled)",
+                    "columns-swapped")
     if (raw < scaled - 1e-9).any():
         raise Wrong("at some d_k the raw rows are flatter than the scaled "
                     "ones; multiplying a row of scores by √d_k ≥ 1 can only "
                     "raise its largest weight, so compute both columns from "
-                    "the same scores")
+                    "the same scores", "not-same-scores")
     if np.ptp(scaled) > 0.08:
         raise Wrong(f"the scaled column moves from {scaled.min():.2f} to "
                     f"{scaled.max():.2f} across d_k = {list(d_ks)}; with "
                     f"unit-variance components it stays put. Divide by √d_k "
-                    f"of each width, and keep the inputs' scale fixed")
+                    f"of each width, and keep the inputs' scale fixed",
+                    "scaled-column-moves")
     if scaled.max() > 0.6:
         raise Wrong(f"the scaled rows are already sharp ({scaled.max():.2f}):"
-                    f" are your query and key components of variance 1?")
+                    f" are your query and key components of variance 1?",
+                    "variance-not-one")
     if raw[-1] - raw[0] < 0.15 or (np.diff(raw) < -0.03).any():
         raise Wrong(f"the raw column {np.round(raw, 2).tolist()} should "
-                    f"climb with d_k: raw scores spread as √d_k")
+                    f"climb with d_k: raw scores spread as √d_k",
+                    "raw-not-climbing")
     return None
 
 
@@ -257,19 +274,20 @@ def _predict_judge(out, d_k, seed):
         raise Wrong(f"your prediction {prediction:.3g} is outside "
                     f"[{floor:.2f}, 1]: a weight is at most 1, and doubling "
                     f"every raw score (d_k = 1024 -> 4096) cannot lower the "
-                    f"largest weight of a row, about 0.81 at d_k = 1024")
+                    f"largest weight of a row, about 0.81 at d_k = 1024",
+                    "prediction-out-of-range")
     measured = _as_number(measured, "max_weight_at")
     want = _expected_max_weight(d_k)
     if abs(measured - 0.18) < 0.03:
         raise Wrong(f"at d_k = {d_k} you measure {measured:.3f}, the level "
                     f"of the scaled rows; measure softmax(S), not "
-                    f"softmax(S / √d_k)")
+                    f"softmax(S / √d_k)", "measured-scaled")
     if abs(measured - want) > 0.03:
         raise Wrong(f"at d_k = {d_k} you measure {measured:.3f}, further "
                     f"from the mean over many runs than one run of 300 "
                     f"images allows: follow the chapter's recipe (weights of "
                     f"standard deviation 1/2, fresh for each image, raw "
-                    f"scores)")
+                    f"scores)", "off-the-expected")
     return None
 
 

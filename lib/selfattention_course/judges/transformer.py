@@ -40,48 +40,62 @@ def _pair_of_numbers(out) -> tuple[float, float]:
                          "a pair (parameters, multiply-adds)")
     if arr.shape != (2,):
         raise Wrong(f"block_counts should return a pair (parameters, "
-                    f"multiply-adds), got {arr.size} number(s)")
+                    f"multiply-adds), got {arr.size} number(s)", "not-a-pair")
     return float(arr[0]), float(arr[1])
 
 
 def _counts_judge(out, n, d, h, d_mlp, h_other):
     if not (isinstance(out, tuple) and len(out) == 2):
-        raise Wrong("block_counts could not be run on two head counts")
+        raise Wrong("block_counts could not be run on two head counts",
+                    "unreadable")
     (p, m), (p2, m2) = _pair_of_numbers(out[0]), _pair_of_numbers(out[1])
     P, M = block_parameters(d, d_mlp), block_macs(n, d, d_mlp)
     case = f"for n={n}, d={d}, h={h}, d_mlp={d_mlp}"
     if (p, m) != (p2, m2) and (p == P or p2 == P or m == M or m2 == M):
         raise Wrong(f"your counts change with h ({h} -> {h_other}) {case}; "
                     f"h heads of width d/h hold and cost what one head of "
-                    f"width d does")
+                    f"width d does", "counts-depend-on-h")
     if p != P:
-        missing = {4 * d: "the two LayerNorms (a scale and a shift of "
-                          "width d each)",
-                   5 * d + d_mlp: "the biases (every Linear layer has one)",
-                   d * d + d: "W_O and its bias",
-                   d * d_mlp + d_mlp: "the MLP's first layer",
-                   d_mlp * d + d: "the MLP's second layer",
-                   2 * d * d + 2 * d: "two of the projections W_Q, W_K, W_V"}
-        what = missing.get(P - p)
+        missing = {4 * d: ("the two LayerNorms (a scale and a shift of "
+                           "width d each)", "layernorms-missing"),
+                   5 * d + d_mlp: ("the biases (every Linear layer has "
+                                   "one)", "biases-missing"),
+                   d * d + d: ("W_O and its bias",
+                               "output-projection-missing"),
+                   d * d_mlp + d_mlp: ("the MLP's first layer",
+                                       "mlp-layer-missing"),
+                   d_mlp * d + d: ("the MLP's second layer",
+                                   "mlp-layer-missing"),
+                   2 * d * d + 2 * d: ("two of the projections W_Q, W_K, "
+                                       "W_V", "projections-missing")}
+        what, code = missing.get(P - p, (None, None))
+        if what:
+            raise Wrong(f"{case} the parameter count is {p:g}, it leaves "
+                        f"out {what}", code)
         raise Wrong(f"{case} the parameter count is {p:g}, "
-                    + (f"it leaves out {what}" if what else
-                       f"{'more' if p > P else 'fewer'} than the block "
-                       f"holds"))
+                    f"{'more' if p > P else 'fewer'} than the block holds",
+                    "not-the-params")
     if m != M:
         if m == 2 * M:
             raise Wrong(f"{case} you counted {m:g}, twice the multiply-adds:"
-                        f" a multiply-add is one operation here, not two")
-        missing = {2 * n * n * d: "both products with n x n entries (Q Kᵀ "
-                                  "and A V)",
-                   n * n * d: "one of the products with n x n entries",
-                   2 * n * d * d_mlp: "the MLP",
-                   n * d * d: "the output projection W_O",
-                   3 * n * d * d: "the projections to Q, K and V"}
-        what = missing.get(M - m)
+                        f" a multiply-add is one operation here, not two",
+                        "macs-doubled")
+        missing = {2 * n * n * d: ("both products with n x n entries (Q "
+                                   "Kᵀ and A V)", "products-missing"),
+                   n * n * d: ("one of the products with n x n entries",
+                               "one-product-counted"),
+                   2 * n * d * d_mlp: ("the MLP", "mlp-missing"),
+                   n * d * d: ("the output projection W_O",
+                               "output-projection-missing"),
+                   3 * n * d * d: ("the projections to Q, K and V",
+                                   "projections-missing")}
+        what, code = missing.get(M - m, (None, None))
+        if what:
+            raise Wrong(f"{case} the multiply-adds come to {m:g}, which "
+                        f"leaves out {what}", code)
         raise Wrong(f"{case} the multiply-adds come to {m:g}, "
-                    + (f"which leaves out {what}" if what else
-                       f"{'more' if m > M else 'fewer'} than the block "
-                       f"does"))
+                    f"{'more' if m > M else 'fewer'} than the block does",
+                    "not-the-macs")
 
 
 def _rollout_cases(rng):
@@ -118,19 +132,23 @@ def _rollout_judge(R, maps, residual):
     if L > 1 and np.allclose(R, _product(_mixed(mean, residual), False)):
         raise Wrong("the layers are multiplied in the wrong order: the last "
                     "layer goes on the left, R = Â_L ··· Â_1, because the "
-                    "first layer acts first on the tokens")
+                    "first layer acts first on the tokens",
+                    "layers-wrong-order")
     if np.allclose(R, _product(mean)):
         raise Wrong("the identity is missing: each layer's matrix is "
-                    "residual·I + (1 - residual)·(mean over heads)")
+                    "residual·I + (1 - residual)·(mean over heads)",
+                    "identity-missing")
     if h > 1 and np.allclose(R, _product(_mixed(maps.sum(axis=2),
                                                 residual))):
         raise Wrong("the heads are summed, not averaged: with the identity "
-                    "mixed in, the sum gives the heads h times the weight")
+                    "mixed in, the sum gives the heads h times the weight",
+                    "heads-summed")
     if h > 1 and np.allclose(R, _product(_mixed(maps[:, :, 0], residual))):
         raise Wrong("only the first head is used: average the heads of "
-                    "each layer (axis 2 of maps)")
+                    "each layer (axis 2 of maps)", "first-head-only")
     raise Wrong("R differs from the product of the layers' matrices; check "
-                "the mix with the identity and the row sums")
+                "the mix with the identity and the row sums",
+                "not-the-rollout")
 
 
 #: Bounds that hold for the tiny ViT without position embeddings over
@@ -150,31 +168,33 @@ def _no_position_cases(rng):
 def _no_position_judge(out, seed):
     if not (isinstance(out, tuple) and len(out) == 2):
         raise Wrong("distance_without_position should return a pair "
-                    "(accuracy, distances)")
+                    "(accuracy, distances)", "type")
     accuracy = returned_array(out[0], "distance_without_position",
                               "an accuracy first")
     dist = returned_array(out[1], "distance_without_position",
                           "distances (L, h) second")
     if accuracy.shape != () or not 0 <= accuracy <= 1:
         raise Wrong(f"the accuracy should be one share in [0, 1], got "
-                    f"{np.round(accuracy, 3).tolist()}")
+                    f"{np.round(accuracy, 3).tolist()}", "not-a-share")
     expect_shape(dist, "the distances", (2, 4), "(L, h)",
                  "one per layer and head of the chapter's model")
     if accuracy >= WITH_POSITION_ACCURACY:
         raise Wrong(f"for seed {seed} the test accuracy is {accuracy:.1%}, "
                     f"as high as with position embeddings: train with "
-                    f"position=False")
+                    f"position=False", "position-used")
     lo, hi = NO_POSITION_ACCURACY
     if not lo <= accuracy <= hi:
         raise Wrong(f"for seed {seed} the test accuracy is {accuracy:.1%}; "
                     f"without position embeddings the chapter's model "
-                    f"trained for 15 epochs reaches {lo:.0%} to {hi:.0%}")
+                    f"trained for 15 epochs reaches {lo:.0%} to {hi:.0%}",
+                    "off-the-expected")
     lo, hi = DISTANCE
     if not np.all((lo <= dist) & (dist <= hi)):
         raise Wrong(f"for seed {seed} the distances run from "
                     f"{dist.min():.2f} to {dist.max():.2f} px; measure them "
                     f"in pixels of the 8 x 8 image over the test images (a "
-                    f"patch is 2 px; uniform attention gives 4.02 px)")
+                    f"patch is 2 px; uniform attention gives 4.02 px)",
+                    "distances-not-pixels")
 
 
 JUDGES = {

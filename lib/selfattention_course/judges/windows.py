@@ -42,17 +42,19 @@ def _kernel_judge(out, W_merge):
     if np.allclose(kernel, want.transpose(0, 1, 3, 2)):
         raise Wrong("the neighbours are in row-major order; Swin's are "
                     "top-left, bottom-left, top-right, bottom-right: "
-                    "(2i, 2j), (2i+1, 2j), (2i, 2j+1), (2i+1, 2j+1)")
+                    "(2i, 2j), (2i+1, 2j), (2i, 2j+1), (2i+1, 2j+1)",
+                    "neighbours-row-major")
     if np.allclose(kernel, want[..., ::-1, ::-1]):
         raise Wrong("the kernel is flipped: conv2d computes a "
                     "cross-correlation, kernel[o, c, a, b] multiplies "
-                    "x[c, 2i + a, 2j + b]")
+                    "x[c, 2i + a, 2j + b]", "kernel-flipped")
     by_channel = W_merge.reshape(C, 2, 2, C_out).transpose(3, 0, 2, 1)
     if np.allclose(kernel, by_channel):
         raise Wrong("the rows of W_merge come in four blocks of C, one per "
-                    "neighbour; you split them channel first")
+                    "neighbour; you split them channel first", "channel-first")
     raise Wrong("conv2d(x, kernel, stride=2) is not the merging's linear "
-                "map: compare both on a small grid with one non-zero pixel")
+                "map: compare both on a small grid with one non-zero pixel",
+                "not-the-merging")
 
 
 def _macs_cases(rng):
@@ -88,7 +90,7 @@ def _swin_macs(image_size, patch_size, C, M, depths, mlp=True,
 def _macs_judge(out, image_size, patch_size, C, M, depths):
     if isinstance(out, (str, Opaque)) or np.ndim(out) != 1:
         raise Wrong(f"my_swin_macs should return one number per stage, got "
-                    f"{type_name(out)}")
+                    f"{type_name(out)}", "type")
     got = np.asarray(out, dtype=float)
     expect_shape(got, "the counts", (len(depths),), "(number of stages,)")
     args = (image_size, patch_size, C, M, depths)
@@ -98,27 +100,30 @@ def _macs_judge(out, image_size, patch_size, C, M, depths):
     where = f"for image {image_size}, patch {patch_size}, C={C}, M={M}"
     named = [
         (2 * want, "that is twice the count: a multiply-add is one "
-                   "operation here, FlopCounterMode counts it as two FLOPs"),
+                   "operation here, FlopCounterMode counts it as two FLOPs",
+         "macs-doubled"),
         (_swin_macs(*args, window=False), "you counted global attention, "
-         "(HW)² pairs per stage; in windows each token meets M² tokens"),
+         "(HW)² pairs per stage; in windows each token meets M² tokens",
+         "global-attention"),
         (_swin_macs(*args, mlp=False), "each block also has an MLP, two "
-         "linear maps C -> 4C -> C"),
+         "linear maps C -> 4C -> C", "mlp-missing"),
         (_swin_macs(*args, entry=False), "count what makes each stage's "
          "tokens: the patch embedding (3P² -> C) before stage 1 and a patch "
-         "merging (4C -> 2C) before every later stage"),
+         "merging (4C -> 2C) before every later stage", "entry-missing"),
         (_swin_macs(*args, new_width=True), "patch merging reads four tokens "
-         "of the previous stage's width C and writes 2C"),
+         "of the previous stage's width C and writes 2C",
+         "merging-width"),
         (_swin_macs(*args, doubling=False), "the width doubles at every "
-         "merging: stage s has C·2^(s-1) channels"),
+         "merging: stage s has C·2^(s-1) channels", "width-not-doubled"),
     ]
-    for variant, why in named:
+    for variant, why, code in named:
         if np.allclose(got, variant, rtol=1e-12, atol=0.5):
-            raise Wrong(f"{where}: {why}")
+            raise Wrong(f"{where}: {why}", code)
     wrong = int(np.flatnonzero(~np.isclose(got, want, rtol=1e-12,
                                            atol=0.5))[0])
     raise Wrong(f"{where}: stage {wrong + 1} is off ({got[wrong]:,.0f}); "
                 f"sum its blocks (attention and MLP) and what makes its "
-                f"tokens")
+                f"tokens", "stage-off")
 
 
 def _padding_cases(rng):
@@ -148,10 +153,10 @@ def _padding_judge(out, x, W_q, W_k, W_v, W_o, h, M, shift, table):
     if A.ndim == 4 and A.shape[0] == (H // M) * (W // M):
         raise Wrong(f"A holds {A.shape[0]} windows, as many as the cyclic "
                     f"shift uses; the padded grid has (H/M + 1)·(W/M + 1) "
-                    f"= {n_pad}")
+                    f"= {n_pad}", "cyclic-window-count")
     expect_shape(A, "A", (n_pad, h, M * M, M * M), "(windows, h, M², M²)")
     if not np.allclose(A.sum(axis=-1), 1.0):
-        raise Wrong("some rows of A do not sum to one")
+        raise Wrong("some rows of A do not sum to one", "rows-not-normalised")
     pad = [(M - shift, shift)] * 2 + [(0, 0)]
     real = window_partition(np.pad(np.ones((H, W, 1), bool), pad), M)[..., 0]
     padded_keys = (A * ~real[:, None, None, :]).max() > 1e-12
@@ -162,17 +167,19 @@ def _padding_judge(out, x, W_q, W_k, W_v, W_o, h, M, shift, table):
             Y, window_attention(x, *Ws, h, M, M - shift, table)[0]):
         raise Wrong(f"these are the windows shifted by M - shift = "
                     f"{M - shift}: pad M - shift patches before the grid "
-                    f"and shift after it, not the other way round")
+                    f"and shift after it, not the other way round",
+                    "padding-wrong-side")
     if padded_keys:                                # real: (windows, M²)
         raise Wrong("queries give weight to padded keys: mask every key "
-                    "that is padding, in every window")
+                    "that is padding, in every window", "padding-not-masked")
     if np.allclose(Y, window_attention(x, *Ws, h, M, shift)[0]):
         raise Wrong("the windows are right but the bias is missing: add "
                     "relative_position_bias(table, (M, M)) to every "
-                    "window's scores")
+                    "window's scores", "bias-missing")
     bad = np.argwhere(~np.isclose(Y, want, atol=1e-10).all(axis=-1))
     raise Wrong(f"Y differs from shifted-window attention at {len(bad)} of "
-                f"{H * W} tokens, the first at {tuple(int(v) for v in bad[0])}")
+                f"{H * W} tokens, the first at {tuple(int(v) for v in bad[0])}",
+                "not-the-attention")
 
 
 def _spread_cases(rng):
@@ -212,23 +219,24 @@ def _spread_judge(out, grid, M, source, blocks, seed):
     if np.array_equal(got, _spread(grid, M, source, blocks,
                                    lambda b: regular)):
         raise Wrong(f"{where} the spread stops at one window: every other "
-                    f"block must shift its windows by M // 2")
+                    f"block must shift its windows by M // 2",
+                    "windows-not-shifted")
     wrapped = np.roll(regular, (s, s), axis=(0, 1))   # rolled, no mask
     if np.array_equal(got, _spread(grid, M, source, blocks, lambda b: (
             wrapped if b % 2 else regular))):
         raise Wrong(f"{where} influence crosses the grid's edge: the rolled "
-                    f"windows need their mask")
+                    f"windows need their mask", "wrap-not-masked")
     if np.array_equal(got, _spread(grid, M, source, blocks, lambda b: (
             padded_window_ids(grid, M, s * ((b + 1) % 2))))):
         raise Wrong(f"{where} the first block uses regular windows, the "
-                    f"second shifted ones")
+                    f"second shifted ones", "shift-order")
     if np.all(got <= want):
         raise Wrong(f"{where} you count too few tokens ({got.tolist()}): "
                     f"count every output that changed at all, and keep the "
                     f"softmax soft (small W_q, W_k), or a far change falls "
-                    f"below the rounding of the output")
+                    f"below the rounding of the output", "too-few-tokens")
     raise Wrong(f"{where} the counts {got.tolist()} are not those of a stack "
-                f"of regular and shifted window blocks")
+                f"of regular and shifted window blocks", "not-the-spread")
 
 
 JUDGES = {
