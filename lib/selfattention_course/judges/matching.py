@@ -20,12 +20,13 @@ from . import Judge
 
 def _array(out, what: str, dtype=None) -> np.ndarray:
     if isinstance(out, (str, Opaque)) or out is None:
-        raise Wrong(f"{what} should return an array, got {type_name(out)}")
+        raise Wrong(f"{what} should return an array, got {type_name(out)}",
+                    "type")
     try:
         return np.asarray(out, dtype=dtype)
     except (TypeError, ValueError):
         raise Wrong(f"{what} should return an array of numbers, got "
-                    f"{type_name(out)}") from None
+                    f"{type_name(out)}", "type") from None
 
 
 def _number(value, what: str) -> float:
@@ -35,7 +36,7 @@ def _number(value, what: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise Wrong(f"{what} should be a number, got "
-                    f"{type_name(value)}") from None
+                    f"{type_name(value)}", "not-a-number") from None
 
 
 def _displacement_cases(rng):
@@ -58,25 +59,29 @@ def _displacement_judge(D, A, grid):
     n = rows * cols
     if D.shape != (n, 2):
         raise Wrong(f"got shape {D.shape}, expected (n, 2) = {(n, 2)}: one "
-                    f"(d_row, d_col) per query")
+                    f"(d_row, d_col) per query", "shape")
     ref = displacements(A, (rows, cols), periodic=False)
     if np.array_equal(D, ref):
         return None
     if np.array_equal(D, ref[:, ::-1]):
-        raise Wrong("you return (d_col, d_row); give (d_row, d_col)")
+        raise Wrong("you return (d_col, d_row); give (d_row, d_col)",
+                    "columns-first")
     if np.array_equal(D, -ref):
         raise Wrong("the signs are flipped: subtract the query's place from "
-                    "the key's place")
+                    "the key's place", "sign-flipped")
     targets = np.argmax(A, axis=1)
     if np.array_equal(D, np.stack(np.divmod(targets, cols), axis=1)):
         raise Wrong("these are the positions of the best keys; subtract the "
-                    "position of each query to get a displacement")
+                    "position of each query to get a displacement",
+                    "positions-not-displacements")
     wrong_axis = displacements(A.T, (rows, cols), periodic=False)
     if np.array_equal(D, wrong_axis):
         raise Wrong("you took the argmax over queries (axis 0); each query "
-                    "is a row, so take the argmax along axis 1")
+                    "is a row, so take the argmax along axis 1",
+                    "argmax-over-queries")
     raise Wrong("some displacements are wrong: for row i take "
-                "j = argmax(A[i]), then divmod(j, cols) - divmod(i, cols)")
+                "j = argmax(A[i]), then divmod(j, cols) - divmod(i, cols)",
+                "not-the-displacements")
 
 
 def pyramid_entries(H, W, levels, floor=True, frame1=True, first=0):
@@ -109,26 +114,32 @@ def _pyramid_judge(out, H, W, levels):
     if value == want:
         return None
     slips = [
-        (pyramid_entries(H, W, levels, floor=False), "a pooled side is a "
+        (pyramid_entries(H, W, levels, floor=False), "not-floored",
+         "a pooled side is a "
          "whole number: 2 × 2 average pooling floors odd sides, so level k "
          "has ⌊H/2^k⌋ × ⌊W/2^k⌋ targets"),
-        (pyramid_entries(H, W, levels, frame1=False), "only the last two "
+        (pyramid_entries(H, W, levels, frame1=False), "frame-1-pooled",
+         "only the last two "
          "axes (frame 2) are pooled; every pixel of frame 1 keeps its own "
          "slice at every level"),
-        (pyramid_entries(H, W, levels) // (H * W), "each level holds one "
+        (pyramid_entries(H, W, levels) // (H * W), "one-slice-per-level",
+         "each level holds one "
          "slice per pixel of frame 1: multiply by H·W"),
-        (pyramid_entries(H, W, levels + 1), "one level too many: the finest "
+        (pyramid_entries(H, W, levels + 1), "level-too-many",
+         "one level too many: the finest "
          "level is level 0, so the levels are k = 0 … levels − 1"),
-        (pyramid_entries(H, W, levels - 1), "one level too few: the finest "
+        (pyramid_entries(H, W, levels - 1), "level-too-few",
+         "one level too few: the finest "
          "level counts too, k = 0 … levels − 1"),
-        (pyramid_entries(H, W, levels, first=levels - 1), "that is only the "
+        (pyramid_entries(H, W, levels, first=levels - 1), "coarsest-only",
+         "that is only the "
          "coarsest level; the pyramid keeps all of them"),
     ]
-    for other, message in slips:          # exact division: up to rounding
+    for other, code, message in slips:    # exact division: up to rounding
         if abs(value - other) < 1 <= abs(other - want):
-            raise Wrong(message)
+            raise Wrong(message, code)
     raise Wrong(f"for H={H}, W={W}, levels={levels} the pyramid holds "
-                f"{want:,} entries, you give {value:,.0f}")
+                f"{want:,} entries, you give {value:,.0f}", "not-the-entries")
 
 
 def bilinear_lookup(C, flow, radius, how="bilinear", swap=False):
@@ -182,23 +193,24 @@ def _bilinear_judge(L, C, flow, radius):
     if np.array_equal(flow, np.round(flow)):                  # whole pixels
         if _allclose(L, bilinear_lookup(C, flow[..., ::-1], radius)):
             raise Wrong("flow is (d_row, d_col): its first component moves "
-                        "along the rows")
+                        "along the rows", "columns-first")
         if _allclose(L, bilinear_lookup(C, flow, radius, swap=True)):
-            raise Wrong(swap)
+            raise Wrong(swap, "weights-swapped")
         raise Wrong("wrong already for whole-pixel flows, where the lookup "
-                    "must agree with the chapter's: C[x, x + f + d]")
-    for kwargs, message in [
-            ({"how": "round"}, "you rounded each target to the nearest "
-             "pixel; between pixels, mix the four neighbours"),
-            ({"how": "floor"}, "you dropped the fractional part of the "
-             "target; mix the four neighbours by how close each is"),
-            ({"swap": True}, swap)]:
+                    "must agree with the chapter's: C[x, x + f + d]",
+                    "whole-pixels-wrong")
+    for kwargs, code, message in [
+            ({"how": "round"}, "rounded", "you rounded each target to the "
+             "nearest pixel; between pixels, mix the four neighbours"),
+            ({"how": "floor"}, "floored", "you dropped the fractional part "
+             "of the target; mix the four neighbours by how close each is"),
+            ({"swap": True}, "weights-swapped", swap)]:
         if _allclose(L, bilinear_lookup(C, flow, radius, **kwargs)):
-            raise Wrong(message)
+            raise Wrong(message, code)
     raise Wrong("right for whole-pixel flows, wrong between pixels: with "
                 "y₀ = ⌊y⌋, a = y − y₀ (and x₀, b alike) the value is "
                 "Σ weights × C at the four neighbours, e.g. (1−a)(1−b) at "
-                "(y₀, x₀)")
+                "(y₀, x₀)", "between-pixels-wrong")
 
 
 def _allclose(a, b) -> bool:
@@ -246,24 +258,25 @@ def _soft_judge(out, C, temperature):
         raise Wrong(f"at temperature {temperature:g} some results are NaN or "
                     f"infinite: exp(C / T) overflows; subtract each pixel's "
                     f"largest C / T before the exponential (the -inf "
-                    f"candidates then get weight 0)")
-    for kwargs, message in [
-            ({"spread": "var"}, "the spread is in pixels: take the square "
-             "root of the variance"),
-            ({"scale": "multiply"}, "divide the correlations by the "
-             "temperature: a small T must sharpen the weights"),
-            ({"first": 1}, "candidate k of the last axis is disparity k, "
-             "counted from 0")]:
+                    f"candidates then get weight 0)", "overflow")
+    for kwargs, code, message in [
+            ({"spread": "var"}, "variance-not-spread", "the spread is in "
+             "pixels: take the square root of the variance"),
+            ({"scale": "multiply"}, "multiplied-by-temperature", "divide the "
+             "correlations by the temperature: a small T must sharpen the "
+             "weights"),
+            ({"first": 1}, "disparities-from-one", "candidate k of the last "
+             "axis is disparity k, counted from 0")]:
         m, sp = soft_argmax_of(C, temperature, **kwargs)
         if _allclose(mean, m) and _allclose(spread, sp):
-            raise Wrong(message)
+            raise Wrong(message, code)
     if _allclose(mean, want_mean):
         raise Wrong("the means are right but the spreads are not: the "
                     "spread is sqrt(Σ p_d (d − mean)²) under the same "
-                    "weights")
+                    "weights", "not-the-spread")
     raise Wrong(f"at temperature {temperature:g} the expected disparities "
                 f"differ from Σ_d p_d d with p = softmax(C / T) along the "
-                f"last axis")
+                f"last axis", "not-the-mean")
 
 
 WINDOWS = (3, 5, 7, 9, 11)
@@ -388,7 +401,7 @@ def _landing_cases(rng):
 
 def _landing_judge(out, seed, dy, dx):
     if not (isinstance(out, tuple) and len(out) == 2):
-        raise Wrong("the check needs `prediction` and `my_matches`")
+        raise Wrong("the check needs `prediction` and `my_matches`", "type")
     prediction, D = out
     if prediction is None:
         raise NotDone("`prediction` is still empty; commit to a number "
@@ -396,29 +409,32 @@ def _landing_judge(out, seed, dy, dx):
     guess = _number(prediction, "prediction")
     if not 0 <= guess <= 1:
         raise Wrong(f"prediction is a fraction of the 64 patches, between 0 "
-                    f"and 1; got {guess}")
+                    f"and 1; got {guess}", "not-a-share")
     D = _array(D, "my_matches")
     expect_shape(D, "my_matches(seed, dy, dx)", (64, 2), "(64, 2)",
                  "one (d_row, d_col) per patch of frame 1")
     want = landing_matches(seed, dy, dx)
     if np.array_equal(D, want):
         return None
-    for other, message in [
-            (4 * want, "these are pixels; give the displacement in patches "
-             "of 4 pixels"),
-            (want[:, ::-1], "give (d_row, d_col), rows first"),
-            (landing_matches(seed, dy, dx, periodic=False), "wrap the "
-             "displacements as mt.displacements does: the motion is cyclic, "
-             "so +5 patches is the same as −3"),
-            (landing_matches(seed, dy, dx, transpose=True), "each patch of "
-             "frame 1 is a query: take the best key of each row of the "
-             "scores, not the best query of each column")]:
+    for other, code, message in [
+            (4 * want, "pixels-not-patches", "these are pixels; give the "
+             "displacement in patches of 4 pixels"),
+            (want[:, ::-1], "columns-first", "give (d_row, d_col), rows "
+             "first"),
+            (landing_matches(seed, dy, dx, periodic=False), "not-wrapped",
+             "wrap the displacements as mt.displacements does: the motion "
+             "is cyclic, so +5 patches is the same as −3"),
+            (landing_matches(seed, dy, dx, transpose=True),
+             "argmax-over-queries", "each patch of frame 1 is a query: take "
+             "the best key of each row of the scores, not the best query of "
+             "each column")]:
         if np.array_equal(D, other):
-            raise Wrong(message)
+            raise Wrong(message, code)
     wrong = int((D != want).any(axis=1).sum())
     raise Wrong(f"for seed {seed} and motion ({dy}, {dx}) px, {wrong} of the "
                 f"64 displacements differ from those of the centred, "
-                f"unit-length patches matched by their dot products")
+                f"unit-length patches matched by their dot products",
+                "not-the-matches")
 
 
 JUDGES = {
