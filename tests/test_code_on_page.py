@@ -87,6 +87,7 @@ def test_every_shown_cell_is_what_the_library_writes():
         f"rewrite these cells from the library")
 
 
+@pytest.mark.slow                    # runs the sync script on every chapter
 def test_the_check_catches_a_cell_edited_by_hand(tmp_path):
     path = tmp_path / "01_definition.ipynb"
     shutil.copy(ROOT / "chapters" / path.name, path)

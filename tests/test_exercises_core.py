@@ -164,6 +164,7 @@ def test_an_answer_that_borrows_the_checks_own_code_is_for_review():
     assert wire.called == []
 
 
+@pytest.mark.slow                    # fresh interpreters that import torch
 def test_references_resolve_from_two_threads_at_once():
     # The grader resolves references from its job threads; a first
     # `import torch` in two threads at once raises inside torch. A fresh
