@@ -265,7 +265,7 @@ for _name, _arguments in TRAINED_DIGITS.items():
 @boundary(name=one_of(*TRAINED_DIGITS))
 def trained_digits_vit(name="vit-digits"):
     """The :class:`TinyViT` that ``make train`` trained as ``name`` (a key
-    of :data:`TRAINED_DIGITS`), from its checked file, in evaluation mode,
+    of ``TRAINED_DIGITS``), from its checked file, in evaluation mode,
     with ``losses`` as :func:`train` sets it (:ref:`ch-position`,
     :ref:`ch-transformer`, :ref:`ch-misconceptions`)."""
     arrays = trained.load(name)
