@@ -241,18 +241,24 @@ class Assignment:
     title: str
     items: list[Item]
     student: nbformat.NotebookNode
+    #: The chapter's own code cells outside its solutions, as written in
+    #: the chapter (the student version shows them as plain Jupyter does).
+    book_code: list[str] = field(default_factory=list)
 
     def manifest(self) -> dict:
         from .review import cell_digest
 
+        shown = [c.source for c in self.student.cells
+                 if c.cell_type == "code"]
         return {"chapter": self.label, "title": self.title,
                 "file": self.stem,
                 "exercises": [item.manifest() for item in self.items],
-                # The student version's code cells: one left unchanged is
-                # the chapter's own code (see selfattention_course.review).
-                "book_cells": sorted({cell_digest(c.source) for c in
-                                      self.student.cells
-                                      if c.cell_type == "code"})}
+                # The student version's code cells and the chapter's own
+                # (a student may start from either, or from the launch
+                # notebook, whose cells are the student version's): one left
+                # unchanged is the book's code (selfattention_course.review).
+                "book_cells": sorted({cell_digest(source) for source in
+                                      shown + self.book_code})}
 
 
 def _cell_id(cell, index: int) -> str:
@@ -419,8 +425,10 @@ def make_assignment(path: Path, exercises: dict,
     student.metadata[META] = {"chapter": label, "file": path.stem,
                               "exercises": labels}
     nbformat.validate(student)
+    book_code = [c.source for c in nb.cells if c.cell_type == "code"
+                 and "solution" not in c.metadata.get("tags", [])]
     return Assignment(path.stem, label, title, [items[lab] for lab in labels],
-                      student)
+                      student, book_code)
 
 
 def make_all(chapters: list[Path], exercises: dict) -> list[Assignment]:
