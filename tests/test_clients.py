@@ -6,7 +6,9 @@ playwright with every other host blocked, opens each notebook of
 ``notebooks/`` as a student would: from disk, so not trusted. The test reads
 what the page shows, not the file: no MyST markup or label in any rendered
 Markdown cell, the explorers show a picture rather than an empty box, and
-Run All ends without an error or a warning.
+Run All ends without an error or a warning. A student notebook of ``make
+assignments`` shows no markup either, and its checks' feedback wraps between
+words.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from selfattention_course import assign
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CHROMIUM = Path("/usr/bin/chromium")
@@ -32,6 +36,8 @@ RAW = re.compile(r"\{(numref|cite|eq|ref|doc|py:\w+)[^}]*\}|^:{3,}|^`{3,}\{"
 # The chapter whose Run All is watched in the client (nbval re-executes
 # every chapter; this checks the client's own view of one run).
 RUN_ALL = "01_definition.ipynb"
+# The chapter whose student notebook (make assignments) the client opens.
+STUDENT = "01_definition.ipynb"
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +56,8 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """The URL and token of a JupyterLab serving the repository."""
+    """The URL and token of a JupyterLab serving a copy of notebooks/ and
+    a student notebook, and the folder it serves."""
     lab_bin = Path(sys.executable).parent / "jupyter-lab"
     if not lab_bin.exists():
         _missing("jupyterlab")
@@ -81,6 +88,9 @@ def lab(tmp_path_factory):
     # never opened for writing.
     served = home / "served"
     shutil.copytree(ROOT / "notebooks", served / "notebooks")
+    # and a student notebook of `make assignments`, as a class receives it
+    assign.build([ROOT / "chapters" / STUDENT], home / "assignments")
+    shutil.copytree(home / "assignments" / "student", served / "student")
     port, token = _free_port(), "client-test"
     log = open(home / "server.log", "w")
     server = subprocess.Popen(
@@ -99,7 +109,7 @@ def lab(tmp_path_factory):
         else:
             pytest.fail("JupyterLab did not start: "
                         + (home / "server.log").read_text()[-2000:])
-        yield base, token
+        yield base, token, served
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -116,9 +126,10 @@ def browser():
         chromium.close()
 
 
-def _open(browser, lab, name: str):
-    base, token = lab
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
+def _open(browser, lab, name: str, folder: str = "notebooks",
+          width: int = 1366):
+    base, token, _ = lab
+    page = browser.new_page(viewport={"width": width, "height": 900})
     page.route("**/*", lambda route: route.continue_()
                if route.request.url.startswith(("http://127.0.0.1", "data:",
                                                 "blob:", "ws://127.0.0.1"))
@@ -126,7 +137,7 @@ def _open(browser, lab, name: str):
     # A workspace of its own, reset: JupyterLab would otherwise reopen the
     # notebooks earlier pages opened, beside this one.
     space = f"{Path(name).stem}-{time.monotonic_ns()}"
-    page.goto(f"{base}/lab/workspaces/{space}/tree/notebooks/{name}"
+    page.goto(f"{base}/lab/workspaces/{space}/tree/{folder}/{name}"
               f"?reset&token={token}")
     page.wait_for_selector(".jp-Notebook .jp-MarkdownOutput",
                            timeout=120_000)
@@ -141,7 +152,7 @@ def _open(browser, lab, name: str):
 
 
 def _shut_kernels(lab) -> None:
-    base, token = lab
+    base, token, _ = lab
     with urllib.request.urlopen(f"{base}/api/sessions?token={token}") as r:
         sessions = json.load(r)
     for session in sessions:
@@ -151,20 +162,56 @@ def _shut_kernels(lab) -> None:
         urllib.request.urlopen(req).close()
 
 
+def _assert_markdown_is_plain(page, path: Path) -> None:
+    """Every Markdown cell of ``path`` rendered, and none shows markup."""
+    cells = json.loads(path.read_text())["cells"]
+    markdown = sum(c["cell_type"] == "markdown" for c in cells)
+    shown = page.locator(".jp-MarkdownOutput")
+    assert shown.count() == markdown, "a Markdown cell did not render"
+    text = page.evaluate(
+        "() => Array.from(document.querySelectorAll("
+        "'.jp-MarkdownOutput')).map(e => e.innerText).join('\\n')")
+    found = RAW.search(text)
+    assert not found, f"{path.name} shows {found.group(0)!r}"
+    assert "$$" not in text, f"{path.name}: unrendered display maths"
+
+
+def _run_all(page, path: Path) -> None:
+    """Run All Cells from the menu and wait until every shown cell ran."""
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator"
+                           "[data-status='idle']", timeout=120_000)
+    page.keyboard.press("Escape")
+    page.click("text=Run", timeout=30_000)
+    page.click("text=Run All Cells", timeout=30_000)
+    cells = json.loads(path.read_text())["cells"]
+    # Folded cells (solutions, the Colab cell) show no prompt.
+    shown = sum(c["cell_type"] == "code" and not c["metadata"].get(
+        "jupyter", {}).get("source_hidden") for c in cells)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        prompts = [p.strip() for p in page.evaluate(
+            "() => Array.from(document.querySelectorAll("
+            "'.jp-CodeCell .jp-InputPrompt')).map(e => e.innerText)")]
+        done = [p for p in prompts if re.fullmatch(r"\[\d+\]:", p)]
+        if len(done) == shown and "[*]:" not in prompts:
+            return
+        time.sleep(1)
+    pytest.fail(f"Run All did not finish: {prompts}")
+
+
+def _assert_no_error_or_warning(page) -> None:
+    errors = page.locator(
+        ".jp-OutputArea-output[data-mime-type="
+        "'application/vnd.jupyter.stderr'], .jp-OutputArea-output"
+        "[data-mime-type='application/vnd.jupyter.error']")
+    assert errors.count() == 0, errors.first.inner_text()[:500]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_a_student_sees_prose_maths_and_figures(lab, browser, path):
     page = _open(browser, lab, path.name)
     try:
-        cells = json.loads(path.read_text())["cells"]
-        markdown = sum(c["cell_type"] == "markdown" for c in cells)
-        shown = page.locator(".jp-MarkdownOutput")
-        assert shown.count() == markdown, "a Markdown cell did not render"
-        text = page.evaluate(
-            "() => Array.from(document.querySelectorAll("
-            "'.jp-MarkdownOutput')).map(e => e.innerText).join('\\n')")
-        found = RAW.search(text)
-        assert not found, f"{path.name} shows {found.group(0)!r}"
-        assert "$$" not in text, f"{path.name}: unrendered display maths"
+        _assert_markdown_is_plain(page, path)
         # Every kernel-free figure shows its first state while untrusted:
         # each canvas has the still of that state as its background
         # (selfattention._stills); a figure without a canvas (chapter 7's
@@ -192,26 +239,7 @@ def test_a_student_sees_prose_maths_and_figures(lab, browser, path):
 def test_run_all_ends_without_an_error_or_a_warning(lab, browser):
     page = _open(browser, lab, RUN_ALL)
     try:
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator"
-                               "[data-status='idle']", timeout=120_000)
-        page.keyboard.press("Escape")
-        page.click("text=Run", timeout=30_000)
-        page.click("text=Run All Cells", timeout=30_000)
-        cells = json.loads((ROOT / "notebooks" / RUN_ALL).read_text())
-        # Folded cells (solutions, the Colab cell) show no prompt.
-        shown = sum(c["cell_type"] == "code" and not c["metadata"].get(
-            "jupyter", {}).get("source_hidden") for c in cells["cells"])
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            prompts = [p.strip() for p in page.evaluate(
-                "() => Array.from(document.querySelectorAll("
-                "'.jp-CodeCell .jp-InputPrompt')).map(e => e.innerText)")]
-            done = [p for p in prompts if re.fullmatch(r"\[\d+\]:", p)]
-            if len(done) == shown and "[*]:" not in prompts:
-                break
-            time.sleep(1)
-        else:
-            pytest.fail(f"Run All did not finish: {prompts}")
+        _run_all(page, ROOT / "notebooks" / RUN_ALL)
         # Run, the figures' scripts ran: the arrow keys move the query of
         # the first explorer (Lumino's shortcuts would otherwise take them).
         assert page.locator(".sa-still-note").count() == 0
@@ -221,11 +249,59 @@ def test_run_all_ends_without_an_error_or_a_warning(lab, browser):
         canvas.focus()
         page.keyboard.press("ArrowDown")       # bound to "next cell" in Lab
         assert caption.inner_text() != before, "the arrow key did nothing"
-        errors = page.locator(
-            ".jp-OutputArea-output[data-mime-type="
-            "'application/vnd.jupyter.stderr'], .jp-OutputArea-output"
-            "[data-mime-type='application/vnd.jupyter.error']")
-        assert errors.count() == 0, errors.first.inner_text()[:500]
+        _assert_no_error_or_warning(page)
+    finally:
+        page.close()
+        _shut_kernels(lab)
+
+
+# Where each visible line of an element starts a new line box, the two
+# characters around the break, and how many lines it takes.
+LINE_BREAKS = """el => {
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let text = '';
+  const tops = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const rects = range.getClientRects();
+      tops.push(rects.length ? rects[0].top : null);
+      text += node.data[i];
+    }
+  }
+  const breaks = [];
+  for (let i = 1; i < text.length; i++) {
+    if (tops[i] !== null && tops[i - 1] !== null && tops[i] > tops[i - 1] + 1)
+      breaks.push([text[i - 1], text[i], text.slice(Math.max(0, i - 12), i)
+                   + '|' + text.slice(i, i + 12)]);
+  }
+  return breaks;
+}"""
+
+
+def test_a_student_notebook_reads_plainly_and_its_feedback_wraps_at_words(
+        lab, browser):
+    """A student notebook of `make assignments` in JupyterLab: no markup
+    shows; after Run All, each check's feedback ("Not attempted: ...") wraps
+    between words in a window narrow enough to make it wrap."""
+    path = lab[2] / "student" / STUDENT
+    page = _open(browser, lab, STUDENT, folder="student", width=900)
+    try:
+        _assert_markdown_is_plain(page, path)
+        _run_all(page, path)
+        feedback = page.locator(".jp-OutputArea .sa-feedback")
+        assert feedback.count() >= 1, "no check showed its feedback"
+        wrapped = 0
+        for k in range(feedback.count()):
+            breaks = feedback.nth(k).evaluate(LINE_BREAKS)
+            wrapped += bool(breaks)
+            inside = [b[2] for b in breaks
+                      if not (b[0].isspace() or b[1].isspace())]
+            assert not inside, f"feedback {k + 1} breaks inside {inside}"
+        assert wrapped, "no feedback was long enough to wrap: narrow it"
+        _assert_no_error_or_warning(page)
     finally:
         page.close()
         _shut_kernels(lab)
