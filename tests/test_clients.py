@@ -54,16 +54,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """The URL and token of a JupyterLab serving a copy of notebooks/ and
-    a student notebook, and the folder it serves."""
-    lab_bin = Path(sys.executable).parent / "jupyter-lab"
-    if not lab_bin.exists():
-        _missing("jupyterlab")
+def _serve(tmp_path_factory, app: str, what: str):
+    """Run the Jupyter ``app`` (``jupyter-lab``, ``jupyter-notebook``) on
+    127.0.0.1 over a copy of notebooks/ and a student notebook; yield its
+    URL, token and the folder it serves."""
+    app_bin = Path(sys.executable).parent / app
+    if not app_bin.exists():
+        _missing(what)
     if not CHROMIUM.exists():
         _missing("chromium")
-    home = tmp_path_factory.mktemp("lab")
+    home = tmp_path_factory.mktemp(app)
     settings = home / "settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
     # Render every cell, not only those in view, so the page can be read
@@ -94,7 +94,7 @@ def lab(tmp_path_factory):
     port, token = _free_port(), "client-test"
     log = open(home / "server.log", "w")
     server = subprocess.Popen(
-        [str(lab_bin), "--no-browser", "--allow-root", "--ip=127.0.0.1",
+        [str(app_bin), "--no-browser", "--allow-root", "--ip=127.0.0.1",
          f"--port={port}", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={served}"],
         env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -107,13 +107,25 @@ def lab(tmp_path_factory):
             except OSError:
                 time.sleep(0.5)
         else:
-            pytest.fail("JupyterLab did not start: "
+            pytest.fail(f"{what} did not start: "
                         + (home / "server.log").read_text()[-2000:])
         yield base, token, served
     finally:
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab (the pinned ``jupyterlab`` of the dev extra)."""
+    yield from _serve(tmp_path_factory, "jupyter-lab", "jupyterlab")
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory):
+    """A Notebook 7 (the pinned ``notebook`` of the dev extra)."""
+    yield from _serve(tmp_path_factory, "jupyter-notebook", "notebook")
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +139,7 @@ def browser():
 
 
 def _open(browser, lab, name: str, folder: str = "notebooks",
-          width: int = 1366):
+          width: int = 1366, client: str = "lab"):
     base, token, _ = lab
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.route("**/*", lambda route: route.continue_()
@@ -137,8 +149,11 @@ def _open(browser, lab, name: str, folder: str = "notebooks",
     # A workspace of its own, reset: JupyterLab would otherwise reopen the
     # notebooks earlier pages opened, beside this one.
     space = f"{Path(name).stem}-{time.monotonic_ns()}"
-    page.goto(f"{base}/lab/workspaces/{space}/tree/{folder}/{name}"
-              f"?reset&token={token}")
+    if client == "lab":
+        page.goto(f"{base}/lab/workspaces/{space}/tree/{folder}/{name}"
+                  f"?reset&token={token}")
+    else:                                # Notebook 7: one notebook a tab
+        page.goto(f"{base}/notebooks/{folder}/{name}?token={token}")
     page.wait_for_selector(".jp-Notebook .jp-MarkdownOutput",
                            timeout=120_000)
     # Markdown renders cell by cell; wait until the count settles.
@@ -345,3 +360,25 @@ def test_an_installed_package_runs_a_chapter_like_colab(tmp_path):
     assert probe.stdout.startswith(str(site)), probe.stdout
     assert sorted(p.name for p in work.iterdir()) == [FRESH], \
         "the chapter wrote files beside itself"
+
+
+def test_notebook_7_shows_plain_markdown_and_the_explorers_take_keys(
+        notebook7, browser):
+    """Notebook 7 (JupyterLab's components in a one-notebook page): no
+    markup shows, and once the notebook has run, the arrow keys move the
+    first explorer's query as in JupyterLab."""
+    path = ROOT / "notebooks" / RUN_ALL
+    page = _open(browser, notebook7, RUN_ALL, client="notebook")
+    try:
+        _assert_markdown_is_plain(page, path)
+        _run_all(page, path)
+        canvas = page.locator(".sa-fig canvas[tabindex]").first
+        caption = page.locator(".sa-fig [aria-live]").first
+        before = caption.inner_text()
+        canvas.focus()
+        page.keyboard.press("ArrowDown")
+        assert caption.inner_text() != before, "the arrow key did nothing"
+        _assert_no_error_or_warning(page)
+    finally:
+        page.close()
+        _shut_kernels(notebook7)
