@@ -193,8 +193,11 @@ def _assert_markdown_is_plain(page, path: Path) -> None:
 
 def _run_all(page, path: Path) -> None:
     """Run All Cells from the menu and wait until every shown cell ran."""
+    # (attached, not visible: a narrow window folds the indicator into the
+    # toolbar's overflow menu)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator"
-                           "[data-status='idle']", timeout=120_000)
+                           "[data-status='idle']", state="attached",
+                           timeout=120_000)
     page.keyboard.press("Escape")
     page.click("text=Run", timeout=30_000)
     page.click("text=Run All Cells", timeout=30_000)
