@@ -14,7 +14,8 @@ build, which turns this extension on. It then
   (``[ex-...] Correct: ...``, whatever printed it) is removed from the
   page, so it reaches neither the HTML nor the search index;
 * replaces the downloadable notebooks under ``_sources/`` with the student
-  versions that ``selfattention-assign`` makes;
+  versions that ``selfattention-assign`` makes (plain Jupyter, solutions
+  absent);
 * drops the launch buttons (Colab, Binder, JupyterHub, Live code), which
   would open the chapters with their solutions.
 
@@ -135,15 +136,17 @@ def _student_sources(app, exception) -> None:
     import nbformat
 
     from selfattention_course.assign import find_exercises, make_assignment
+    from selfattention_course.plain import BookIndex
 
     exercises = find_exercises()
+    index = BookIndex(Path(app.srcdir))
     sources = Path(app.outdir) / "_sources"
     for copied in sorted(sources.rglob("*.ipynb")):
         original = Path(app.srcdir) / copied.relative_to(sources)
         if not original.exists():
             copied.unlink()
             continue
-        student = make_assignment(original, exercises).student
+        student = make_assignment(original, exercises, index).student
         copied.write_text(nbformat.writes(student) + "\n", encoding="utf-8")
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from selfattention_course import assign as asg
 from selfattention_course.names import BEGIN, END, META, STUB
+from selfattention_course.plain import plain_notebook
+from test_plain_notebooks import INDEX, RAW
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,12 +72,17 @@ def test_everything_but_the_solutions_is_kept(built, path):
     chapter = nbformat.read(path, as_version=4)
     student = nbformat.read(out / "student" / path.name, as_version=4)
     by_id = {c.id: c for c in student.cells}
+    # Code outside the solutions reads as in the launch notebook (the same
+    # conversion: maintainer notes out, the Colab cell folded).
+    doc = f"chapters/{path.stem}"
+    launch = {c.id: c for c in plain_notebook(chapter, INDEX, doc,
+                                              solutions="absent").cells}
     for cell in chapter.cells:
         if cell.cell_type == "code":
             tags = cell.metadata.get("tags", [])
             assert cell.id in by_id, "no code cell is dropped"
             if "solution" not in tags:
-                assert by_id[cell.id].source == cell.source
+                assert by_id[cell.id].source == launch[cell.id].source
                 assert by_id[cell.id].metadata.get("tags", []) == tags
     code = [c for c in student.cells if c.cell_type == "code"]
     assert all(c.outputs == [] and c.execution_count is None for c in code)
@@ -87,6 +94,53 @@ def test_everything_but_the_solutions_is_kept(built, path):
     # each exercise has a marked answer cell and a marked check cell
     marks = [c.metadata.get(META, {}) for c in code]
     assert {m["answer"] for m in marks if "answer" in m} == set(labels)
+
+
+def folded_solution_prose(path):
+    """The paragraphs of the solutions' prose, as the launch notebook folds
+    them into ``<details>`` blocks."""
+    launch = nbformat.read(ROOT / "notebooks" / path.name, as_version=4)
+    found = []
+    for cell in launch.cells:
+        if cell.cell_type == "markdown":
+            for block in re.findall(r"<details>\n<summary>[^\n]*</summary>"
+                                    r"\n(.*?)</details>", cell.source, re.S):
+                found += [" ".join(p.split()) for p in block.split("\n\n")
+                          if len(p.strip()) > 40]
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_student_notebook_reads_as_plain_jupyter(built, path):
+    """No MyST markup, no solution, every exercise a heading with its
+    number and points, marked in the cell's metadata for the grader."""
+    out, made = built
+    student = nbformat.read(out / "student" / path.name, as_version=4)
+    markdown = [c for c in student.cells if c.cell_type == "markdown"]
+    for i, cell in enumerate(markdown):
+        text = re.sub(r"`[^`\n]+`", "", cell.source)     # code spans
+        found = RAW.search(text)
+        assert not found, f"markdown cell {i}: {found.group(0)!r}"
+        for raw in ("{numref}", "{cite", "{eq}", ":::", "{solution",
+                    ":label:"):
+            assert raw not in text, f"markdown cell {i}: {raw!r}"
+    shown = " ".join(" ".join(c.source.split()) for c in markdown)
+    prose = folded_solution_prose(path)
+    assert prose, "the launch notebook folds some solution prose"
+    leaked = [p for p in prose if p in shown]
+    assert not leaked, f"solution prose left: {leaked[:2]}"
+    items = {i.label: i.exercise for i in made[path.stem].items}
+    headed = [(lab, c) for c in markdown
+              for lab in c.metadata.get(META, {}).get("exercises", [])]
+    assert [lab for lab, _ in headed] == list(items)
+    for label, cell in headed:
+        ex = items[label]
+        points = ex.points + ex.written_points
+        number = INDEX.targets[label].number
+        assert re.search(
+            rf"^### Exercise {re.escape(number)}: {ex.kind}: .+ "
+            rf"\({points:g} points?\)$", cell.source, re.M), (label,
+                                                              cell.source)
 
 
 def test_manifest_lists_each_exercise_with_its_declaration(built):

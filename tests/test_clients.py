@@ -6,7 +6,9 @@ playwright with every other host blocked, opens each notebook of
 ``notebooks/`` as a student would: from disk, so not trusted. The test reads
 what the page shows, not the file: no MyST markup or label in any rendered
 Markdown cell, the explorers show a picture rather than an empty box, and
-Run All ends without an error or a warning.
+Run All ends without an error or a warning. A student notebook of ``make
+assignments`` shows no markup either, and its checks' feedback wraps between
+words.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from selfattention_course import assign
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CHROMIUM = Path("/usr/bin/chromium")
@@ -32,6 +36,8 @@ RAW = re.compile(r"\{(numref|cite|eq|ref|doc|py:\w+)[^}]*\}|^:{3,}|^`{3,}\{"
 # The chapter whose Run All is watched in the client (nbval re-executes
 # every chapter; this checks the client's own view of one run).
 RUN_ALL = "01_definition.ipynb"
+# The chapter whose student notebook (make assignments) the client opens.
+STUDENT = "01_definition.ipynb"
 
 pytestmark = pytest.mark.slow
 
@@ -48,15 +54,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """The URL and token of a JupyterLab serving the repository."""
-    lab_bin = Path(sys.executable).parent / "jupyter-lab"
-    if not lab_bin.exists():
-        _missing("jupyterlab")
+def _serve(tmp_path_factory, app: str, what: str):
+    """Run the Jupyter ``app`` (``jupyter-lab``, ``jupyter-notebook``) on
+    127.0.0.1 over a copy of notebooks/ and a student notebook; yield its
+    URL, token and the folder it serves."""
+    app_bin = Path(sys.executable).parent / app
+    if not app_bin.exists():
+        _missing(what)
     if not CHROMIUM.exists():
         _missing("chromium")
-    home = tmp_path_factory.mktemp("lab")
+    home = tmp_path_factory.mktemp(app)
     settings = home / "settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
     # Render every cell, not only those in view, so the page can be read
@@ -81,10 +88,13 @@ def lab(tmp_path_factory):
     # never opened for writing.
     served = home / "served"
     shutil.copytree(ROOT / "notebooks", served / "notebooks")
+    # and a student notebook of `make assignments`, as a class receives it
+    assign.build([ROOT / "chapters" / STUDENT], home / "assignments")
+    shutil.copytree(home / "assignments" / "student", served / "student")
     port, token = _free_port(), "client-test"
     log = open(home / "server.log", "w")
     server = subprocess.Popen(
-        [str(lab_bin), "--no-browser", "--allow-root", "--ip=127.0.0.1",
+        [str(app_bin), "--no-browser", "--allow-root", "--ip=127.0.0.1",
          f"--port={port}", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={served}"],
         env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -97,13 +107,25 @@ def lab(tmp_path_factory):
             except OSError:
                 time.sleep(0.5)
         else:
-            pytest.fail("JupyterLab did not start: "
+            pytest.fail(f"{what} did not start: "
                         + (home / "server.log").read_text()[-2000:])
-        yield base, token
+        yield base, token, served
     finally:
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab (the pinned ``jupyterlab`` of the dev extra)."""
+    yield from _serve(tmp_path_factory, "jupyter-lab", "jupyterlab")
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory):
+    """A Notebook 7 (the pinned ``notebook`` of the dev extra)."""
+    yield from _serve(tmp_path_factory, "jupyter-notebook", "notebook")
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +138,10 @@ def browser():
         chromium.close()
 
 
-def _open(browser, lab, name: str):
-    base, token = lab
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
+def _open(browser, lab, name: str, folder: str = "notebooks",
+          width: int = 1366, client: str = "lab"):
+    base, token, _ = lab
+    page = browser.new_page(viewport={"width": width, "height": 900})
     page.route("**/*", lambda route: route.continue_()
                if route.request.url.startswith(("http://127.0.0.1", "data:",
                                                 "blob:", "ws://127.0.0.1"))
@@ -126,8 +149,11 @@ def _open(browser, lab, name: str):
     # A workspace of its own, reset: JupyterLab would otherwise reopen the
     # notebooks earlier pages opened, beside this one.
     space = f"{Path(name).stem}-{time.monotonic_ns()}"
-    page.goto(f"{base}/lab/workspaces/{space}/tree/notebooks/{name}"
-              f"?reset&token={token}")
+    if client == "lab":
+        page.goto(f"{base}/lab/workspaces/{space}/tree/{folder}/{name}"
+                  f"?reset&token={token}")
+    else:                                # Notebook 7: one notebook a tab
+        page.goto(f"{base}/notebooks/{folder}/{name}?token={token}")
     page.wait_for_selector(".jp-Notebook .jp-MarkdownOutput",
                            timeout=120_000)
     # Markdown renders cell by cell; wait until the count settles.
@@ -141,7 +167,7 @@ def _open(browser, lab, name: str):
 
 
 def _shut_kernels(lab) -> None:
-    base, token = lab
+    base, token, _ = lab
     with urllib.request.urlopen(f"{base}/api/sessions?token={token}") as r:
         sessions = json.load(r)
     for session in sessions:
@@ -151,20 +177,59 @@ def _shut_kernels(lab) -> None:
         urllib.request.urlopen(req).close()
 
 
+def _assert_markdown_is_plain(page, path: Path) -> None:
+    """Every Markdown cell of ``path`` rendered, and none shows markup."""
+    cells = json.loads(path.read_text())["cells"]
+    markdown = sum(c["cell_type"] == "markdown" for c in cells)
+    shown = page.locator(".jp-MarkdownOutput")
+    assert shown.count() == markdown, "a Markdown cell did not render"
+    text = page.evaluate(
+        "() => Array.from(document.querySelectorAll("
+        "'.jp-MarkdownOutput')).map(e => e.innerText).join('\\n')")
+    found = RAW.search(text)
+    assert not found, f"{path.name} shows {found.group(0)!r}"
+    assert "$$" not in text, f"{path.name}: unrendered display maths"
+
+
+def _run_all(page, path: Path) -> None:
+    """Run All Cells from the menu and wait until every shown cell ran."""
+    # (attached, not visible: a narrow window folds the indicator into the
+    # toolbar's overflow menu)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator"
+                           "[data-status='idle']", state="attached",
+                           timeout=120_000)
+    page.keyboard.press("Escape")
+    page.click("text=Run", timeout=30_000)
+    page.click("text=Run All Cells", timeout=30_000)
+    cells = json.loads(path.read_text())["cells"]
+    # Folded cells (solutions, the Colab cell) show no prompt.
+    shown = sum(c["cell_type"] == "code" and not c["metadata"].get(
+        "jupyter", {}).get("source_hidden") for c in cells)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        prompts = [p.strip() for p in page.evaluate(
+            "() => Array.from(document.querySelectorAll("
+            "'.jp-CodeCell .jp-InputPrompt')).map(e => e.innerText)")]
+        done = [p for p in prompts if re.fullmatch(r"\[\d+\]:", p)]
+        if len(done) == shown and "[*]:" not in prompts:
+            return
+        time.sleep(1)
+    pytest.fail(f"Run All did not finish: {prompts}")
+
+
+def _assert_no_error_or_warning(page) -> None:
+    errors = page.locator(
+        ".jp-OutputArea-output[data-mime-type="
+        "'application/vnd.jupyter.stderr'], .jp-OutputArea-output"
+        "[data-mime-type='application/vnd.jupyter.error']")
+    assert errors.count() == 0, errors.first.inner_text()[:500]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_a_student_sees_prose_maths_and_figures(lab, browser, path):
     page = _open(browser, lab, path.name)
     try:
-        cells = json.loads(path.read_text())["cells"]
-        markdown = sum(c["cell_type"] == "markdown" for c in cells)
-        shown = page.locator(".jp-MarkdownOutput")
-        assert shown.count() == markdown, "a Markdown cell did not render"
-        text = page.evaluate(
-            "() => Array.from(document.querySelectorAll("
-            "'.jp-MarkdownOutput')).map(e => e.innerText).join('\\n')")
-        found = RAW.search(text)
-        assert not found, f"{path.name} shows {found.group(0)!r}"
-        assert "$$" not in text, f"{path.name}: unrendered display maths"
+        _assert_markdown_is_plain(page, path)
         # Every kernel-free figure shows its first state while untrusted:
         # each canvas has the still of that state as its background
         # (selfattention._stills); a figure without a canvas (chapter 7's
@@ -192,26 +257,7 @@ def test_a_student_sees_prose_maths_and_figures(lab, browser, path):
 def test_run_all_ends_without_an_error_or_a_warning(lab, browser):
     page = _open(browser, lab, RUN_ALL)
     try:
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator"
-                               "[data-status='idle']", timeout=120_000)
-        page.keyboard.press("Escape")
-        page.click("text=Run", timeout=30_000)
-        page.click("text=Run All Cells", timeout=30_000)
-        cells = json.loads((ROOT / "notebooks" / RUN_ALL).read_text())
-        # Folded cells (solutions, the Colab cell) show no prompt.
-        shown = sum(c["cell_type"] == "code" and not c["metadata"].get(
-            "jupyter", {}).get("source_hidden") for c in cells["cells"])
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            prompts = [p.strip() for p in page.evaluate(
-                "() => Array.from(document.querySelectorAll("
-                "'.jp-CodeCell .jp-InputPrompt')).map(e => e.innerText)")]
-            done = [p for p in prompts if re.fullmatch(r"\[\d+\]:", p)]
-            if len(done) == shown and "[*]:" not in prompts:
-                break
-            time.sleep(1)
-        else:
-            pytest.fail(f"Run All did not finish: {prompts}")
+        _run_all(page, ROOT / "notebooks" / RUN_ALL)
         # Run, the figures' scripts ran: the arrow keys move the query of
         # the first explorer (Lumino's shortcuts would otherwise take them).
         assert page.locator(".sa-still-note").count() == 0
@@ -221,11 +267,59 @@ def test_run_all_ends_without_an_error_or_a_warning(lab, browser):
         canvas.focus()
         page.keyboard.press("ArrowDown")       # bound to "next cell" in Lab
         assert caption.inner_text() != before, "the arrow key did nothing"
-        errors = page.locator(
-            ".jp-OutputArea-output[data-mime-type="
-            "'application/vnd.jupyter.stderr'], .jp-OutputArea-output"
-            "[data-mime-type='application/vnd.jupyter.error']")
-        assert errors.count() == 0, errors.first.inner_text()[:500]
+        _assert_no_error_or_warning(page)
+    finally:
+        page.close()
+        _shut_kernels(lab)
+
+
+# Where each visible line of an element starts a new line box, the two
+# characters around the break, and how many lines it takes.
+LINE_BREAKS = """el => {
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let text = '';
+  const tops = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const rects = range.getClientRects();
+      tops.push(rects.length ? rects[0].top : null);
+      text += node.data[i];
+    }
+  }
+  const breaks = [];
+  for (let i = 1; i < text.length; i++) {
+    if (tops[i] !== null && tops[i - 1] !== null && tops[i] > tops[i - 1] + 1)
+      breaks.push([text[i - 1], text[i], text.slice(Math.max(0, i - 12), i)
+                   + '|' + text.slice(i, i + 12)]);
+  }
+  return breaks;
+}"""
+
+
+def test_a_student_notebook_reads_plainly_and_its_feedback_wraps_at_words(
+        lab, browser):
+    """A student notebook of `make assignments` in JupyterLab: no markup
+    shows; after Run All, each check's feedback ("Not attempted: ...") wraps
+    between words in a window narrow enough to make it wrap."""
+    path = lab[2] / "student" / STUDENT
+    page = _open(browser, lab, STUDENT, folder="student", width=900)
+    try:
+        _assert_markdown_is_plain(page, path)
+        _run_all(page, path)
+        feedback = page.locator(".jp-OutputArea .sa-feedback")
+        assert feedback.count() >= 1, "no check showed its feedback"
+        wrapped = 0
+        for k in range(feedback.count()):
+            breaks = feedback.nth(k).evaluate(LINE_BREAKS)
+            wrapped += bool(breaks)
+            inside = [b[2] for b in breaks
+                      if not (b[0].isspace() or b[1].isspace())]
+            assert not inside, f"feedback {k + 1} breaks inside {inside}"
+        assert wrapped, "no feedback was long enough to wrap: narrow it"
+        _assert_no_error_or_warning(page)
     finally:
         page.close()
         _shut_kernels(lab)
@@ -269,3 +363,25 @@ def test_an_installed_package_runs_a_chapter_like_colab(tmp_path):
     assert probe.stdout.startswith(str(site)), probe.stdout
     assert sorted(p.name for p in work.iterdir()) == [FRESH], \
         "the chapter wrote files beside itself"
+
+
+def test_notebook_7_shows_plain_markdown_and_the_explorers_take_keys(
+        notebook7, browser):
+    """Notebook 7 (JupyterLab's components in a one-notebook page): no
+    markup shows, and once the notebook has run, the arrow keys move the
+    first explorer's query as in JupyterLab."""
+    path = ROOT / "notebooks" / RUN_ALL
+    page = _open(browser, notebook7, RUN_ALL, client="notebook")
+    try:
+        _assert_markdown_is_plain(page, path)
+        _run_all(page, path)
+        canvas = page.locator(".sa-fig canvas[tabindex]").first
+        caption = page.locator(".sa-fig [aria-live]").first
+        before = caption.inner_text()
+        canvas.focus()
+        page.keyboard.press("ArrowDown")
+        assert caption.inner_text() != before, "the arrow key did nothing"
+        _assert_no_error_or_warning(page)
+    finally:
+        page.close()
+        _shut_kernels(notebook7)

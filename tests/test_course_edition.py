@@ -36,13 +36,15 @@ def _extension():
 
 
 def check_outputs(nb) -> list[str]:
-    """The text the chapter's check calls printed in its solved run."""
+    """The text the chapter's check calls showed in its solved run."""
     names = {name for _, name, _ in assign.find_exercises().values()}
     found = []
     for cell in nb.cells:
         if cell.cell_type == "code" and any(
                 assign.calls(cell.source, n) for n in names):
-            found += [" ".join(str(out.get("text", "")).split())
+            # printed (a stream) or displayed (its plain form)
+            found += [" ".join(str(out.get("text") or out.get("data", {})
+                                   .get("text/plain", "")).split())
                       for out in cell.get("outputs", [])]
     return [f for f in found if len(f) > 12]
 

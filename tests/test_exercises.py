@@ -41,6 +41,24 @@ def test_a_check_prints_its_feedback_and_returns_nothing(capsys):
     assert fb.passed and fb.points == fb.max_points == check.points
 
 
+def test_feedback_shown_as_html_is_escaped_text_that_wraps_at_words():
+    """A notebook shows the feedback as a block of its own (the <pre> of a
+    printed line breaks words in JupyterLab); the message may quote what a
+    student's code raised, so none of it is read as markup."""
+    import html
+    import re
+
+    from selfattention.exercises.core import Feedback, WRONG
+
+    hostile = "<img src=x onerror=alert(1)> & </div><script>x</script>"
+    fb = Feedback("ex-a-b", WRONG, hostile, 0.0, 1.0)
+    shown = fb._repr_html_()
+    assert "<img" not in shown and "<script" not in shown
+    assert shown.count("</div>") == 1 and shown.endswith("</div>")
+    inner = re.sub(r"^<div[^>]*>|</div>$", "", shown)
+    assert html.unescape(inner) == str(fb)
+
+
 def test_in_the_grader_s_kernel_the_check_stays_silent(capsys, monkeypatch):
     monkeypatch.setenv(GRADING_ENV, "1")
     definition.check_tempered_attention(lambda *a: 1 / 0)

@@ -93,6 +93,15 @@ def test_notebooks_are_matched_by_metadata_labels_or_check_calls(manifest):
     chapters, _ = load_manifest(manifest)
     chapter = nbformat.read(CHAPTER, as_version=4)
     assert identify(chapter, chapters) == ("01_definition", "exercise labels")
+    # The student version without its notebook metadata (cells copied into
+    # a new notebook): its exercise headings' cell metadata names them.
+    student = nbformat.read(manifest.parents[1] / "student" / CHAPTER.name,
+                            as_version=4)
+    student.metadata = {}
+    assert identify(student, chapters) == ("01_definition", "exercise labels")
+    for cell in student.cells:
+        cell.metadata.pop("selfattention", None)
+    assert identify(student, chapters)[1] == "check calls"
     tagged = nbformat.v4.new_notebook(
         metadata={"selfattention": {"chapter": "ch-definition"}})
     assert identify(tagged, chapters)[1] == "notebook metadata"

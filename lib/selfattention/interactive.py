@@ -226,11 +226,10 @@ def _shell(*, uid: str, css_class: str, testid: str, title: str,
     return (
         f'<div id="{uid}" class="sa-fig {css_class}" data-testid="{testid}" '
         f'role="group" aria-labelledby="{uid}-title" '
-        # Lumino (JupyterLab, Notebook 7) matches its keyboard shortcuts,
-        # the arrow keys that move between cells among them, against the
-        # ancestors of the focused element, and skips every shortcut for
-        # keys pressed inside an element with this attribute.
-        'data-lm-suppress-shortcuts="true" '
+        # Lumino (JupyterLab, Notebook 7) skips its keyboard shortcuts for
+        # keys pressed inside an element with this attribute; each control
+        # carries it too (_OWN_KEYS, which says why).
+        f"{_OWN_KEYS} "
         f'style="max-width:{max_width}px">\n{_STYLE}'
         f'<div class="sa-title" id="{uid}-title">{_escape(title)}</div>\n'
         f"{body}"
@@ -259,10 +258,22 @@ def _html(text: str):
     return HTML(text)
 
 
+#: Lumino (JupyterLab, Notebook 7) matches a shortcut's selector against
+#: the focused element first and then its ancestors, and stops at the first
+#: element with this attribute (``targetDistance`` in @lumino/commands). The
+#: arrow keys of command mode are bound to ``.jp-Notebook.jp-mod-commandMode
+#: :not(.jp-mod-readWrite) :focus``, which a focused canvas matches itself,
+#: so the attribute must be on each focusable control, not only on the
+#: figure. (JupyterLab dispatches shortcuts in the bubbling phase, after the
+#: figure's own handler has taken the key; Notebook 7 in the capture phase,
+#: before it, so there only the attribute lets the key through.)
+_OWN_KEYS = 'data-lm-suppress-shortcuts="true"'
+
+
 def _buttons(group_label: str, attribute: str, labels, pressed: int) -> str:
     """A row of toggle buttons, one of them pressed."""
     buttons = "".join(
-        f'<button type="button" {attribute}="{k}" aria-pressed='
+        f'<button type="button" {_OWN_KEYS} {attribute}="{k}" aria-pressed='
         f'"{"true" if k == pressed else "false"}">{_escape(label)}</button>'
         for k, label in enumerate(labels))
     return (f'<div class="sa-buttons" role="group" '
@@ -353,7 +364,7 @@ def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
         controls + '<div class="sa-row">\n'
         f'<figure><canvas class="sa-pick" width="{size[0]}" '
         f'height="{size[1]}" style="{_stills.background(pick_still)}" '
-        f'tabindex="0" role="application" '
+        f'tabindex="0" role="application" {_OWN_KEYS} '
         f'aria-label="Image cut into {H} by {W} patches, the query patch '
         f'outlined: arrow keys move the query" '
         f'aria-describedby="{uid}-help"></canvas>'
@@ -511,7 +522,7 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
             for t, name in enumerate(names))
 
     picks = cells(
-        "sa-pick", labels, f'tabindex="0" role="application" '
+        "sa-pick", labels, f'tabindex="0" role="application" {_OWN_KEYS} '
         f'aria-describedby="{uid}-help"',
         lambda name: f"{name}, cut into {H} by {W} patches: arrow keys "
                      "move the query in this frame",
@@ -736,7 +747,8 @@ def cost_calculator(image_size=224, patch_size=16, heads=1,
             f"{label(v)}</option>" for v in values)
 
     def menu(text, key, choices):
-        return f'<label>{text} <select data-in="{key}">{choices}</select>' \
+        return f'<label>{text} <select {_OWN_KEYS} data-in="{key}">' \
+               f'{choices}</select>' \
                "</label>\n"
 
     patches = [p for p in range(1, image_size + 1) if image_size % p == 0]
@@ -913,7 +925,7 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
         f'<div class="sa-row">\n<figure><canvas class="sa-pick" '
         f'width="{w_px}" height="{h_px}" '
         f'style="{_stills.background(pick_still)}" '
-        f'tabindex="0" role="application" '
+        f'tabindex="0" role="application" {_OWN_KEYS} '
         f'aria-describedby="{uid}-help" aria-label="left image, {h} rows: '
         f'arrow keys move the query">'
         f'</canvas><figcaption>left image (queries)</figcaption></figure>\n'

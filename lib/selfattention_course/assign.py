@@ -18,7 +18,12 @@ gate calls the exercise's check. The exercise itself is declared once, as an
   between them) removed, every output cleared, a markdown answer cell for
   each exercise with a written part, and the chapter's label and exercise
   labels stored in the notebook metadata (``selfattention``) so the grader
-  recognises a submission whatever its file name;
+  recognises a submission whatever its file name; then written as plain
+  Jupyter, the way the launch notebooks are
+  (:func:`selfattention_course.plain.plain_notebook`, solutions absent):
+  cross-references and citations as links with the book's numbers, each
+  exercise a heading "Exercise N.M: Kind: what (P points)" whose cell's
+  metadata names its label, no MyST markup left;
 * ``assignments/grader/manifest.json``: per chapter, the exercises in order
   with their kind, points, the names of their answers, where their
   declaration lives, and for a written part its prompt and its rubric (the
@@ -49,9 +54,11 @@ import nbformat
 from selfattention.exercises.core import KINDS, Exercise
 
 from .names import BEGIN, END, META, STUB, WRITTEN_STUB
+from .plain import BookIndex, book_root, plain_notebook
 
-__all__ = ["AssignmentError", "find_exercises", "make_assignment", "build",
-           "exercise_table", "update_page", "strip_regions", "main"]
+__all__ = ["AssignmentError", "find_exercises", "make_assignment",
+           "make_all", "build", "exercise_table", "update_page",
+           "strip_regions", "main"]
 
 # A directive's fence, matched only from the start of a run of colons or
 # backticks and never given back: a long run cannot cost quadratic time.
@@ -74,9 +81,10 @@ STUDENT_NOTE = (
     "removed. Write your code where a cell says `# your code here`, then run "
     "the check below it: it tells you what is right or the first thing to "
     "fix. Run the whole notebook top to bottom before you hand it in "
-    "(exercises: {labels})."
+    "(exercises: {labels}; a check's feedback names its exercise by the "
+    "label in brackets)."
 )
-WRITTEN_HEAD = "**Your answer to {label}** ({prompt})"
+WRITTEN_HEAD = "**Your answer to Exercise {number}** (`{label}`): {prompt}"
 
 
 class AssignmentError(ValueError):
@@ -112,8 +120,24 @@ def find_exercises(modules=()) -> dict[str, tuple[str, str, Exercise]]:
 
 # ------------------------------------------------------------------ parsing
 def exercise_labels(nb) -> list[str]:
-    """Labels of the ``{exercise}`` directives, in order."""
-    return [m.group("label") for m in _directives(nb)]
+    """Labels of the notebook's exercises, in order: those of a markdown
+    cell's metadata (``{"selfattention": {"exercises": [...]}}``, as in a
+    student notebook, where the exercise is a plain heading), else those of
+    the ``{exercise}`` directives in its text (a chapter). Any notebook may
+    be given: metadata of another form is ignored."""
+    labels: list[str] = []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "markdown":
+            continue
+        meta = cell.get("metadata", {})
+        meta = meta.get(META) if isinstance(meta, dict) else None
+        marked = meta.get("exercises") if isinstance(meta, dict) else None
+        if isinstance(marked, list):
+            labels += [lab for lab in marked if isinstance(lab, str)]
+        elif isinstance(cell.get("source"), str):
+            labels += [m.group("label")
+                       for m in EXERCISE_RE.finditer(cell.source)]
+    return labels
 
 
 def _directives(nb):
@@ -217,18 +241,24 @@ class Assignment:
     title: str
     items: list[Item]
     student: nbformat.NotebookNode
+    #: The chapter's own code cells outside its solutions, as written in
+    #: the chapter (the student version shows them as plain Jupyter does).
+    book_code: list[str] = field(default_factory=list)
 
     def manifest(self) -> dict:
         from .review import cell_digest
 
+        shown = [c.source for c in self.student.cells
+                 if c.cell_type == "code"]
         return {"chapter": self.label, "title": self.title,
                 "file": self.stem,
                 "exercises": [item.manifest() for item in self.items],
-                # The student version's code cells: one left unchanged is
-                # the chapter's own code (see selfattention_course.review).
-                "book_cells": sorted({cell_digest(c.source) for c in
-                                      self.student.cells
-                                      if c.cell_type == "code"})}
+                # The student version's code cells and the chapter's own
+                # (a student may start from either, or from the launch
+                # notebook, whose cells are the student version's): one left
+                # unchanged is the book's code (selfattention_course.review).
+                "book_cells": sorted({cell_digest(source) for source in
+                                      shown + self.book_code})}
 
 
 def _cell_id(cell, index: int) -> str:
@@ -280,19 +310,28 @@ def _split_markdown(text: str, gate: str | None, items, where: str):
     return gate, re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip("\n"), hidden
 
 
-def _written_cell(ex: Exercise):
+def _written_cell(ex: Exercise, number: str):
     cell = nbformat.v4.new_markdown_cell(
-        WRITTEN_HEAD.format(label=ex.label, prompt=ex.written)
+        WRITTEN_HEAD.format(number=number, label=ex.label, prompt=ex.written)
         + "\n\n" + WRITTEN_STUB)
     cell.id = f"written-{ex.label}"
     cell.metadata[META] = {"written": ex.label}
     return cell
 
 
-def make_assignment(path: Path, exercises: dict) -> Assignment:
-    """Build the student notebook and grading data of one chapter."""
+def make_assignment(path: Path, exercises: dict,
+                    index: BookIndex | None = None) -> Assignment:
+    """Build the student notebook and grading data of one chapter.
+
+    The student version is then written as plain Jupyter by
+    :func:`~selfattention_course.plain.plain_notebook` with ``index`` (by
+    default the index of the book ``path`` lies in), solutions absent.
+    """
     nb = nbformat.read(path, as_version=4)
     where = path.name
+    book = index if index is not None else BookIndex.around(path)
+    doc = book.doc(path)
+    book.include(nb, doc)
     label, title = chapter_label(nb)
     labels = exercise_labels(nb)
     if len(set(labels)) != len(labels):
@@ -303,6 +342,7 @@ def make_assignment(path: Path, exercises: dict) -> Assignment:
             f"{where}: no Exercise declared in selfattention.exercises for "
             f"{missing}")
     items = {lab: Item(lab, *exercises[lab]) for lab in labels}
+    numbers = {lab: book.target(lab, where).number for lab in labels}
     for match in _directives(nb):
         check_title(match.group("title"), items[match.group("label")]
                     .exercise, where)
@@ -366,21 +406,42 @@ def make_assignment(path: Path, exercises: dict) -> Assignment:
         if item.exercise.written:
             last = max(i for i, c in enumerate(cells)
                        if _cell_id(c, -1) == item.answer_cells[-1])
-            cells.insert(last + 1, _written_cell(item.exercise))
+            cells.insert(last + 1, _written_cell(item.exercise,
+                                                 numbers[item.label]))
 
     note = nbformat.v4.new_markdown_cell(
-        STUDENT_NOTE.format(labels=", ".join(f"`{lab}`" for lab in labels)))
+        STUDENT_NOTE.format(labels=", ".join(
+            f"{numbers[lab]} `{lab}`" for lab in labels)))
     note.id = "student-version-note"
     cells.insert(1, note)
     student.cells = cells
     student.metadata = {
         key: nb.metadata[key] for key in ("kernelspec", "language_info")
         if key in nb.metadata}
+    try:
+        student = plain_notebook(student, book, doc, solutions="absent")
+    except KeyError as err:               # an unknown label or citation
+        raise AssignmentError(f"{where}: {err.args[0]}") from None
     student.metadata[META] = {"chapter": label, "file": path.stem,
                               "exercises": labels}
     nbformat.validate(student)
+    book_code = [c.source for c in nb.cells if c.cell_type == "code"
+                 and "solution" not in c.metadata.get("tags", [])]
     return Assignment(path.stem, label, title, [items[lab] for lab in labels],
-                      student)
+                      student, book_code)
+
+
+def make_all(chapters: list[Path], exercises: dict) -> list[Assignment]:
+    """:func:`make_assignment` of each chapter, in name order, with one
+    index per book."""
+    indexes: dict = {}
+    made = []
+    for path in sorted(chapters):
+        root = book_root(path)
+        if root not in indexes:
+            indexes[root] = BookIndex(root)
+        made.append(make_assignment(path, exercises, indexes[root]))
+    return made
 
 
 # ------------------------------------------------------------------ output
@@ -402,7 +463,7 @@ def build(chapters: list[Path], out: Path, prune: bool = False,
     removed from ``out``.
     """
     exercises = find_exercises(modules)
-    made = [make_assignment(path, exercises) for path in sorted(chapters)]
+    made = make_all(chapters, exercises)
     for a in made:
         write_if_changed(out / "student" / f"{a.stem}.ipynb",
                          nbformat.writes(a.student) + "\n")
@@ -474,8 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.table or args.update_page:
             exercises = find_exercises(args.exercises)
-            table = exercise_table([make_assignment(p, exercises)
-                                    for p in sorted(chapters)])
+            table = exercise_table(make_all(chapters, exercises))
             if args.update_page:
                 update_page(args.update_page, table)
             else:

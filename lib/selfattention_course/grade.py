@@ -5,8 +5,9 @@
 (:mod:`~selfattention_course.intake`), and for each notebook
 
 1. finds its chapter from the metadata of the student version, or else from
-   the exercise labels in its text, or else from the check calls in its
-   code;
+   its exercise labels (the metadata of a student version's exercise cells,
+   or a chapter's ``{exercise}`` directives), or else from the check calls
+   in its code;
 2. draws every exercise's **hidden cases** in this process, from a secret
    seed drawn for this run;
 3. runs the notebook in a sandbox (:mod:`~selfattention_course.sandbox`),
@@ -56,7 +57,7 @@ import nbformat
 import numpy as np
 
 from . import gradebook, review, wire
-from .assign import EXERCISE_RE, calls, find_exercises
+from .assign import calls, exercise_labels, find_exercises
 from .gradebook import Row, clean_text, status_code
 from .intake import IntakeError, Submission, collect, mixed_scripts
 from .names import (CORRECT, FOR_REVIEW, JOB_FILE, JOB_NOTEBOOK, MARKS, META,
@@ -122,8 +123,7 @@ def identify(nb, chapters: dict[str, dict]) -> tuple[str | None, str]:
     for stem, ch in chapters.items():
         if meta.get("chapter") == ch["chapter"]:
             return stem, "notebook metadata"
-    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    labels = {m.group("label") for m in EXERCISE_RE.finditer(text)}
+    labels = set(exercise_labels(nb))     # cell metadata or directives
     best = max(chapters.values(), default=None, key=lambda ch: len(
         labels & {ex["label"] for ex in ch["exercises"]}))
     if best and labels & {ex["label"] for ex in best["exercises"]}:

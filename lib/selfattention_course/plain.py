@@ -7,20 +7,21 @@ The chapters are written in MyST for Jupyter Book: roles such as
 they would show all of that as source text. :func:`plain_notebook` rewrites
 one chapter for them:
 
-* cross-references become linked text (":ref:`ch-scaling`", "Fig. 6.1", "Eq.
-2.3",
-  ":ref:`ex-masks-batch`"), with the number the book gives and a link to the
-  page of
+* cross-references become linked text ("Chapter 2", "Fig. 6.1", "Eq. 2.3",
+  "Exercise 4.2"), with the number the book gives and a link to the page of
   the online book; citations become "(Vaswani et al., 2017)", linked to the
   references page; library names link to the library appendix;
 * labelled equations keep their numbers (``\\tag``); targets disappear;
-* exercises become headed blocks, notes become quotes, figures get their
-  numbered caption under them;
+* exercises become headed blocks (the cell's metadata
+  ``{"selfattention": {"exercises": [label, ...]}}`` names them for the
+  grader), notes become quotes, figures get their numbered caption under
+  them;
 * solutions are folded (``solutions="folded"``: their prose in a
   ``<details>`` block, their code cells collapsed in JupyterLab, Notebook 7
   and Colab) or dropped with their prose (``solutions="absent"``: only the
   prose; the student notebooks' code cells are handled by
-  :mod:`~selfattention_course.assign`);
+  :mod:`~selfattention_course.assign`, which converts its student version
+  with this function);
 * cells meant for the builder lose their maintainer notes, and a live widget
   shows its default figure until it runs.
 
@@ -40,7 +41,10 @@ from pathlib import Path
 import nbformat
 import yaml
 
-__all__ = ["Target", "BookIndex", "plain_notebook", "plain_markdown"]
+from .names import META
+
+__all__ = ["Target", "BookIndex", "book_root", "plain_notebook",
+           "plain_markdown"]
 
 ROLE = re.compile(r"\{(numref|eq|ref|doc|cite:p|cite:t|cite:ps|cite:ts|cite"
                   r"|py:func|py:class|py:mod|py:meth|py:attr|py:data)\}"
@@ -110,6 +114,16 @@ def _bib_entries(path: Path) -> dict[str, str]:
     return out
 
 
+def book_root(path: Path) -> Path | None:
+    """The nearest folder above ``path`` that holds ``_toc.yml`` and
+    ``_config.yml`` (the book's root), or None."""
+    for folder in Path(path).resolve().parents:
+        if (folder / "_toc.yml").is_file() and \
+                (folder / "_config.yml").is_file():
+            return folder
+    return None
+
+
 class BookIndex:
     """Numbers, titles and links of every label of the book, and citations.
 
@@ -118,20 +132,51 @@ class BookIndex:
     chapter notebook under ``root``.
     """
 
-    def __init__(self, root: Path):
-        self.root = Path(root)
+    def __init__(self, root: Path | None):
+        self.root = None if root is None else Path(root)
+        self.references_doc = "appendices/references"
+        self.library_doc = "appendices/library"
+        self.targets: dict[str, Target] = {}
+        self.chapters: list[str] = []
+        #: Notebooks indexed by :meth:`include`, numbered after the book's.
+        self.extra: list[str] = []
+        if self.root is None:             # no book: only included notebooks
+            self.baseurl, self.eq_format, self.bib = "", "Eq. {number}", {}
+            return
         config = yaml.safe_load((self.root / "_config.yml").read_text())
         self.baseurl = config.get("html", {}).get("baseurl", "").rstrip("/")
         sphinx = config.get("sphinx", {}).get("config", {})
         self.eq_format = sphinx.get("math_eqref_format", "Eq. {number}")
-        self.references_doc = "appendices/references"
-        self.library_doc = "appendices/library"
         self.bib = _bib_entries(self.root / "references.bib")
         self.chapters = self._chapters()
-        self.targets: dict[str, Target] = {}
         for number, doc in enumerate(self.chapters, start=1):
             nb = nbformat.read(self.root / f"{doc}.ipynb", as_version=4)
             self._index(nb, doc, str(number))
+
+    @classmethod
+    def around(cls, path: Path) -> "BookIndex":
+        """The index of the book a notebook lies in (:func:`book_root`);
+        an index of no book if there is none."""
+        return cls(book_root(path))
+
+    def doc(self, path: Path) -> str:
+        """The page name of a notebook: its path under the book's root
+        without the suffix, or its stem if it lies outside the book."""
+        path = Path(path).resolve()
+        if self.root is not None and path.is_relative_to(
+                self.root.resolve()):
+            return path.relative_to(self.root.resolve()).with_suffix("") \
+                .as_posix()
+        return path.stem
+
+    def include(self, nb, doc: str) -> None:
+        """Index a notebook the table of contents does not list (an
+        instructor's own chapter, a test's fixture), numbered after the
+        book's chapters; a page of the book is left as it is."""
+        if doc in self.chapters or doc in self.extra:
+            return
+        self.extra.append(doc)
+        self._index(nb, doc, str(len(self.chapters) + len(self.extra)))
 
     def _chapters(self) -> list[str]:
         toc = yaml.safe_load((self.root / "_toc.yml").read_text())
@@ -147,7 +192,8 @@ class BookIndex:
         raise KeyError(f"{doc}: a figure the index did not see")
 
     def chapter_number(self, doc: str) -> str:
-        return str(self.chapters.index(doc) + 1)
+        pages = self.chapters + self.extra
+        return str(pages.index(doc) + 1)
 
     def _index(self, nb, doc: str, chapter: str) -> None:
         sections = [0, 0, 0, 0, 0, 0]
@@ -328,6 +374,7 @@ class _Directives:
 
     def __init__(self, index: BookIndex, doc: str):
         self.index, self.doc = index, doc
+        self.exercises: list[str] = []    # labels of the exercises seen
 
     def convert(self, text: str) -> str:
         lines = text.split("\n")
@@ -364,6 +411,8 @@ class _Directives:
             label = options.get("label")
             number = (self.index.target(label, self.doc).number
                       if label else "")
+            if label:
+                self.exercises.append(label)
             return [f"### Exercise {number}: {argument}".rstrip(), ""]
         if name in ADMONITIONS:
             return [f"**{argument or name.capitalize()}**", ""]
@@ -397,11 +446,17 @@ SOLUTION_FENCE = re.compile(
     r"(?::[\w-]+:.*\n)*\1[ \t]*$", re.M)
 
 
+def _plain(text: str, index: BookIndex, doc: str) -> tuple[str, list[str]]:
+    """:func:`plain_markdown`, and the labels of the exercises it holds."""
+    directives = _Directives(index, doc)
+    out = _inline(index, doc, directives.convert(text)).strip("\n")
+    return out, directives.exercises
+
+
 def plain_markdown(text: str, index: BookIndex, doc: str) -> str:
     """One piece of markdown (no solution fences) as plain CommonMark with
     links."""
-    return _inline(index, doc, _Directives(index, doc).convert(text)) \
-        .strip("\n")
+    return _plain(text, index, doc)[0]
 
 
 _MAINTAINER = re.compile(r"^[ \t]*#.*(nbval|the book shows|remove-cell"
@@ -422,11 +477,13 @@ def _last_figure(cells) -> list:
     return []
 
 
-def _md(text: str, cell_id: str):
+def _md(text: str, cell_id: str, metadata=None):
     # A fixed id (nbformat would draw a random one), so that the same chapter
     # gives the same notebook, byte for byte.
     cell = nbformat.v4.new_markdown_cell(text)
     cell.id = cell_id
+    if metadata:
+        cell.metadata = copy.deepcopy(metadata)
     return cell
 
 
@@ -468,13 +525,14 @@ def plain_notebook(nb, index: BookIndex, doc: str, solutions: str = "folded"):
         tags = cell.metadata.get("tags", [])
         if cell.cell_type == "markdown":
             parts, inside = _solution_parts(cell.source, inside, index, doc)
-            texts = []
+            texts, labels = [], []
             for exercise, raw in parts:
-                text = plain_markdown(raw, index, doc)
+                text, found = _plain(raw, index, doc)
                 if not text:
                     continue
                 if exercise is None:
                     texts.append(text)
+                    labels += found
                 elif solutions == "folded":
                     texts.append(f"<details>\n<summary>Solution to Exercise "
                                  f"{exercise}</summary>\n\n{text}\n\n"
@@ -482,15 +540,23 @@ def plain_notebook(nb, index: BookIndex, doc: str, solutions: str = "folded"):
             if i == 0 and texts:
                 texts[0] = re.sub(r"^# ", f"# {number}. ", texts[0],
                                   count=1, flags=re.M)
-                texts.insert(1, f"*Chapter {number} of the online book "
-                                f"[Self-Attention in Vision]({index.url(doc)}),"
-                                f" where this notebook's links lead.*")
+                if doc in index.chapters:
+                    texts.insert(1, f"*Chapter {number} of the online book "
+                                    f"[Self-Attention in Vision]"
+                                    f"({index.url(doc)}), where this "
+                                    f"notebook's links lead.*")
             if inside and solutions == "folded":
                 texts.append(f"**Solution to Exercise {inside}**: the code "
                              f"cells below are folded; open them to read.")
             if texts:
+                meta = copy.deepcopy(cell.metadata)
+                if labels:                # what the grader recognises
+                    mine = meta.get(META)
+                    mine = dict(mine) if isinstance(mine, dict) else {}
+                    mine["exercises"] = labels
+                    meta[META] = mine
                 cells.append(_md("\n\n".join(texts),
-                                 cell.get("id", f"cell-{i}")))
+                                 cell.get("id", f"cell-{i}"), meta))
             continue
         if cell.cell_type != "code":
             cells.append(cell)

@@ -31,10 +31,10 @@ process; nothing here runs a line of them) and flags, per exercise:
 
 Dynamic code and hooks can change any answer of the notebook, so they flag
 every exercise of it; a reference flags the exercise it belongs to. A cell
-left exactly as the student version has it (the chapter's own code) is
-trusted for dynamic code. Each finding quotes its line. The runtime tripwire
-of the harvest adds evidence on top of this (a call hidden from the
-source); it never clears what is flagged here.
+left exactly as the student version or the chapter has it (the chapter's own
+code outside its solutions) is trusted for dynamic code. Each finding
+quotes its line. The runtime tripwire of the harvest adds evidence on top of
+this (a call hidden from the source); it never clears what is flagged here.
 """
 
 from __future__ import annotations

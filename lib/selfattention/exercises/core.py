@@ -19,7 +19,7 @@ declaration serves two places:
 
 * **in the notebook**, ``checks.check_softmax(my_softmax)`` draws the public
   cases (a fixed seed), runs the answer on them, turns each output into
-  plain data, judges it and prints a :class:`Feedback`: what is right, or
+  plain data, judges it and shows a :class:`Feedback`: what is right, or
   the first thing to fix. A check never raises and never shows an answer.
 * **in the grader** (``selfattention_course``), :meth:`Exercise.attempt`
   runs the answers found in the student's executed notebook on hidden cases
@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import html
 import importlib
 import linecache
 import math
@@ -137,6 +138,35 @@ class Feedback:
 
     def __str__(self) -> str:
         return f"[{self.exercise}] {MARKS[self.status]}: {self.message}"
+
+    def _repr_html_(self) -> str:
+        # JupyterLab and Notebook 7 show printed text in a <pre> styled
+        # `word-break: break-all` (@jupyterlab/outputarea, style/base.css),
+        # which wraps a long line in the middle of a word. A block of its
+        # own wraps between words; the message may quote a student's
+        # error text, so it is escaped.
+        return ('<div class="sa-feedback" style="white-space: pre-wrap; '
+                'overflow-wrap: break-word; word-break: normal; '
+                'font-family: var(--jp-code-font-family, monospace); '
+                'font-size: var(--jp-code-font-size, 13px)">'
+                f"{html.escape(str(self))}</div>")
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))      # the plain form a notebook keeps
+
+
+def _show(feedback: Feedback) -> None:
+    """Display ``feedback`` in a notebook (as HTML, with its text as the
+    plain form), print it anywhere else. In the grader's kernel it is
+    printed: the executed notebook keeps text outputs only."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or os.environ.get(GRADING_ENV):
+        print(feedback)
+        return
+    from IPython.display import display
+
+    display(feedback)
 
 
 class NotDone(Exception):
@@ -944,5 +974,5 @@ class Exercise:
                        f"({type(err).__name__}: {err})")
 
     def __call__(self, *answers) -> None:
-        """Check ``answers`` and print what is right or what to fix."""
-        print(self.feedback(*answers))
+        """Check ``answers`` and show what is right or what to fix."""
+        _show(self.feedback(*answers))
