@@ -185,3 +185,54 @@ def test_reading_an_import_never_runs_a_program_in_the_grader():
     found = review(nb, {"ex-x": (("my_answer",), ())})
     assert sys.argv == before and set(found) == {"ex-x"}
 
+
+
+def _counting(monkeypatch):
+    from selfattention_course.review import _Names
+
+    calls = [0]
+    original = _Names.meanings
+
+    def counted(self, node, depth=0):
+        calls[0] += 1
+        return original(self, node, depth)
+
+    monkeypatch.setattr(_Names, "meanings", counted)
+    return calls
+
+
+@pytest.mark.parametrize("source", [
+    "a = 1\na = max(a, a, a, a, a, a, a, a)\na.real",
+    "a = 1\na = max(" + ", ".join(["max(a, a, a, a, a, a, a, a)"] * 8)
+    + ")\na.real\ndef my_tempered_attention(Q, K, V, tau):\n"
+      "    return a.real",
+    "a = 1\nb = 1\na = max(b, b, b, b, b, b, b, b)\n"
+    "b = max(a, a, a, a, a, a, a, a)\nb.real",
+])
+def test_names_bound_through_themselves_are_read_once(built, monkeypatch,
+                                                      source):
+    """``a = max(a, a, ...)`` is read in a number of steps that grows with
+    the cell's size, not exponentially with its arguments."""
+    calls = _counting(monkeypatch)
+    found, _ = with_cell(built, source)
+    assert calls[0] < 20_000, calls[0]
+    assert not found["ex-definition-tempered"], found
+
+
+def test_a_notebook_too_involved_to_read_goes_for_review(built,
+                                                         monkeypatch):
+    """Names bound through each other in a ring, each many times over,
+    would take the review exponentially many steps: it stops at its
+    budget and sends every exercise of the notebook for review."""
+    from selfattention_course import review as module
+
+    k = 8
+    source = "\n".join(f"a{i} = 1" for i in range(k)) + "\n" + "\n".join(
+        f"a{i} = max(" + ", ".join([f"a{(i + 1) % k}"] * 8) + ")"
+        for i in range(k)) + "\na0.real"
+    calls = _counting(monkeypatch)
+    found, cells = with_cell(built, source)
+    assert calls[0] <= module.MAX_WORK + module.MAX_DEPTH + 10, calls[0]
+    for label, findings in found.items():
+        assert findings and findings[0].kind == "dynamic", label
+        assert findings[0].cell == cells

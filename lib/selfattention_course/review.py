@@ -298,6 +298,28 @@ def _dotted(node) -> list[str] | None:
 
 
 # ------------------------------------------------------------------ names
+#: How many names deep an expression is followed, and how many expressions
+#: one review reads at most: beyond either, the notebook goes for review.
+MAX_DEPTH = 60
+MAX_WORK = 200_000
+
+
+class TooInvolved(Exception):
+    """The notebook binds its names through each other too much to read."""
+
+
+class _Budget:
+    """The readings one review may still make (see ``MAX_WORK``)."""
+
+    def __init__(self, work: int = MAX_WORK):
+        self.left = work
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise TooInvolved("names bound through each other too often")
+
+
 class _Names:
     """Every top-level binding of the notebook, and what a name stands for.
 
@@ -306,9 +328,14 @@ class _Names:
     node. A name bound more than once stands for all of its values.
     """
 
-    def __init__(self, cells: list[_Cell]):
+    def __init__(self, cells: list[_Cell], budget: "_Budget" = None):
         self.bound: dict[str, list[tuple[_Cell, ast.AST, object]]] = {}
         self._sure: set[int] = set()     # ids of unconditional bindings
+        self.budget = budget if budget is not None else _Budget()
+        self._memo: dict[int, set[str]] = {}
+        self._current: dict[str, list] = {}
+        self._reading: set[int] = set()
+        self._partial = False
         for cell in cells:
             if cell.tree is None:
                 continue
@@ -327,16 +354,20 @@ class _Names:
 
     def _add(self, name, cell, node, value) -> None:
         self.bound.setdefault(name, []).append((cell, node, value))
+        self._current.pop(name, None)
+        self._memo.clear()
 
     def current(self, name: str) -> list[tuple[_Cell, ast.AST, object]]:
         """The bindings of ``name`` in effect once the notebook has run top
         to bottom: the last unconditional one and any conditional ones
         after it (a binding in an ``if``, a loop, a ``try``, a function's
         ``global``)."""
-        found = self.bound.get(name, [])
-        last = max((i for i, (_, node, _) in enumerate(found)
-                    if id(node) in self._sure), default=0)
-        return found[last:]
+        if name not in self._current:
+            found = self.bound.get(name, [])
+            last = max((i for i, (_, node, _) in enumerate(found)
+                        if id(node) in self._sure), default=0)
+            self._current[name] = found[last:]
+        return self._current[name]
 
     def _statement(self, cell, stmt) -> None:
         for node in _module_level(stmt):
@@ -386,9 +417,35 @@ class _Names:
 
     def meanings(self, node, depth: int = 0) -> set[str]:
         """The dotted names an expression may stand for (``"?"`` parts
-        where it is not known)."""
-        if depth > 20:
+        where it is not known).
+
+        Each expression is read once per review (a name bound through
+        itself, ``a = max(a, a, a)``, is not read again on every path);
+        a chain longer than ``MAX_DEPTH`` or more than ``MAX_WORK``
+        readings in one review raise :class:`TooInvolved` rather than
+        guess, so the notebook goes for review instead of holding up the
+        grader."""
+        self.budget.spend()
+        key = id(node)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._reading:            # a name bound through itself
+            self._partial = True
             return set()
+        if depth > MAX_DEPTH:
+            raise TooInvolved("a chain of names too long to follow")
+        outer, self._partial = self._partial, False
+        self._reading.add(key)
+        try:
+            found = self._meanings(node, depth)
+        finally:
+            self._reading.discard(key)
+        if not self._partial:               # complete: remembered
+            self._memo[key] = found
+        self._partial = self._partial or outer
+        return found
+
+    def _meanings(self, node, depth: int) -> set[str]:
         parts = _dotted(node)
         if parts is None:
             if isinstance(node, ast.Call):      # functools.partial(f) ...
@@ -838,7 +895,7 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
           answers) -> list[Finding]:
     """References, shortcuts and the checks' code used inside ``node``."""
     found = []
-    local = _Names([])
+    local = _Names([], names.budget)
     for inner in ast.walk(node):               # imports inside functions
         if isinstance(inner, (ast.Import, ast.ImportFrom)):
             local._statement(cell, inner)
@@ -968,16 +1025,26 @@ def _review(nb, exercises, book_cells):
     book_cells = set(book_cells)
     cells = _parse(nb, book_cells)
     names = _Names(cells)
-    everywhere = []
-    for cell in cells:
-        if not cell.trusted:
-            everywhere += _without_safe_magics(cell, _dynamic(cell, names))
+    everywhere, where = [], None
     result = {}
-    for label, (answers, references) in exercises.items():
-        refs = [_Reference(r) for r in references]
-        found = []
-        for cell, node in _reach(names, answers):
-            found += _uses(cell, node, names, refs, set(answers))
-        result[label] = sorted(set(found), key=lambda f: (
-            f.kind != "reference", f.cell, f.line)) + everywhere
+    try:
+        for cell in cells:
+            where = cell
+            if not cell.trusted:
+                everywhere += _without_safe_magics(cell, _dynamic(cell,
+                                                                  names))
+        for label, (answers, references) in exercises.items():
+            refs = [_Reference(r) for r in references]
+            found = []
+            for cell, node in _reach(names, answers):
+                where = cell
+                found += _uses(cell, node, names, refs, set(answers))
+            result[label] = sorted(set(found), key=lambda f: (
+                f.kind != "reference", f.cell, f.line)) + everywhere
+    except (TooInvolved, RecursionError) as err:
+        line = (where.lines or [""])[0] if where else ""
+        stop = Finding("dynamic", where.index + 1 if where else 1, 1, line,
+                       f"is too involved for the grader to read ({err}), "
+                       f"so it cannot tell what the notebook does")
+        return {label: [stop] + everywhere for label in exercises}
     return result
