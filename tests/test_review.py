@@ -130,6 +130,32 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
      "dynamic"),
     ("from os import getenv", "dynamic"),
     ("def print(*a):\n    pass", "hook"),
+    # an attribute named by a constant is the attribute
+    ("import torch\nf = getattr(torch, 'ops')", "dynamic"),
+    ("import torch\nok = hasattr(torch, '_C')", "dynamic"),
+    ("import sys\nf = getattr(sys, '_getframe')", "dynamic"),
+    ("import sys\nf = getattr(sys, 'settrace', None)", "dynamic"),
+    ("def up(frame):\n    return getattr(frame, 'f_back')", "dynamic"),
+    ("def up(frame):\n    return getattr(frame, 'f_locals')", "dynamic"),
+    ("def up(frame):\n    return getattr(frame, 'f_globals')", "dynamic"),
+    ("def up(tb):\n    return getattr(tb, 'tb_frame')", "dynamic"),
+    ("def up(g):\n    return getattr(g, 'gi_frame')", "dynamic"),
+    ("def up(c):\n    return getattr(c, 'cr_frame')", "dynamic"),
+    ("def up(frame, t):\n    setattr(frame, 'f_trace', t)", "dynamic"),
+    ("import selfattention.attention as A\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return getattr(A, 'attention')(Q / tau[..., None], K, V)",
+     "reference"),
+    ("import selfattention.attention as A\n"
+     "f = getattr(A, 'attention', None)\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return f(Q / tau[..., None], K, V)", "reference"),
+    # PyTorch's private parts
+    ("import torch\nf = torch._scaled_dot_product_attention_math",
+     "dynamic"),
+    ("import torch._dynamo", "dynamic"),
+    ("from torch.nn.functional import _in_projection", "dynamic"),
+    ("from torch import _VF", "dynamic"),
 ])
 def test_routes_are_flagged_with_their_kind(built, source, kind):
     found, _ = with_cell(built, source)

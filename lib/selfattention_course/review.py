@@ -22,8 +22,11 @@ process; nothing here runs a line of them) and flags, per exercise:
   ``importlib``, ``marshal``, ``pickle``, ``types`` (building code or
   function objects), ``inspect``, ``ctypes``, attribute access by a
   computed name (``getattr(x, name)``), dunder and frame attributes
-  (``__code__``, ``co_filename``, ``f_back``...), a module the course does
-  not install (one written by the notebook itself);
+  (``__code__``, ``co_filename``, ``f_back``...), PyTorch's private parts
+  (``torch._C``, ``torch._scaled_dot_product_attention_math``), a module
+  the course does not install (one written by the notebook itself).
+  ``getattr(x, "name")`` and ``hasattr`` with a constant name read as
+  ``x.name`` for every check, references included;
 * **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input
   transformers, event callbacks and shell commands (``get_ipython()``, any
   magic but ``%time``/``%timeit``/``%matplotlib``), threads and processes,
@@ -249,10 +252,34 @@ def _parse(nb, book_cells) -> list[_Cell]:
             if _timed_code(tree):                # %%time's body is code
                 lines = source.splitlines() if source.lstrip().startswith(
                     "%%") else lines
+            tree = ast.fix_missing_locations(_NamedAttributes().visit(tree))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree, lines = None, source.splitlines()
         cells.append(_Cell(index, source, lines, tree, trusted))
     return cells
+
+
+class _NamedAttributes(ast.NodeTransformer):
+    """``getattr(x, "name")`` and ``hasattr(x, "name")`` read as ``x.name``
+    (``getattr(x, "name", d)`` as ``x.name or d``), so that every check
+    of attributes sees them."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in ("getattr", "hasattr") \
+                and 2 <= len(node.args) <= 3 and not node.keywords and \
+                isinstance(node.args[1], ast.Constant) and \
+                isinstance(node.args[1].value, str) and \
+                not any(isinstance(a, ast.Starred) for a in node.args):
+            attr = ast.copy_location(ast.Attribute(
+                value=node.args[0], attr=node.args[1].value,
+                ctx=ast.Load()), node)
+            if len(node.args) == 2:
+                return attr
+            return ast.copy_location(ast.BoolOp(
+                op=ast.Or(), values=[attr, node.args[2]]), node)
+        return node
 
 
 _TIMEIT_OPTIONS = re.compile(r"^\s*(?:(?:-[nrp]\s*\d+|-[qoct])(?:\s+|$))*")
@@ -448,6 +475,12 @@ class _Names:
     def _meanings(self, node, depth: int) -> set[str]:
         parts = _dotted(node)
         if parts is None:
+            if isinstance(node, (ast.BoolOp, ast.IfExp)):   # f or g
+                found = set()
+                for value in (node.values if isinstance(node, ast.BoolOp)
+                              else (node.body, node.orelse)):
+                    found |= self.meanings(value, depth + 1)
+                return found
             if isinstance(node, ast.Call):      # functools.partial(f) ...
                 found = set()
                 for arg in node.args:
@@ -673,6 +706,12 @@ def _dynamic(cell: _Cell, names: _Names) -> list[Finding]:
                 found.append(_finding(cell, node, "dynamic", why))
         elif isinstance(node, ast.Call):
             why = _call(node)
+            if not why and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("setattr", "delattr") and \
+                    len(node.args) >= 2:         # setattr(sys, "x", f)
+                why = _attribute(ast.Attribute(
+                    value=node.args[0], attr=str(node.args[1].value),
+                    ctx=ast.Load()), names)
             if why:
                 found.append(_finding(cell, node, "dynamic", why))
         elif isinstance(node, ast.keyword) and node.arg == "allow_pickle":
@@ -776,7 +815,8 @@ def _imports(cell: _Cell, node) -> list[Finding]:
         wanted = [node.module or ""]
         for a in node.names:                 # from sys import setprofile
             if a.name in DYNAMIC_ATTRS or a.name in WRITE_ATTRS or \
-                    a.name in MODULE_ATTRS.get(node.module or "", ()):
+                    a.name in MODULE_ATTRS.get(node.module or "", ()) or \
+                    _private_torch(f"{node.module}.{a.name}"):
                 return [_finding(cell, node, "dynamic",
                                  f"imports {node.module}.{a.name}, which "
                                  f"reaches code, hooks or the interpreter")]
@@ -784,6 +824,11 @@ def _imports(cell: _Cell, node) -> list[Finding]:
         modules = wanted = [a.name for a in node.names]
     found = []
     for name in modules:
+        if _private_torch(name):
+            found.append(_finding(cell, node, "dynamic",
+                                  f"reaches PyTorch's private internals "
+                                  f"({name})"))
+            continue
         if name in ALLOWED_MODULES or any(
                 name.startswith(m + ".") for m in ALLOWED_MODULES):
             continue
@@ -831,7 +876,18 @@ def _attribute(node: ast.Attribute, names: _Names) -> str | None:
                 why = MODULE_REASONS.get(meaning, "changes the interpreter "
                                                   "or starts code")
                 return f"{why} ({meaning}.{attr})"
+            if _private_torch(f"{meaning}.{attr}"):
+                return (f"reaches PyTorch's private internals "
+                        f"({meaning}.{attr})")
     return None
+
+
+def _private_torch(dotted: str) -> bool:
+    """``torch._C``, ``torch.nn.functional._x``...: a private part of
+    PyTorch (its internal operators and kernels)."""
+    parts = dotted.split(".")
+    return parts[0] == "torch" and any(
+        p.startswith("_") and p not in PLAIN_DUNDERS for p in parts[1:])
 
 
 def _call(node: ast.Call) -> str | None:
