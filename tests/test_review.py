@@ -156,6 +156,24 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
     ("import torch._dynamo", "dynamic"),
     ("from torch.nn.functional import _in_projection", "dynamic"),
     ("from torch import _VF", "dynamic"),
+    # IPython's shell reached without the name get_ipython
+    ("import ipywidgets\nipywidgets.get_ipython().ex('x = 1')", "dynamic"),
+    ("import pandas.io.formats.printing as p\nshell = p.get_ipython()",
+     "dynamic"),
+    ("from ipywidgets import get_ipython", "dynamic"),
+    ("def run(shell):\n    shell.ex('x = 1')", "dynamic"),
+    ("def run(shell):\n    return shell.ev('1')", "dynamic"),
+    ("def run(shell):\n    shell.system('ls')", "dynamic"),
+    ("def run(shell):\n    shell.events.register('post_run_cell', print)",
+     "dynamic"),
+    ("import timeit\ntimeit.timeit(bytes.fromhex('7831').decode(), "
+     "number=1)", "dynamic"),
+    ("from timeit import timeit", "dynamic"),
+    ("import doctest", "dynamic"),
+    ("import pty", "dynamic"),
+    ("import code", "dynamic"),
+    ("import codeop", "dynamic"),
+    ("import runpy", "dynamic"),
 ])
 def test_routes_are_flagged_with_their_kind(built, source, kind):
     found, _ = with_cell(built, source)

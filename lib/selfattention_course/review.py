@@ -83,6 +83,9 @@ DYNAMIC_MODULES = {
     "pkgutil": "imports by a computed name",
     "zipimport": "imports by a computed name",
     "runpy": "runs code from a file",
+    "timeit": "runs code given as a string (timeit.timeit)",
+    "doctest": "runs code given as a string",
+    "pty": "starts processes",
     "marshal": "loads code objects",
     "pickle": "loads objects that run code",
     "_pickle": "loads objects that run code",
@@ -146,6 +149,11 @@ DYNAMIC_ATTRS = {
     "run_cell", "run_line_magic", "run_cell_magic", "user_ns",
     "attrgetter", "methodcaller", "read_pickle", "_ip",
 }
+#: Attributes that reach IPython's shell or run what it runs, whatever they
+#: are read from (``ipywidgets.get_ipython()``, ``shell.ex(code)``).
+SHELL_ATTRS = {"get_ipython", "ex", "ev", "system", "events", "run_code",
+               "run_ast_nodes", "safe_execfile", "getoutput", "kernel",
+               "shell"}
 #: Attributes that write a file (a module a later import could run).
 WRITE_ATTRS = {"write_text", "write_bytes", "symlink_to", "hardlink_to"}
 #: Attributes of ``os`` and ``sys`` that run or replace code.
@@ -815,6 +823,7 @@ def _imports(cell: _Cell, node) -> list[Finding]:
         wanted = [node.module or ""]
         for a in node.names:                 # from sys import setprofile
             if a.name in DYNAMIC_ATTRS or a.name in WRITE_ATTRS or \
+                    a.name in SHELL_ATTRS or \
                     a.name in MODULE_ATTRS.get(node.module or "", ()) or \
                     _private_torch(f"{node.module}.{a.name}"):
                 return [_finding(cell, node, "dynamic",
@@ -863,6 +872,8 @@ def _attribute(node: ast.Attribute, names: _Names) -> str | None:
     if attr.startswith("__") and attr.endswith("__") and \
             attr not in PLAIN_DUNDERS:
         return f"reaches the interpreter's internals ({attr})"
+    if attr in SHELL_ATTRS:
+        return f"reaches IPython's shell or runs code as it does ({attr})"
     if attr in DYNAMIC_ATTRS:
         return f"reaches code objects, frames or hooks ({attr})"
     if attr in WRITE_ATTRS:
