@@ -205,8 +205,69 @@ def test_a_reference_flags_its_own_exercise_only(built):
         "from selfattention.attention import attention\n"
         "def my_limits(Q, K, V):\n"
         "    return attention(Q * 1e9, K, V)[0], attention(Q * 0, K, V)[0]"))
-    assert not found["ex-definition-limits"]       # not its reference
+    assert found["ex-definition-limits"]           # measured, not derived
     assert not found["ex-definition-tempered"]     # not used by its answer
+    assert not found["ex-definition-moved"]
+
+
+def with_cell_in(built, stem, source):
+    out, chapters = built
+    nb = nbformat.read(out / "student" / f"{stem}.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(source))
+    return flagged(nb, chapters[stem])
+
+
+TEMPERED = "def my_tempered_attention(Q, K, V, tau):\n    return "
+LIMITS = "def my_limits(Q, K, V):\n    return "
+
+
+@pytest.mark.parametrize("stem, label, source", [
+    ("01_definition", "ex-definition-tempered",
+     "from selfattention.blockwise import blockwise_attention\n" + TEMPERED
+     + "blockwise_attention(Q / tau[..., None], K, V)"),
+    ("01_definition", "ex-definition-tempered",
+     "import torch\n" + TEMPERED
+     + "torch._scaled_dot_product_attention_math(Q, K, V)"),
+    ("01_definition", "ex-definition-tempered",
+     "import torch\n" + TEMPERED
+     + "torch._native_multi_head_attention(Q, K, V, 4, 1)"),
+    ("01_definition", "ex-definition-tempered",
+     "from torch.nn.attention import sdpa_kernel\n" + TEMPERED
+     + "sdpa_kernel"),
+    ("01_definition", "ex-definition-tempered",
+     "from selfattention import nonlocal_block\n" + TEMPERED
+     + "nonlocal_block.nonlocal_op(Q, K, V, V)"),
+    ("01_definition", "ex-definition-tempered",
+     "import selfattention.windows as w\n" + TEMPERED
+     + "w.window_attention(Q, K, V, V, V, 1, 2)"),
+    ("01_definition", "ex-definition-limits",
+     "from selfattention.attention import attention\n" + LIMITS
+     + "attention(Q, K, V, scale=1e6)[0], attention(Q, K, V, scale=0)[0]"),
+    ("01_definition", "ex-definition-limits",
+     "from selfattention.attention import softmax\n" + LIMITS
+     + "softmax(Q @ K.T * 1e6) @ V, V.mean(0)"),
+    ("02_scaling", "ex-scaling-gradient",
+     "import torch\ndef my_query_gradient(Q, K, V, G):\n"
+     "    return torch.func.jacfwd(lambda q: q)(Q)"),
+    ("02_scaling", "ex-scaling-gradient",
+     "from torch.func import jvp, hessian, linearize\n"
+     "def my_query_gradient(Q, K, V, G):\n"
+     "    return jvp, hessian, linearize"),
+    ("02_scaling", "ex-scaling-gradient",
+     "import torch.autograd.forward_ad as fwAD\n"
+     "def my_query_gradient(Q, K, V, G):\n"
+     "    return fwAD.make_dual(Q, G)"),
+    ("02_scaling", "ex-scaling-norm",
+     "import torch\ndef my_jacobian_norm(P):\n"
+     "    return torch.autograd.functional.hessian(lambda p: p, P)"),
+    ("09_nonlocal", "ex-nonlocal-gate-gradients",
+     "from torch.autograd.functional import vhp\n"
+     "def my_gate_gradients(x, F, W_g, W_z, gamma, target):\n"
+     "    return vhp"),
+])
+def test_every_shortcut_is_a_reference(built, stem, label, source):
+    found = with_cell_in(built, stem, source)[label]
+    assert found and found[0].kind == "reference", found
 
 
 def test_the_pieces_of_the_hostile_routes_exist():

@@ -51,6 +51,7 @@ import inspect
 import re
 import textwrap
 import threading
+import types
 from dataclasses import dataclass
 
 __all__ = ["Finding", "review", "cell_digest", "explain"]
@@ -86,6 +87,7 @@ DYNAMIC_MODULES = {
     "timeit": "runs code given as a string (timeit.timeit)",
     "doctest": "runs code given as a string",
     "pty": "starts processes",
+    "functorch": "computes gradients (PyTorch's function transforms)",
     "marshal": "loads code objects",
     "pickle": "loads objects that run code",
     "_pickle": "loads objects that run code",
@@ -673,6 +675,9 @@ class _Reference:
     def matches(self, dotted: str) -> bool:
         if dotted == self.dotted:
             return True
+        if isinstance(self.obj, types.ModuleType) and \
+                dotted.startswith(self.dotted + "."):
+            return True                      # a module: any of its names
         if dotted.rsplit(".", 1)[-1] != self.short:
             return False
         return _same(_lookup(dotted), self.obj)
