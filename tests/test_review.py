@@ -174,6 +174,45 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
     ("import code", "dynamic"),
     ("import codeop", "dynamic"),
     ("import runpy", "dynamic"),
+    # an answer bound so that the review would stop following it
+    ("from selfattention.attention import attention as lib_att\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return lib_att(Q / tau[..., None], K, V)\n"
+     "my_tempered_attention = my_tempered_attention", "reference"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "def helper(Q, K, V):\n    return lib_att(Q, K, V)\n"
+     "helper = helper\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return helper(Q / tau[..., None], K, V)", "reference"),
+    ("import torch\nt = torch\nt = t\nf = t.ops", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "match (lambda Q, K, V, tau: lib_att(Q / tau[..., None], K, V)):\n"
+     "    case my_tempered_attention:\n        pass", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "[my_tempered_attention := lambda Q, K, V, tau: lib_att(Q, K, V) "
+     "for _ in (0,)]", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "print((my_tempered_attention := lambda Q, K, V, tau: "
+     "lib_att(Q, K, V)) is not None)", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "[*my_tempered_attention] = [lambda Q, K, V, tau: lib_att(Q, K, V)]\n"
+     "my_tempered_attention, = my_tempered_attention", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "for my_tempered_attention in [lambda Q, K, V, tau: lib_att(Q, K, V)]:"
+     "\n    pass", "dynamic"),
+    ("import selfattention.attention as sa_att\n"
+     "def my_tempered_attention(Q, K, V, tau, "
+     "f=getattr(sa_att, 'attention')):\n"
+     "    return f(Q / tau[..., None], K, V)", "reference"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "def _wrap(_):\n"
+     "    return lambda Q, K, V, tau: lib_att(Q / tau[..., None], K, V)\n"
+     "@_wrap\ndef my_tempered_attention(Q, K, V, tau):\n    ...",
+     "reference"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "try:\n    raise ValueError\nexcept* ValueError:\n"
+     "    my_tempered_attention = lambda Q, K, V, tau: lib_att(Q, K, V)",
+     "reference"),
 ])
 def test_routes_are_flagged_with_their_kind(built, source, kind):
     found, _ = with_cell(built, source)

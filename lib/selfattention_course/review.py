@@ -499,7 +499,7 @@ class _Names:
             return set()
         head, rest = parts[0], parts[1:]
         found = set()
-        for _, _, value in self.current(head):
+        for _, _, value in self.bound.get(head, ()):
             if isinstance(value, str):
                 found.add(".".join([value] + rest))
             elif isinstance(value, ast.expr):
@@ -515,7 +515,7 @@ def _module_level(stmt):
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
                          ast.ClassDef, ast.Lambda)):
         return
-    for field in ("body", "orelse", "finalbody", "handlers"):
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
         for inner in getattr(stmt, field, ()) or ():
             yield from _module_level(inner)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.NamedExpr):
@@ -955,12 +955,96 @@ def _reach(names: _Names, answers) -> list[tuple[_Cell, ast.AST]]:
         if name in seen:
             continue
         seen.add(name)
-        for cell, node, _ in names.current(name):
+        for cell, node, _ in names.bound.get(name, ()):
             nodes.append((cell, node))
             for inner in _global_loads(node):
                 if inner.id in names.bound:
                     todo.append(inner.id)
     return nodes
+
+
+def _odd_bindings(cells: list[_Cell], answers) -> list[Finding]:
+    """Answer names bound by anything but a ``def`` or a plain assignment
+    ``name = value`` (whose value is not the name itself): a ``for`` or
+    ``with`` target, a ``match`` capture, ``:=``, a starred or unpacked
+    target, an import, a function's ``global``... The grader follows only
+    the plain forms."""
+    found = []
+
+    def flag(cell, node, name, how):
+        found.append(_finding(cell, node, "dynamic",
+                              f"binds the answer `{name}` {how}, which the "
+                              f"grader does not follow; define it with a "
+                              f"plain def"))
+
+    def visit(cell, node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.Lambda)):
+            declared = {n for g in ast.walk(node) if isinstance(g, ast.Global)
+                        for n in g.names} & answers
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and inner.id in declared \
+                        and not isinstance(inner.ctx, ast.Load):
+                    flag(cell, inner, inner.id, "inside a function "
+                                                "(global)")
+            outside = node.args.defaults + [d for d in node.args.kw_defaults
+                                            if d]
+            if not isinstance(node, ast.Lambda):
+                outside += node.decorator_list
+            for child in outside:
+                visit(cell, child)
+            return
+        if isinstance(node, ast.ClassDef):
+            if node.name in answers:
+                flag(cell, node, node.name, "as a class")
+            for child in node.decorator_list + node.bases + [
+                    k.value for k in node.keywords]:
+                visit(cell, child)
+            return
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) \
+                else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and \
+                        target.id in answers and node.value is not None \
+                        and any(isinstance(n, ast.Name) and
+                                n.id == target.id
+                                for n in ast.walk(node.value)):
+                    flag(cell, node, target.id, "to itself")
+                elif not isinstance(target, ast.Name):
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Name) and n.id in answers \
+                                and isinstance(n.ctx, ast.Store):
+                            flag(cell, node, n.id, "by unpacking")
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor,
+                               ast.NamedExpr)):
+            for n in ast.walk(node.target):
+                if isinstance(n, ast.Name) and n.id in answers:
+                    flag(cell, node, n.id, "by a loop, `:=` or `+=`")
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                for n in ast.walk(item.optional_vars) \
+                        if item.optional_vars else ():
+                    if isinstance(n, ast.Name) and n.id in answers:
+                        flag(cell, node, n.id, "by `with ... as`")
+        elif isinstance(node, ast.ExceptHandler) and node.name in answers:
+            flag(cell, node, node.name, "by `except ... as`")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for name in _bound_here(node):
+                if name in answers:
+                    flag(cell, node, name, "by an import")
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and \
+                node.name in answers:
+            flag(cell, node, node.name, "by a `match` capture")
+        elif isinstance(node, ast.MatchMapping) and node.rest in answers:
+            flag(cell, node, node.rest, "by a `match` capture")
+        for child in ast.iter_child_nodes(node):
+            visit(cell, child)
+
+    for cell in cells:
+        if cell.tree is not None:
+            visit(cell, cell.tree)
+    return found
 
 
 def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
@@ -1097,6 +1181,7 @@ def _review(nb, exercises, book_cells):
     book_cells = set(book_cells)
     cells = _parse(nb, book_cells)
     names = _Names(cells)
+    trusted = {c.index + 1 for c in cells if c.trusted}
     everywhere, where = [], None
     result = {}
     try:
@@ -1107,12 +1192,13 @@ def _review(nb, exercises, book_cells):
                                                                   names))
         for label, (answers, references) in exercises.items():
             refs = [_Reference(r) for r in references]
-            found = []
+            found = _odd_bindings(cells, set(answers))
             for cell, node in _reach(names, answers):
                 where = cell
                 found += _uses(cell, node, names, refs, set(answers))
-            result[label] = sorted(set(found), key=lambda f: (
-                f.kind != "reference", f.cell, f.line)) + everywhere
+            # the student's own cells first, references before the rest
+            result[label] = sorted(set(found + everywhere), key=lambda f: (
+                f.cell in trusted, f.kind != "reference", f.cell, f.line))
     except (TooInvolved, RecursionError) as err:
         line = (where.lines or [""])[0] if where else ""
         stop = Finding("dynamic", where.index + 1 if where else 1, 1, line,
