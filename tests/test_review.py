@@ -285,6 +285,9 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
     ("01_definition", "ex-definition-limits",
      "from selfattention.attention import softmax\n" + LIMITS
      + "softmax(Q @ K.T * 1e6) @ V, V.mean(0)"),
+    ("01_definition", "ex-definition-moved",
+     "import numpy as np\ndef predict_moved(query, shift):\n"
+     "    return np.roll(np.arange(64).reshape(8, 8), shift, (0, 1))"),
     ("02_scaling", "ex-scaling-gradient",
      "import torch\ndef my_query_gradient(Q, K, V, G):\n"
      "    return torch.func.jacfwd(lambda q: q)(Q)"),

@@ -88,9 +88,11 @@ check_moved = Exercise(
     "ex-definition-moved", kind="Predict", points=2,
     answers=("predict_moved",), run=_moved_run,
     # A prediction, not a measurement: the map over the moved copy
-    # answers it without the rule. (The patches and the rolls of the
-    # running example itself are the chapter's, so they are not listed.)
-    references=("selfattention.exercises.definition.moved_image",),
+    # answers it without the rule, so making that copy (np.roll, as
+    # moved_image does) is listed. (The patches of the running example
+    # itself are the chapter's, so they are not listed.)
+    references=("selfattention.exercises.definition.moved_image",
+                "numpy.roll"),
     seed=13,
     written="Move img2 by 2 pixels down instead of a whole patch: where "
             "does patch (0, 1) attend now, and why does your rule fail?",
