@@ -383,3 +383,13 @@ def test_a_notebook_too_involved_to_read_goes_for_review(built,
     for label, findings in found.items():
         assert findings and findings[0].kind == "dynamic", label
         assert findings[0].cell == cells
+
+
+def test_the_chapter_s_own_function_is_named_by_what_it_is(built):
+    """The chapter's ``def attention`` is the library's attention, not the
+    module ``torch.nn.attention`` that shares its last name."""
+    found, _ = with_cell(built, "def my_tempered_attention(Q, K, V, tau):\n"
+                                "    return attention(Q, K, V)")
+    whats = [f.what for f in found["ex-definition-tempered"]]
+    assert whats and all("torch.nn.attention" not in w for w in whats)
+    assert any("selfattention.attention.attention" in w for w in whats)
