@@ -83,6 +83,30 @@ def test_tripwire_notices_profiling_switched_off():
     assert wire.tampered
 
 
+def test_classes_and_modules_are_seen_through_their_code():
+    """A class has no code of its own, nor has a module: the tripwire
+    watches their methods and functions (not code they share with other
+    classes, such as every namedtuple's ``_replace``)."""
+    import collections
+
+    import torch
+    import torch.autograd.forward_ad as forward_ad
+
+    targets = {"mha": torch.nn.MultiheadAttention,
+               "forward_ad": forward_ad}
+    with Tripwire(targets) as wire:
+        torch.nn.MultiheadAttention(4, 1)
+    assert wire.called == ["mha"]
+    with Tripwire(targets) as wire:
+        with forward_ad.dual_level():
+            pass
+    assert wire.called == ["forward_ad"]
+    with Tripwire(targets) as wire:
+        collections.namedtuple("P", "x")(1)._replace(x=2)
+        torch.ones(2).sum()
+    assert wire.called == []
+
+
 def test_builtins_can_be_references():
     with Tripwire({"sorted": sorted}) as wire:
         sorted([2, 1])

@@ -133,6 +133,89 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
      "dynamic"),
     ("from os import getenv", "dynamic"),
     ("def print(*a):\n    pass", "hook"),
+    # an attribute named by a constant is the attribute
+    ("import torch\nf = getattr(torch, 'ops')", "dynamic"),
+    ("import torch\nok = hasattr(torch, '_C')", "dynamic"),
+    ("import sys\nf = getattr(sys, '_getframe')", "dynamic"),
+    ("import sys\nf = getattr(sys, 'settrace', None)", "dynamic"),
+    ("def up(frame):\n    return getattr(frame, 'f_back')", "dynamic"),
+    ("def up(frame):\n    return getattr(frame, 'f_locals')", "dynamic"),
+    ("def up(frame):\n    return getattr(frame, 'f_globals')", "dynamic"),
+    ("def up(tb):\n    return getattr(tb, 'tb_frame')", "dynamic"),
+    ("def up(g):\n    return getattr(g, 'gi_frame')", "dynamic"),
+    ("def up(c):\n    return getattr(c, 'cr_frame')", "dynamic"),
+    ("def up(frame, t):\n    setattr(frame, 'f_trace', t)", "dynamic"),
+    ("import selfattention.attention as A\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return getattr(A, 'attention')(Q / tau[..., None], K, V)",
+     "reference"),
+    ("import selfattention.attention as A\n"
+     "f = getattr(A, 'attention', None)\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return f(Q / tau[..., None], K, V)", "reference"),
+    # PyTorch's private parts
+    ("import torch\nf = torch._scaled_dot_product_attention_math",
+     "dynamic"),
+    ("import torch._dynamo", "dynamic"),
+    ("from torch.nn.functional import _in_projection", "dynamic"),
+    ("from torch import _VF", "dynamic"),
+    # IPython's shell reached without the name get_ipython
+    ("import ipywidgets\nipywidgets.get_ipython().ex('x = 1')", "dynamic"),
+    ("import pandas.io.formats.printing as p\nshell = p.get_ipython()",
+     "dynamic"),
+    ("from ipywidgets import get_ipython", "dynamic"),
+    ("def run(shell):\n    shell.ex('x = 1')", "dynamic"),
+    ("def run(shell):\n    return shell.ev('1')", "dynamic"),
+    ("def run(shell):\n    shell.system('ls')", "dynamic"),
+    ("def run(shell):\n    shell.events.register('post_run_cell', print)",
+     "dynamic"),
+    ("import timeit\ntimeit.timeit(bytes.fromhex('7831').decode(), "
+     "number=1)", "dynamic"),
+    ("from timeit import timeit", "dynamic"),
+    ("import doctest", "dynamic"),
+    ("import pty", "dynamic"),
+    ("import code", "dynamic"),
+    ("import codeop", "dynamic"),
+    ("import runpy", "dynamic"),
+    # an answer bound so that the review would stop following it
+    ("from selfattention.attention import attention as lib_att\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return lib_att(Q / tau[..., None], K, V)\n"
+     "my_tempered_attention = my_tempered_attention", "reference"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "def helper(Q, K, V):\n    return lib_att(Q, K, V)\n"
+     "helper = helper\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return helper(Q / tau[..., None], K, V)", "reference"),
+    ("import torch\nt = torch\nt = t\nf = t.ops", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "match (lambda Q, K, V, tau: lib_att(Q / tau[..., None], K, V)):\n"
+     "    case my_tempered_attention:\n        pass", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "[my_tempered_attention := lambda Q, K, V, tau: lib_att(Q, K, V) "
+     "for _ in (0,)]", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "print((my_tempered_attention := lambda Q, K, V, tau: "
+     "lib_att(Q, K, V)) is not None)", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "[*my_tempered_attention] = [lambda Q, K, V, tau: lib_att(Q, K, V)]\n"
+     "my_tempered_attention, = my_tempered_attention", "dynamic"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "for my_tempered_attention in [lambda Q, K, V, tau: lib_att(Q, K, V)]:"
+     "\n    pass", "dynamic"),
+    ("import selfattention.attention as sa_att\n"
+     "def my_tempered_attention(Q, K, V, tau, "
+     "f=getattr(sa_att, 'attention')):\n"
+     "    return f(Q / tau[..., None], K, V)", "reference"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "def _wrap(_):\n"
+     "    return lambda Q, K, V, tau: lib_att(Q / tau[..., None], K, V)\n"
+     "@_wrap\ndef my_tempered_attention(Q, K, V, tau):\n    ...",
+     "reference"),
+    ("from selfattention.attention import attention as lib_att\n"
+     "try:\n    raise ValueError\nexcept* ValueError:\n"
+     "    my_tempered_attention = lambda Q, K, V, tau: lib_att(Q, K, V)",
+     "reference"),
 ])
 def test_routes_are_flagged_with_their_kind(built, source, kind):
     found, _ = with_cell(built, source)
@@ -164,8 +247,72 @@ def test_a_reference_flags_its_own_exercise_only(built):
         "from selfattention.attention import attention\n"
         "def my_limits(Q, K, V):\n"
         "    return attention(Q * 1e9, K, V)[0], attention(Q * 0, K, V)[0]"))
-    assert not found["ex-definition-limits"]       # not its reference
+    assert found["ex-definition-limits"]           # measured, not derived
     assert not found["ex-definition-tempered"]     # not used by its answer
+    assert not found["ex-definition-moved"]
+
+
+def with_cell_in(built, stem, source):
+    out, chapters = built
+    nb = nbformat.read(out / "student" / f"{stem}.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(source))
+    return flagged(nb, chapters[stem])
+
+
+TEMPERED = "def my_tempered_attention(Q, K, V, tau):\n    return "
+LIMITS = "def my_limits(Q, K, V):\n    return "
+
+
+@pytest.mark.parametrize("stem, label, source", [
+    ("01_definition", "ex-definition-tempered",
+     "from selfattention.blockwise import blockwise_attention\n" + TEMPERED
+     + "blockwise_attention(Q / tau[..., None], K, V)"),
+    ("01_definition", "ex-definition-tempered",
+     "import torch\n" + TEMPERED
+     + "torch._scaled_dot_product_attention_math(Q, K, V)"),
+    ("01_definition", "ex-definition-tempered",
+     "import torch\n" + TEMPERED
+     + "torch._native_multi_head_attention(Q, K, V, 4, 1)"),
+    ("01_definition", "ex-definition-tempered",
+     "from torch.nn.attention import sdpa_kernel\n" + TEMPERED
+     + "sdpa_kernel"),
+    ("01_definition", "ex-definition-tempered",
+     "from selfattention import nonlocal_block\n" + TEMPERED
+     + "nonlocal_block.nonlocal_op(Q, K, V, V)"),
+    ("01_definition", "ex-definition-tempered",
+     "import selfattention.windows as w\n" + TEMPERED
+     + "w.window_attention(Q, K, V, V, V, 1, 2)"),
+    ("01_definition", "ex-definition-limits",
+     "from selfattention.attention import attention\n" + LIMITS
+     + "attention(Q, K, V, scale=1e6)[0], attention(Q, K, V, scale=0)[0]"),
+    ("01_definition", "ex-definition-limits",
+     "from selfattention.attention import softmax\n" + LIMITS
+     + "softmax(Q @ K.T * 1e6) @ V, V.mean(0)"),
+    ("01_definition", "ex-definition-moved",
+     "import numpy as np\ndef predict_moved(query, shift):\n"
+     "    return np.roll(np.arange(64).reshape(8, 8), shift, (0, 1))"),
+    ("02_scaling", "ex-scaling-gradient",
+     "import torch\ndef my_query_gradient(Q, K, V, G):\n"
+     "    return torch.func.jacfwd(lambda q: q)(Q)"),
+    ("02_scaling", "ex-scaling-gradient",
+     "from torch.func import jvp, hessian, linearize\n"
+     "def my_query_gradient(Q, K, V, G):\n"
+     "    return jvp, hessian, linearize"),
+    ("02_scaling", "ex-scaling-gradient",
+     "import torch.autograd.forward_ad as fwAD\n"
+     "def my_query_gradient(Q, K, V, G):\n"
+     "    return fwAD.make_dual(Q, G)"),
+    ("02_scaling", "ex-scaling-norm",
+     "import torch\ndef my_jacobian_norm(P):\n"
+     "    return torch.autograd.functional.hessian(lambda p: p, P)"),
+    ("09_nonlocal", "ex-nonlocal-gate-gradients",
+     "from torch.autograd.functional import vhp\n"
+     "def my_gate_gradients(x, F, W_g, W_z, gamma, target):\n"
+     "    return vhp"),
+])
+def test_every_shortcut_is_a_reference(built, stem, label, source):
+    found = with_cell_in(built, stem, source)[label]
+    assert found and found[0].kind == "reference", found
 
 
 def test_the_pieces_of_the_hostile_routes_exist():
@@ -188,3 +335,64 @@ def test_reading_an_import_never_runs_a_program_in_the_grader():
     found = review(nb, {"ex-x": (("my_answer",), ())})
     assert sys.argv == before and set(found) == {"ex-x"}
 
+
+
+def _counting(monkeypatch):
+    from selfattention_course.review import _Names
+
+    calls = [0]
+    original = _Names.meanings
+
+    def counted(self, node, depth=0):
+        calls[0] += 1
+        return original(self, node, depth)
+
+    monkeypatch.setattr(_Names, "meanings", counted)
+    return calls
+
+
+@pytest.mark.parametrize("source", [
+    "a = 1\na = max(a, a, a, a, a, a, a, a)\na.real",
+    "a = 1\na = max(" + ", ".join(["max(a, a, a, a, a, a, a, a)"] * 8)
+    + ")\na.real\ndef my_tempered_attention(Q, K, V, tau):\n"
+      "    return a.real",
+    "a = 1\nb = 1\na = max(b, b, b, b, b, b, b, b)\n"
+    "b = max(a, a, a, a, a, a, a, a)\nb.real",
+])
+def test_names_bound_through_themselves_are_read_once(built, monkeypatch,
+                                                      source):
+    """``a = max(a, a, ...)`` is read in a number of steps that grows with
+    the cell's size, not exponentially with its arguments."""
+    calls = _counting(monkeypatch)
+    found, _ = with_cell(built, source)
+    assert calls[0] < 20_000, calls[0]
+    assert not found["ex-definition-tempered"], found
+
+
+def test_a_notebook_too_involved_to_read_goes_for_review(built,
+                                                         monkeypatch):
+    """Names bound through each other in a ring, each many times over,
+    would take the review exponentially many steps: it stops at its
+    budget and sends every exercise of the notebook for review."""
+    from selfattention_course import review as module
+
+    k = 8
+    source = "\n".join(f"a{i} = 1" for i in range(k)) + "\n" + "\n".join(
+        f"a{i} = max(" + ", ".join([f"a{(i + 1) % k}"] * 8) + ")"
+        for i in range(k)) + "\na0.real"
+    calls = _counting(monkeypatch)
+    found, cells = with_cell(built, source)
+    assert calls[0] <= module.MAX_WORK + module.MAX_DEPTH + 10, calls[0]
+    for label, findings in found.items():
+        assert findings and findings[0].kind == "dynamic", label
+        assert findings[0].cell == cells
+
+
+def test_the_chapter_s_own_function_is_named_by_what_it_is(built):
+    """The chapter's ``def attention`` is the library's attention, not the
+    module ``torch.nn.attention`` that shares its last name."""
+    found, _ = with_cell(built, "def my_tempered_attention(Q, K, V, tau):\n"
+                                "    return attention(Q, K, V)")
+    whats = [f.what for f in found["ex-definition-tempered"]]
+    assert whats and all("torch.nn.attention" not in w for w in whats)
+    assert any("selfattention.attention.attention" in w for w in whats)

@@ -22,8 +22,11 @@ process; nothing here runs a line of them) and flags, per exercise:
   ``importlib``, ``marshal``, ``pickle``, ``types`` (building code or
   function objects), ``inspect``, ``ctypes``, attribute access by a
   computed name (``getattr(x, name)``), dunder and frame attributes
-  (``__code__``, ``co_filename``, ``f_back``...), a module the course does
-  not install (one written by the notebook itself);
+  (``__code__``, ``co_filename``, ``f_back``...), PyTorch's private parts
+  (``torch._C``, ``torch._scaled_dot_product_attention_math``), a module
+  the course does not install (one written by the notebook itself).
+  ``getattr(x, "name")`` and ``hasattr`` with a constant name read as
+  ``x.name`` for every check, references included;
 * **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input
   transformers, event callbacks and shell commands (``get_ipython()``, any
   magic but ``%time``/``%timeit``/``%matplotlib``), threads and processes,
@@ -48,6 +51,7 @@ import inspect
 import re
 import textwrap
 import threading
+import types
 from dataclasses import dataclass
 
 __all__ = ["Finding", "review", "cell_digest", "explain"]
@@ -80,6 +84,10 @@ DYNAMIC_MODULES = {
     "pkgutil": "imports by a computed name",
     "zipimport": "imports by a computed name",
     "runpy": "runs code from a file",
+    "timeit": "runs code given as a string (timeit.timeit)",
+    "doctest": "runs code given as a string",
+    "pty": "starts processes",
+    "functorch": "computes gradients (PyTorch's function transforms)",
     "marshal": "loads code objects",
     "pickle": "loads objects that run code",
     "_pickle": "loads objects that run code",
@@ -143,6 +151,11 @@ DYNAMIC_ATTRS = {
     "run_cell", "run_line_magic", "run_cell_magic", "user_ns",
     "attrgetter", "methodcaller", "read_pickle", "_ip",
 }
+#: Attributes that reach IPython's shell or run what it runs, whatever they
+#: are read from (``ipywidgets.get_ipython()``, ``shell.ex(code)``).
+SHELL_ATTRS = {"get_ipython", "ex", "ev", "system", "events", "run_code",
+               "run_ast_nodes", "safe_execfile", "getoutput", "kernel",
+               "shell"}
 #: Attributes that write a file (a module a later import could run).
 WRITE_ATTRS = {"write_text", "write_bytes", "symlink_to", "hardlink_to"}
 #: Attributes of ``os`` and ``sys`` that run or replace code.
@@ -249,10 +262,34 @@ def _parse(nb, book_cells) -> list[_Cell]:
             if _timed_code(tree):                # %%time's body is code
                 lines = source.splitlines() if source.lstrip().startswith(
                     "%%") else lines
+            tree = ast.fix_missing_locations(_NamedAttributes().visit(tree))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree, lines = None, source.splitlines()
         cells.append(_Cell(index, source, lines, tree, trusted))
     return cells
+
+
+class _NamedAttributes(ast.NodeTransformer):
+    """``getattr(x, "name")`` and ``hasattr(x, "name")`` read as ``x.name``
+    (``getattr(x, "name", d)`` as ``x.name or d``), so that every check
+    of attributes sees them."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in ("getattr", "hasattr") \
+                and 2 <= len(node.args) <= 3 and not node.keywords and \
+                isinstance(node.args[1], ast.Constant) and \
+                isinstance(node.args[1].value, str) and \
+                not any(isinstance(a, ast.Starred) for a in node.args):
+            attr = ast.copy_location(ast.Attribute(
+                value=node.args[0], attr=node.args[1].value,
+                ctx=ast.Load()), node)
+            if len(node.args) == 2:
+                return attr
+            return ast.copy_location(ast.BoolOp(
+                op=ast.Or(), values=[attr, node.args[2]]), node)
+        return node
 
 
 _TIMEIT_OPTIONS = re.compile(r"^\s*(?:(?:-[nrp]\s*\d+|-[qoct])(?:\s+|$))*")
@@ -298,6 +335,28 @@ def _dotted(node) -> list[str] | None:
 
 
 # ------------------------------------------------------------------ names
+#: How many names deep an expression is followed, and how many expressions
+#: one review reads at most: beyond either, the notebook goes for review.
+MAX_DEPTH = 60
+MAX_WORK = 200_000
+
+
+class TooInvolved(Exception):
+    """The notebook binds its names through each other too much to read."""
+
+
+class _Budget:
+    """The readings one review may still make (see ``MAX_WORK``)."""
+
+    def __init__(self, work: int = MAX_WORK):
+        self.left = work
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise TooInvolved("names bound through each other too often")
+
+
 class _Names:
     """Every top-level binding of the notebook, and what a name stands for.
 
@@ -306,9 +365,14 @@ class _Names:
     node. A name bound more than once stands for all of its values.
     """
 
-    def __init__(self, cells: list[_Cell]):
+    def __init__(self, cells: list[_Cell], budget: "_Budget" = None):
         self.bound: dict[str, list[tuple[_Cell, ast.AST, object]]] = {}
         self._sure: set[int] = set()     # ids of unconditional bindings
+        self.budget = budget if budget is not None else _Budget()
+        self._memo: dict[int, set[str]] = {}
+        self._current: dict[str, list] = {}
+        self._reading: set[int] = set()
+        self._partial = False
         for cell in cells:
             if cell.tree is None:
                 continue
@@ -327,16 +391,20 @@ class _Names:
 
     def _add(self, name, cell, node, value) -> None:
         self.bound.setdefault(name, []).append((cell, node, value))
+        self._current.pop(name, None)
+        self._memo.clear()
 
     def current(self, name: str) -> list[tuple[_Cell, ast.AST, object]]:
         """The bindings of ``name`` in effect once the notebook has run top
         to bottom: the last unconditional one and any conditional ones
         after it (a binding in an ``if``, a loop, a ``try``, a function's
         ``global``)."""
-        found = self.bound.get(name, [])
-        last = max((i for i, (_, node, _) in enumerate(found)
-                    if id(node) in self._sure), default=0)
-        return found[last:]
+        if name not in self._current:
+            found = self.bound.get(name, [])
+            last = max((i for i, (_, node, _) in enumerate(found)
+                        if id(node) in self._sure), default=0)
+            self._current[name] = found[last:]
+        return self._current[name]
 
     def _statement(self, cell, stmt) -> None:
         for node in _module_level(stmt):
@@ -386,11 +454,43 @@ class _Names:
 
     def meanings(self, node, depth: int = 0) -> set[str]:
         """The dotted names an expression may stand for (``"?"`` parts
-        where it is not known)."""
-        if depth > 20:
+        where it is not known).
+
+        Each expression is read once per review (a name bound through
+        itself, ``a = max(a, a, a)``, is not read again on every path);
+        a chain longer than ``MAX_DEPTH`` or more than ``MAX_WORK``
+        readings in one review raise :class:`TooInvolved` rather than
+        guess, so the notebook goes for review instead of holding up the
+        grader."""
+        self.budget.spend()
+        key = id(node)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._reading:            # a name bound through itself
+            self._partial = True
             return set()
+        if depth > MAX_DEPTH:
+            raise TooInvolved("a chain of names too long to follow")
+        outer, self._partial = self._partial, False
+        self._reading.add(key)
+        try:
+            found = self._meanings(node, depth)
+        finally:
+            self._reading.discard(key)
+        if not self._partial:               # complete: remembered
+            self._memo[key] = found
+        self._partial = self._partial or outer
+        return found
+
+    def _meanings(self, node, depth: int) -> set[str]:
         parts = _dotted(node)
         if parts is None:
+            if isinstance(node, (ast.BoolOp, ast.IfExp)):   # f or g
+                found = set()
+                for value in (node.values if isinstance(node, ast.BoolOp)
+                              else (node.body, node.orelse)):
+                    found |= self.meanings(value, depth + 1)
+                return found
             if isinstance(node, ast.Call):      # functools.partial(f) ...
                 found = set()
                 for arg in node.args:
@@ -399,7 +499,7 @@ class _Names:
             return set()
         head, rest = parts[0], parts[1:]
         found = set()
-        for _, _, value in self.current(head):
+        for _, _, value in self.bound.get(head, ()):
             if isinstance(value, str):
                 found.add(".".join([value] + rest))
             elif isinstance(value, ast.expr):
@@ -415,7 +515,7 @@ def _module_level(stmt):
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
                          ast.ClassDef, ast.Lambda)):
         return
-    for field in ("body", "orelse", "finalbody", "handlers"):
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
         for inner in getattr(stmt, field, ()) or ():
             yield from _module_level(inner)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.NamedExpr):
@@ -575,6 +675,9 @@ class _Reference:
     def matches(self, dotted: str) -> bool:
         if dotted == self.dotted:
             return True
+        if isinstance(self.obj, types.ModuleType) and \
+                dotted.startswith(self.dotted + "."):
+            return True                      # a module: any of its names
         if dotted.rsplit(".", 1)[-1] != self.short:
             return False
         return _same(_lookup(dotted), self.obj)
@@ -616,6 +719,12 @@ def _dynamic(cell: _Cell, names: _Names) -> list[Finding]:
                 found.append(_finding(cell, node, "dynamic", why))
         elif isinstance(node, ast.Call):
             why = _call(node)
+            if not why and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("setattr", "delattr") and \
+                    len(node.args) >= 2:         # setattr(sys, "x", f)
+                why = _attribute(ast.Attribute(
+                    value=node.args[0], attr=str(node.args[1].value),
+                    ctx=ast.Load()), names)
             if why:
                 found.append(_finding(cell, node, "dynamic", why))
         elif isinstance(node, ast.keyword) and node.arg == "allow_pickle":
@@ -719,7 +828,9 @@ def _imports(cell: _Cell, node) -> list[Finding]:
         wanted = [node.module or ""]
         for a in node.names:                 # from sys import setprofile
             if a.name in DYNAMIC_ATTRS or a.name in WRITE_ATTRS or \
-                    a.name in MODULE_ATTRS.get(node.module or "", ()):
+                    a.name in SHELL_ATTRS or \
+                    a.name in MODULE_ATTRS.get(node.module or "", ()) or \
+                    _private_torch(f"{node.module}.{a.name}"):
                 return [_finding(cell, node, "dynamic",
                                  f"imports {node.module}.{a.name}, which "
                                  f"reaches code, hooks or the interpreter")]
@@ -727,6 +838,11 @@ def _imports(cell: _Cell, node) -> list[Finding]:
         modules = wanted = [a.name for a in node.names]
     found = []
     for name in modules:
+        if _private_torch(name):
+            found.append(_finding(cell, node, "dynamic",
+                                  f"reaches PyTorch's private internals "
+                                  f"({name})"))
+            continue
         if name in ALLOWED_MODULES or any(
                 name.startswith(m + ".") for m in ALLOWED_MODULES):
             continue
@@ -761,6 +877,8 @@ def _attribute(node: ast.Attribute, names: _Names) -> str | None:
     if attr.startswith("__") and attr.endswith("__") and \
             attr not in PLAIN_DUNDERS:
         return f"reaches the interpreter's internals ({attr})"
+    if attr in SHELL_ATTRS:
+        return f"reaches IPython's shell or runs code as it does ({attr})"
     if attr in DYNAMIC_ATTRS:
         return f"reaches code objects, frames or hooks ({attr})"
     if attr in WRITE_ATTRS:
@@ -774,7 +892,18 @@ def _attribute(node: ast.Attribute, names: _Names) -> str | None:
                 why = MODULE_REASONS.get(meaning, "changes the interpreter "
                                                   "or starts code")
                 return f"{why} ({meaning}.{attr})"
+            if _private_torch(f"{meaning}.{attr}"):
+                return (f"reaches PyTorch's private internals "
+                        f"({meaning}.{attr})")
     return None
+
+
+def _private_torch(dotted: str) -> bool:
+    """``torch._C``, ``torch.nn.functional._x``...: a private part of
+    PyTorch (its internal operators and kernels)."""
+    parts = dotted.split(".")
+    return parts[0] == "torch" and any(
+        p.startswith("_") and p not in PLAIN_DUNDERS for p in parts[1:])
 
 
 def _call(node: ast.Call) -> str | None:
@@ -826,7 +955,7 @@ def _reach(names: _Names, answers) -> list[tuple[_Cell, ast.AST]]:
         if name in seen:
             continue
         seen.add(name)
-        for cell, node, _ in names.current(name):
+        for cell, node, _ in names.bound.get(name, ()):
             nodes.append((cell, node))
             for inner in _global_loads(node):
                 if inner.id in names.bound:
@@ -834,11 +963,95 @@ def _reach(names: _Names, answers) -> list[tuple[_Cell, ast.AST]]:
     return nodes
 
 
+def _odd_bindings(cells: list[_Cell], answers) -> list[Finding]:
+    """Answer names bound by anything but a ``def`` or a plain assignment
+    ``name = value`` (whose value is not the name itself): a ``for`` or
+    ``with`` target, a ``match`` capture, ``:=``, a starred or unpacked
+    target, an import, a function's ``global``... The grader follows only
+    the plain forms."""
+    found = []
+
+    def flag(cell, node, name, how):
+        found.append(_finding(cell, node, "dynamic",
+                              f"binds the answer `{name}` {how}, which the "
+                              f"grader does not follow; define it with a "
+                              f"plain def"))
+
+    def visit(cell, node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.Lambda)):
+            declared = {n for g in ast.walk(node) if isinstance(g, ast.Global)
+                        for n in g.names} & answers
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and inner.id in declared \
+                        and not isinstance(inner.ctx, ast.Load):
+                    flag(cell, inner, inner.id, "inside a function "
+                                                "(global)")
+            outside = node.args.defaults + [d for d in node.args.kw_defaults
+                                            if d]
+            if not isinstance(node, ast.Lambda):
+                outside += node.decorator_list
+            for child in outside:
+                visit(cell, child)
+            return
+        if isinstance(node, ast.ClassDef):
+            if node.name in answers:
+                flag(cell, node, node.name, "as a class")
+            for child in node.decorator_list + node.bases + [
+                    k.value for k in node.keywords]:
+                visit(cell, child)
+            return
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) \
+                else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and \
+                        target.id in answers and node.value is not None \
+                        and any(isinstance(n, ast.Name) and
+                                n.id == target.id
+                                for n in ast.walk(node.value)):
+                    flag(cell, node, target.id, "to itself")
+                elif not isinstance(target, ast.Name):
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Name) and n.id in answers \
+                                and isinstance(n.ctx, ast.Store):
+                            flag(cell, node, n.id, "by unpacking")
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor,
+                               ast.NamedExpr)):
+            for n in ast.walk(node.target):
+                if isinstance(n, ast.Name) and n.id in answers:
+                    flag(cell, node, n.id, "by a loop, `:=` or `+=`")
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                for n in ast.walk(item.optional_vars) \
+                        if item.optional_vars else ():
+                    if isinstance(n, ast.Name) and n.id in answers:
+                        flag(cell, node, n.id, "by `with ... as`")
+        elif isinstance(node, ast.ExceptHandler) and node.name in answers:
+            flag(cell, node, node.name, "by `except ... as`")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for name in _bound_here(node):
+                if name in answers:
+                    flag(cell, node, name, "by an import")
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and \
+                node.name in answers:
+            flag(cell, node, node.name, "by a `match` capture")
+        elif isinstance(node, ast.MatchMapping) and node.rest in answers:
+            flag(cell, node, node.rest, "by a `match` capture")
+        for child in ast.iter_child_nodes(node):
+            visit(cell, child)
+
+    for cell in cells:
+        if cell.tree is not None:
+            visit(cell, cell.tree)
+    return found
+
+
 def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
           answers) -> list[Finding]:
     """References, shortcuts and the checks' code used inside ``node``."""
     found = []
-    local = _Names([])
+    local = _Names([], names.budget)
     for inner in ast.walk(node):               # imports inside functions
         if isinstance(inner, (ast.Import, ast.ImportFrom)):
             local._statement(cell, inner)
@@ -880,12 +1093,14 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
                             f"asks you to do yourself"))
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         if cell.trusted and node.name not in answers:
-            for ref in refs:
-                if ref.short == node.name:
+            for ref in refs:            # (a module is no function)
+                if ref.short == node.name and not isinstance(
+                        ref.obj, types.ModuleType):
                     found.append(_finding(
                         cell, node, "reference",
                         f"is the chapter's own {ref.dotted}, which this "
                         f"exercise asks you to write yourself"))
+                    break
         elif not cell.trusted:
             try:
                 mine = _body_dump(node)
@@ -968,16 +1183,28 @@ def _review(nb, exercises, book_cells):
     book_cells = set(book_cells)
     cells = _parse(nb, book_cells)
     names = _Names(cells)
-    everywhere = []
-    for cell in cells:
-        if not cell.trusted:
-            everywhere += _without_safe_magics(cell, _dynamic(cell, names))
+    trusted = {c.index + 1 for c in cells if c.trusted}
+    everywhere, where = [], None
     result = {}
-    for label, (answers, references) in exercises.items():
-        refs = [_Reference(r) for r in references]
-        found = []
-        for cell, node in _reach(names, answers):
-            found += _uses(cell, node, names, refs, set(answers))
-        result[label] = sorted(set(found), key=lambda f: (
-            f.kind != "reference", f.cell, f.line)) + everywhere
+    try:
+        for cell in cells:
+            where = cell
+            if not cell.trusted:
+                everywhere += _without_safe_magics(cell, _dynamic(cell,
+                                                                  names))
+        for label, (answers, references) in exercises.items():
+            refs = [_Reference(r) for r in references]
+            found = _odd_bindings(cells, set(answers))
+            for cell, node in _reach(names, answers):
+                where = cell
+                found += _uses(cell, node, names, refs, set(answers))
+            # the student's own cells first, references before the rest
+            result[label] = sorted(set(found + everywhere), key=lambda f: (
+                f.cell in trusted, f.kind != "reference", f.cell, f.line))
+    except (TooInvolved, RecursionError) as err:
+        line = (where.lines or [""])[0] if where else ""
+        stop = Finding("dynamic", where.index + 1 if where else 1, 1, line,
+                       f"is too involved for the grader to read ({err}), "
+                       f"so it cannot tell what the notebook does")
+        return {label: [stop] + everywhere for label in exercises}
     return result

@@ -96,6 +96,17 @@ GRADING_ENV = "SELFATTENTION_GRADING"
 #: The package of the checks: an answer may not call into it.
 CHECKS_PACKAGE = "selfattention.exercises"
 
+#: What computes a gradient for the student: the references of every
+#: exercise that asks to derive one (a module stands for all its names).
+GRADIENTS = (
+    "torch.autograd.grad", "torch.autograd.backward",
+    "torch.Tensor.backward", "torch.autograd.functional",
+    "torch.autograd.forward_ad", "torch.func.grad",
+    "torch.func.grad_and_value", "torch.func.vjp", "torch.func.jvp",
+    "torch.func.jacrev", "torch.func.jacfwd", "torch.func.hessian",
+    "torch.func.linearize",
+)
+
 # Bounds of plain data: what one output may hold.
 MAX_ARRAY_ITEMS = 4_000_000
 MAX_STR = 10_000
@@ -337,6 +348,8 @@ def _code_objects(fn) -> list:
     A wrapper whose code is shared by many functions (a decorator's inner
     function) is left out: it would match every function it decorates.
     """
+    if isinstance(fn, (type, types.ModuleType)):
+        return _member_codes(fn)
     codes, seen = [], set()
     while fn is not None and id(fn) not in seen:
         seen.add(id(fn))
@@ -345,6 +358,32 @@ def _code_objects(fn) -> list:
             codes.append(code)
         fn = getattr(fn, "__wrapped__", None)
     return codes
+
+
+def _member_codes(owner) -> list:
+    """The code objects of a class's own methods (``__init__``,
+    ``forward``, ``__enter__``...) or of a module's public functions and
+    classes: a class or a module has no code of its own."""
+    codes = []
+    module = isinstance(owner, types.ModuleType)
+    for name, member in sorted(vars(owner).items()):
+        if module and (name.startswith("_") or getattr(
+                member, "__module__", None) != owner.__name__):
+            continue
+        if isinstance(member, (staticmethod, classmethod)):
+            member = member.__func__
+        elif isinstance(member, property):
+            member = member.fget
+        if isinstance(member, type) and module:
+            codes += _member_codes(member)
+        elif isinstance(member, types.FunctionType):
+            codes += _code_objects(member)
+    # only code written where the owner is (not the code that, say, every
+    # namedtuple's methods share)
+    home = getattr(sys.modules.get(getattr(owner, "__module__", None) or
+                                   owner.__name__), "__file__", None)
+    return [c for c in codes if home and os.path.abspath(c.co_filename) ==
+            os.path.abspath(home)]
 
 
 # Flags that say what a function is (arguments, generator...), not where or

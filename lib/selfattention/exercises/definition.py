@@ -14,6 +14,24 @@ GRID, PATCH = 8, 4              # the running example: 8 × 8 patches of 4 × 4
 
 
 # ------------------------------------------------------------------ 1.1
+#: Every attention the library and PyTorch compute: each answers 1.1 (and,
+#: with an extreme scale, measures 1.2's limits instead of deriving them).
+ATTENTIONS = (
+    "selfattention.attention.attention",
+    "selfattention.attention.multi_head_attention",
+    "selfattention.blockwise.blockwise_attention",
+    "selfattention.nonlocal_block.nonlocal_op",
+    "selfattention.nonlocal_block.NonLocalBlock",
+    "selfattention.windows.window_attention",
+    "torch.nn.functional.scaled_dot_product_attention",
+    "torch.nn.MultiheadAttention",
+    "torch.nn.functional.multi_head_attention_forward",
+    "torch._scaled_dot_product_attention_math",
+    "torch._native_multi_head_attention",
+    "torch.nn.attention",
+)
+
+
 def _tempered_run(my_tempered_attention, Q, K, V, tau):
     return call(my_tempered_attention, Q, K, V, tau,
                 what="my_tempered_attention")
@@ -23,11 +41,7 @@ check_tempered_attention = Exercise(
     "ex-definition-tempered", kind="Implement", points=2,
     answers=("my_tempered_attention",),
     run=_tempered_run,
-    references=("selfattention.attention.attention",
-                "selfattention.attention.multi_head_attention",
-                "torch.nn.functional.scaled_dot_product_attention",
-                "torch.nn.MultiheadAttention",
-                "torch.nn.functional.multi_head_attention_forward"),
+    references=ATTENTIONS,
     seed=11,
     success="every query's scores are divided by √d_k and by its own τ, in "
             "every batch element, without overflow.",
@@ -43,6 +57,9 @@ def _limits_run(my_limits, Q, K, V):
 check_limits = Exercise(
     "ex-definition-limits", kind="Derive", points=2,
     answers=("my_limits",), run=_limits_run,
+    # The limits are to be derived: attention run at an extreme scale
+    # (scale=1e6, Q * 1e9) measures them instead.
+    references=ATTENTIONS + ("selfattention.attention.softmax",),
     seed=12,
     success="τ → 0 averages the values of the keys tied for the best "
             "score; τ → ∞ averages all values, whatever the query.",
@@ -71,9 +88,11 @@ check_moved = Exercise(
     "ex-definition-moved", kind="Predict", points=2,
     answers=("predict_moved",), run=_moved_run,
     # A prediction, not a measurement: the map over the moved copy
-    # answers it without the rule. (The patches and the rolls of the
-    # running example itself are the chapter's, so they are not listed.)
-    references=("selfattention.exercises.definition.moved_image",),
+    # answers it without the rule, so making that copy (np.roll, as
+    # moved_image does) is listed. (The patches of the running example
+    # itself are the chapter's, so they are not listed.)
+    references=("selfattention.exercises.definition.moved_image",
+                "numpy.roll"),
     seed=13,
     written="Move img2 by 2 pixels down instead of a whole patch: where "
             "does patch (0, 1) attend now, and why does your rule fail?",

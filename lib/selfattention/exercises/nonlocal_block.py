@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .core import Exercise, call
+from .core import GRADIENTS, Exercise, call
 
 __all__ = ["check_gate_gradients", "check_subsampled", "check_denoising"]
 
@@ -17,10 +17,7 @@ check_gate_gradients = Exercise(
     "ex-nonlocal-gate-gradients", kind="Derive", points=3,
     answers=("my_gate_gradients",), run=_gate_run,
     # Autograd computes the gradients the exercise asks to derive.
-    references=("torch.autograd.grad", "torch.autograd.backward",
-                "torch.Tensor.backward", "torch.autograd.functional.jacobian",
-                "torch.autograd.functional.vjp", "torch.func.grad",
-                "torch.func.vjp", "torch.func.jacrev"),
+    references=GRADIENTS,
     seed=91,
     written="why do W_θ and W_φ also receive exactly zero at γ = 0, and "
             "which parameters move at the second step?",

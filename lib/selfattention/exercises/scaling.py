@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 
-from .core import (Exercise, call)
+from .core import GRADIENTS, Exercise, call
 
 __all__ = ["check_scale_factor", "check_jacobian_norm",
            "check_query_gradient", "check_saturation",
@@ -36,11 +36,7 @@ check_jacobian_norm = Exercise(
     answers=("my_jacobian_norm",), run=_norm_run,
     references=("selfattention.scaling.jacobian_norm",
                 "selfattention.scaling.softmax_jacobian",
-                "torch.autograd.grad", "torch.autograd.backward",
-                "torch.Tensor.backward",
-                "torch.autograd.functional.jacobian",
-                "torch.autograd.functional.vjp", "torch.func.grad",
-                "torch.func.vjp", "torch.func.jacrev"), seed=22,
+                *GRADIENTS), seed=22,
     success="the norm matches ‖diag(p) − p pᵀ‖_F for every row, one-hot "
             "and uniform rows included, without building n × n matrices.",
     doc="Exercise 2.2: the Frobenius norm of each row's softmax Jacobian, "
@@ -56,11 +52,7 @@ check_query_gradient = Exercise(
     "ex-scaling-gradient", kind="Derive", points=3,
     answers=("my_query_gradient",),
     run=_gradient_run, seed=23,
-    references=("torch.autograd.grad", "torch.autograd.backward",
-                "torch.Tensor.backward",
-                "torch.autograd.functional.jacobian",
-                "torch.autograd.functional.vjp", "torch.func.grad",
-                "torch.func.vjp", "torch.func.jacrev"),
+    references=GRADIENTS,
     success="the chain rule through the values, the softmax and the scaled "
             "scores gives ∂L/∂Q for soft and saturated rows alike.",
     doc="Exercise 2.3: the gradient that reaches the queries, through the "
