@@ -7,8 +7,8 @@ The chapters are written in MyST for Jupyter Book: roles such as
 they would show all of that as source text. :func:`plain_notebook` rewrites
 one chapter for them:
 
-* cross-references become linked text ("Chapter 2", "Fig. 6.1", "Eq. 2.3",
-  "Exercise 4.2"), with the number the book gives and a link to the page of
+* cross-references to chapters, figures, equations and exercises become
+  linked text with the number the book gives them and a link to the page of
   the online book; citations become "(Vaswani et al., 2017)", linked to the
   references page; library names link to the library appendix;
 * labelled equations keep their numbers (``\\tag``); targets disappear;
