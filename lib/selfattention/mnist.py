@@ -45,7 +45,7 @@ from ._validate import boundary, integer, one_of
 from .data import mnist_digits
 from .flops import count_flops
 from .patches import patchify
-from .vit import TinyViT, accuracy
+from .vit import TinyViT, accuracy, load_weight_arrays, weight_arrays
 
 __all__ = ["MnistSplit", "mnist_split", "SmallCNN", "shift", "tokens",
            "fit", "correct", "multiply_adds", "parameters", "build_vit",
@@ -231,8 +231,7 @@ def _vit(position=True, pre_ln=True, relative_bias=False, **sizes):
 
 
 def _weights(model, config):
-    arrays = {f"w/{k}": v.detach().numpy().copy()
-              for k, v in model.state_dict().items()}
+    arrays = weight_arrays(model)
     arrays["config"] = np.array([int(config[k]) for k in CONFIG_KEYS])
     return arrays
 
@@ -243,11 +242,7 @@ def build_vit(arrays):
     cfg = dict(zip(CONFIG_KEYS, (int(v) for v in arrays["config"])))
     flags = {k: bool(cfg.pop(k)) for k in ("position", "pre_ln",
                                            "relative_bias")}
-    model, _ = _vit(**flags, **cfg)
-    state = {k[2:]: torch.from_numpy(np.asarray(v, dtype=np.float64))
-             for k, v in arrays.items() if k.startswith("w/")}
-    model.double().load_state_dict(state)
-    return model.eval()
+    return load_weight_arrays(_vit(**flags, **cfg)[0], arrays)
 
 
 @boundary(name=one_of("vit-mnist", "vit-mnist-local", "vit-mnist-tiny"))

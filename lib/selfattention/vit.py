@@ -27,8 +27,8 @@ from .position import relative_position_index
 
 __all__ = ["DigitSplit", "digit_split", "shuffle_patches", "RelativeBias",
            "Block", "TinyViT", "train", "TRAINED_DIGITS", "trained_digits_vit",
-           "forward",
-           "predict", "accuracy"]
+           "weight_arrays", "load_weight_arrays", "forward", "predict",
+           "accuracy"]
 
 
 @dataclass(frozen=True)
@@ -245,13 +245,27 @@ TRAINED_DIGITS = {
 }
 
 
+def weight_arrays(model):
+    """A model's ``state_dict`` as NumPy arrays named ``w/<name>``, the
+    form in which the recipes save weights."""
+    return {f"w/{k}": v.detach().numpy().copy()
+            for k, v in model.state_dict().items()}
+
+
+def load_weight_arrays(model, arrays):
+    """Load the ``w/<name>`` arrays of :func:`weight_arrays` into
+    ``model`` (float64) and return it in evaluation mode."""
+    model.double().load_state_dict(
+        {k[2:]: torch.from_numpy(np.asarray(v, dtype=np.float64))
+         for k, v in arrays.items() if k.startswith("w/")})
+    return model.eval()
+
+
 def _digits_recipe(name, arguments):
     @trained.recipe(name, rtol=0.0, atol=1e-6, retrained_by_test=True)
     def train_digits():
         model = train(digit_split(), **arguments)
-        return {**{f"w/{k}": v.numpy().copy()
-                   for k, v in model.state_dict().items()},
-                "losses": np.array(model.losses)}
+        return {**weight_arrays(model), "losses": np.array(model.losses)}
     train_digits.__doc__ = (f":func:`train` on :func:`digit_split` with "
                             f"{arguments or 'its defaults'}: the weights "
                             f"(``w/<name>``) and each epoch's mean loss.")
@@ -270,11 +284,9 @@ def trained_digits_vit(name="vit-digits"):
     :ref:`ch-transformer`, :ref:`ch-misconceptions`)."""
     arrays = trained.load(name)
     position = TRAINED_DIGITS[name].get("position", True)
-    model = TinyViT(position=position).double()  # train's default sizes
-    model.load_state_dict({k[2:]: torch.from_numpy(v)
-                           for k, v in arrays.items() if k.startswith("w/")})
-    model.losses = arrays["losses"].tolist()
-    return model.eval()
+    model = load_weight_arrays(TinyViT(position=position), arrays)
+    model.losses = arrays["losses"].tolist()      # train's default sizes
+    return model
 
 
 # ------------------------------------------------------------------ use
