@@ -74,8 +74,9 @@ check_soft_argmax = Exercise(
 
 
 # ------------------------------------------------------------------ 10.5
-def _window_run(my_window_scores, k, rows):
-    return call(my_window_scores, k, rows, what="my_window_scores")
+def _window_run(my_window_scores, left, right, truth, k, rows):
+    return call(my_window_scores, left, right, truth, k, rows,
+                what="my_window_scores")
 
 
 check_window = Exercise(
@@ -86,9 +87,10 @@ check_window = Exercise(
             "the image, and what can one scene not tell you about the "
             "choice?",
     written_points=1,
-    success="winner-take-all on k × k patches, scored on the rows given.",
-    doc="Exercise 10.5: the patch size of winner-take-all, by EPE, on rows "
-        "drawn anywhere in the pair.")
+    success="winner-take-all on k × k patches of the images given, scored "
+            "on the rows given.",
+    doc="Exercise 10.5: the patch size of winner-take-all, by EPE, on "
+        "noisy bands cut anywhere from the pair.")
 
 
 # ------------------------------------------------------------------ 10.6

@@ -280,54 +280,69 @@ def _soft_judge(out, C, temperature):
 
 
 WINDOWS = (3, 5, 7, 9, 11)
-#: Rows of one case, drawn anywhere in the half-resolution pair: with
-#: 250 rows that is C(250, 5) > 7·10⁹ row sets per window, too many to
-#: tabulate at home, and a case costs a fraction of a second.
-ROWS_PER_CASE = 5
+#: A case is a band of consecutive rows cut anywhere from the half-
+#: resolution pair, with Gaussian noise of this standard deviation (the
+#: images are in [0, 1]) drawn afresh for each case, and rows of that band
+#: to score: its images exist only when it is drawn, so no table of scores
+#: made beforehand can hold it.
+BAND_ROWS, ROWS_PER_CASE, NOISE = 24, 5, 0.02
 
 
 def _window_cases(rng):
     # Two distinct windows per run, so that one of them is not the
-    # chapter's 5; each on rows of its own.
-    H = stereo.half_resolution_pair().disparity.shape[0]
-    return [{"k": int(k), "rows": np.sort(rng.choice(H, ROWS_PER_CASE,
-                                                     replace=False))}
-            for k in rng.choice(WINDOWS, 2, replace=False)]
+    # chapter's 5; each on a band of its own.
+    pair = stereo.half_resolution_pair()
+    H = pair.disparity.shape[0]
+    cases = []
+    for k in rng.choice(WINDOWS, 2, replace=False):
+        top = int(rng.integers(0, H - BAND_ROWS + 1))
+        band = slice(top, top + BAND_ROWS)
+        left, right = (img[band] + rng.normal(0, NOISE, img[band].shape)
+                       for img in (pair.left, pair.right))
+        cases.append({
+            "left": left, "right": right,
+            "truth": np.array(pair.disparity[band]), "k": int(k),
+            "rows": np.sort(rng.choice(BAND_ROWS, ROWS_PER_CASE,
+                                       replace=False))})
+    return cases
 
 
-def window_scores(k, rows, context=True, max_disp=stereo.MAX_DISP):
-    """The experiment on ``rows`` of the half-resolution pair: winner-take-
-    all on ``k × k`` patch features, scored -> (EPE, within 1 px, within
-    3 px).
+def window_scores(left, right, truth, k, rows, context=True,
+                  max_disp=stereo.MAX_DISP):
+    """The experiment on ``rows`` of the pair ``left``, ``right`` (H, W, 3)
+    with true disparity ``truth`` (H, W): winner-take-all on ``k × k`` patch
+    features, scored -> (EPE, within 1 px, within 3 px).
 
     ``context=False`` (the features of the chosen rows stacked into one
     image, so that a patch's upper and lower rows come from other rows)
     and ``max_disp=MAX_DISP - 1`` are mistakes the check names.
     """
-    pair = stereo.half_resolution_pair()
     rows = np.asarray(rows)
     F_left, F_right = (
         stereo.patch_features(img, k, rows=rows) if context
         else stereo.patch_features(img[rows], k)
-        for img in (pair.left, pair.right))              # (m, W, 3k²)
+        for img in (left, right))                        # (m, W, 3k²)
     C = stereo.disparity_volume(F_left, F_right, max_disp)
     s = stereo.disparity_scores(stereo.winner_take_all(C).astype(float),
-                                pair.disparity[rows])
+                                truth[rows])
     return s["epe"], s["within_1"], s["within_3"]
 
 
 @functools.lru_cache(maxsize=None)
 def held_out_scores(k):
-    """:func:`window_scores` on the chapter's held-out rows."""
-    return window_scores(k, stereo.half_resolution_pair().held_out)
+    """:func:`window_scores` on the chapter's held-out rows of the pair."""
+    pair = stereo.half_resolution_pair()
+    return window_scores(pair.left, pair.right, pair.disparity, k,
+                         pair.held_out)
 
 
-def _window_judge(out, k, rows):
+def _window_judge(out, left, right, truth, k, rows):
     got = tuple(float(a) for a in returned_arrays(
         out, 3, "my_window_scores should return (EPE, within 1 px, within "
                 "3 px)"))
     epe, w1, w3 = got
-    run = f"for k = {k} on rows {np.asarray(rows).tolist()}"
+    run = (f"for k = {k} on rows {np.asarray(rows).tolist()} of a "
+           f"{len(truth)}-row band of the pair with noise")
     if not (0 <= w1 <= 1 and 0 <= w3 <= 1):
         raise Wrong(f"{run}: the shares are {w1:g} and {w3:g}; give shares "
                     f"of the scored pixels, in [0, 1]", "shares")
@@ -335,39 +350,48 @@ def _window_judge(out, k, rows):
         raise Wrong(f"{run}: more pixels are within 1 px ({w1:.1%}) than "
                     f"within 3 px ({w3:.1%}); every pixel within 1 px is "
                     f"also within 3", "shares-order")
-    if _same_scores(got, window_scores(k, rows)):
+    given = functools.partial(window_scores, left, right, truth)
+    if _same_scores(got, given(k, rows)):
         return None
+    pair = stereo.half_resolution_pair()
     slips = [
-        ("no-context", functools.partial(window_scores, k, rows,
-                                         context=False),
+        ("no-context", functools.partial(given, k, rows, context=False),
          "the features come from the chosen rows stacked into one image, "
          "so a patch's upper and lower rows are other rows of the pair: "
          "take st.patch_features of the whole images, with rows=rows"),
-        ("max-disp", functools.partial(window_scores, k, rows,
+        ("max-disp", functools.partial(given, k, rows,
                                        max_disp=stereo.MAX_DISP - 1),
          "one candidate is missing: the disparities run from 0 to "
          "st.MAX_DISP, both included")]
     for other in sorted({k - 2, k + 2, 5} - {k}):
-        slips.append(("window", functools.partial(window_scores, other, rows),
+        slips.append(("window", functools.partial(given, other, rows),
                       f"these are the scores of {other} × {other} patches; "
                       f"use the window k = {k} the function is given"))
-    slips.append(("rows-ignored", functools.partial(held_out_scores, k),
-                  "these are the scores of the held-out rows; score the "
-                  "rows the function is given, `rows`"))
+    slips += [
+        ("chapter-pair", functools.partial(
+            window_scores, pair.left, pair.right, pair.disparity, k, rows),
+         "these are the scores of the chapter's pair P; use the images "
+         "`left`, `right` and the truth `truth` the function is given"),
+        ("rows-ignored", functools.partial(given, k, np.arange(len(truth))),
+         "these are the scores of every row of the images; score the rows "
+         "the function is given, `rows`"),
+        ("rows-ignored", functools.partial(held_out_scores, k),
+         "these are the scores of the chapter's held-out rows; score the "
+         "rows the function is given, `rows`, of the images it is given")]
     for code, scores, message in slips:
         if _same_scores(got, scores()):
             raise Wrong(f"{run}: {message}", code)
     raise Wrong(f"{run}: these are not the scores of the experiment: "
-                f"st.patch_features(..., {k}, rows=rows) of both images, "
+                f"st.patch_features(img, {k}, rows=rows) of both images, "
                 f"st.disparity_volume up to st.MAX_DISP, winner-take-all, "
-                f"scored by st.disparity_scores against the truth of those "
-                f"rows", "scores")
+                f"scored by st.disparity_scores against truth[rows]",
+                "scores")
 
 
 def _same_scores(got, want) -> bool:
-    # No known pixel of the pair has two candidates within 1e-9 of its best
-    # correlation for any window drawn, so an honest route gives the same
-    # winners; the scores then differ by rounding only.
+    # Two candidates of a pixel tie within rounding (1e-15) only by
+    # accident of the noise, so honest routes, which round differently,
+    # pick the same winners; the scores then differ by rounding only.
     return bool(np.allclose(got, want, rtol=0, atol=1e-9))
 
 
