@@ -26,6 +26,14 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check \
 	  -c constraints.txt -e ".[dev]"
+	# jsonschema 4.26 imports rfc3987_syntax (jsonschema/_format.py), which
+	# jupyter-events' jsonschema[format-nongpl] brings, when it is imported:
+	# it builds a Lark grammar, about 3 s in every process that imports
+	# nbformat (each test worker, the grader's runner for each notebook, the
+	# build). No schema of nbformat, jupyter-events or jupyter-server uses
+	# a "format", so only that time goes (python-jsonschema/jsonschema#1428).
+	$(PY) -m pip uninstall --quiet --disable-pip-version-check -y \
+	  rfc3987-syntax
 	touch $@
 
 # SOLUTIONS=hidden builds the course edition (no solutions, student

@@ -287,6 +287,7 @@ def on_the_chapter_pair(left, right, truth, k, rows):
     return window_scores(PAIR.left, PAIR.right, PAIR.disparity, k, rows)
 
 
+@pytest.mark.slow
 def test_a_table_made_at_home_fails_the_hidden_cases():
     ex = checks.check_window
     at_home = tabulated(ex.public_cases())
