@@ -186,3 +186,25 @@ def test_analyses_name_the_bad_argument():
              ValueError, "a")]:
         with pytest.raises(error, match=rf"\b{name}\b"):
             call()
+
+
+def test_the_shared_relations_pass_fitting_arguments_and_refuse_others():
+    model = fresh_model()
+    rng = np.random.default_rng(1)
+    maps, X = random_maps(rng), rng.random((2, 16, 4))
+    assert interpret.logit_gradient(model, X, np.array([3, 4])).shape == \
+        X.shape
+    assert interpret.rollout(maps, residual=0).shape == (2, 17, 17)
+    assert np.allclose(interpret.rollout(maps, residual=1), np.eye(17))
+    assert interpret.cls_attention(maps).shape == (2, 16)
+    for call in [
+            lambda: interpret.logit_gradient(model, X, np.array([3, 4, 5])),
+            lambda: interpret.logit_gradient(model, X[:, :15]),
+            lambda: interpret.head_ablation(model, X[:, :, :3], [1, 2]),
+            lambda: interpret.cls_attention(maps[..., :16]),
+            lambda: interpret.rollout(maps[..., :16, :]),
+            lambda: interpret.rank_correlation(np.ones((2, 1)),
+                                               np.ones((2, 1))),
+            lambda: interpret.rank_correlation(np.ones(3), np.ones(4))]:
+        with pytest.raises(ValueError):
+            call()

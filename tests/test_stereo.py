@@ -49,6 +49,15 @@ def test_volume_larger_than_the_row_and_mismatched_maps():
         stereo.disparity_volume(FL, FR, -1)
 
 
+def test_row_scores_need_two_rows_of_one_shape():
+    rng = np.random.default_rng(2)
+    FL, FR = rng.random((7, 4)), rng.random((7, 4))
+    assert stereo.masked_row_attention_scores(FL, FR, 2).shape == (7, 7)
+    for right in (FR[:6], FR[:, :3]):
+        with pytest.raises(ValueError):
+            stereo.masked_row_attention_scores(FL, right, 2)
+
+
 def test_torch_band_scores_agree_with_the_numpy_volume():
     rng = np.random.default_rng(2)
     FL, FR = features(rng, W=20)

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from selfattention._relations import (heads_fit, mask_and_bias_fit_scores,
-                                      relation, tiles)
+from selfattention._relations import (heads_divide_d, heads_fit,
+                                      mask_and_bias_fit_scores, relation,
+                                      same_shape, tiles)
 from selfattention._validate import (boundary, bools, floats, generator,
                                      grid_shape, integer, ints, number,
                                      one_of, optional, pair, positive,
@@ -46,6 +47,35 @@ def test_wrong_type_is_a_type_error_wrong_value_a_value_error(
         constraint, value, error):
     with pytest.raises(error, match="^arg"):       # the message names it
         constraint(value, "arg")
+
+
+@pytest.mark.parametrize("constraint, inside, outside", [
+    (number(0, 1), [0, 0.5, 1, np.float32(1.0)], [-0.5, 1.5, 1.0001, np.inf]),
+    (number(0, 1, strict=True), [1e-9, 0.5, 0.999], [0, 1, -1, 2]),
+    (number(high=2), [-5, 2], [2.5, np.nan]),
+    (number(high=2, strict=True), [-5, 1.999], [2, 3]),
+    (number(0), [0, 1e9], [-1e-9, np.inf]),
+])
+def test_number_keeps_to_its_bounds(constraint, inside, outside):
+    for value in inside:
+        assert constraint(value, "x") == value
+    for value in outside:
+        with pytest.raises(ValueError, match="^x"):
+            constraint(value, "x")
+
+
+@pytest.mark.parametrize("constraint, just_past", [
+    (number(0, 1), [-0.5, 1.5]), (number(0, 1, strict=True), [0, 1]),
+    (number(high=1), [1.5]), (integer(2, 5), [1, 6]),
+])
+def test_scalar_bounds_are_data_the_bad_input_test_tries(constraint,
+                                                         just_past):
+    refused = [value for value, _ in constraint.invalid()]
+    assert all(value in refused for value in just_past)
+    constraint(constraint.valid(), "x")
+    for value, error in constraint.invalid():
+        with pytest.raises(error, match="^x"):
+            constraint(value, "x")
 
 
 def test_floats_promotes_integers_and_bools_and_keeps_float32():
@@ -228,3 +258,24 @@ def test_the_declaration_stays_readable_on_the_function():
     assert set(f.constraints) == {"x", "n"}
     assert f.checks == (tiles,)
     assert f.constraints["n"].expected == "an integer >= 1"
+
+
+def test_same_shape_passes_one_shape_and_refuses_two():
+    same_shape({"a": np.ones((2, 3)), "b": np.zeros((2, 3))})
+    with pytest.raises(ValueError, match="^a and b"):
+        same_shape({"a": np.ones((2, 3)), "b": np.ones((3, 2))})
+    renamed = same_shape.using(a="left", b="right")
+    renamed({"left": np.ones(4), "right": np.ones(4)})
+    with pytest.raises(ValueError, match="^left and right"):
+        renamed({"left": np.ones(4), "right": np.ones(5)})
+
+
+@pytest.mark.parametrize("d, h, ok", [(32, 4, True), (32, 1, True),
+                                      (32, 32, True), (32, 3, False),
+                                      (6, 4, False)])
+def test_heads_divide_d_accepts_exactly_the_divisors(d, h, ok):
+    if ok:
+        heads_divide_d({"d": d, "h": h})
+    else:
+        with pytest.raises(ValueError, match="^h"):
+            heads_divide_d({"d": d, "h": h})

@@ -182,6 +182,19 @@ def test_model_functions_name_bad_input():
             call()
 
 
+def test_the_model_relations_pass_what_fits_the_model():
+    model, X = fresh_model(), tokens(0, N=2)
+    assert vit.forward(model, X, np.ones((2, 4)))[0].shape == (2, 10)
+    assert vit.accuracy(model, X, [1, 2], np.zeros((2, 4))) in (0.0, 0.5, 1.0)
+    free = fresh_model(position=False)          # no positions: any n fits
+    assert vit.predict(free, tokens(0, N=2, n=9)).shape == (2,)
+    for call in [lambda: vit.predict(free, tokens(0, N=2, d_in=3)),
+                 lambda: vit.forward(model, X, np.ones((4, 2))),
+                 lambda: vit.accuracy(model, X, [1])]:
+        with pytest.raises(ValueError):
+            call()
+
+
 # ------------------------------------------------------------ training
 @pytest.mark.slow
 def test_training_is_deterministic_and_leaves_global_state_alone(data):

@@ -2,8 +2,10 @@
 
 A :func:`relation` is a function of some of a public function's converted
 arguments, by name, that raises ``ValueError`` when they do not fit one
-another. ``@boundary(..., checks=(qkv_fit,))`` runs it after each argument
-has been converted on its own (:mod:`._validate`). A function whose
+another (one, :func:`tracemalloc_idle`, reads no argument: it checks the
+state of the process, and raises ``RuntimeError``).
+``@boundary(..., checks=(qkv_fit,))`` runs it after each argument has been
+converted on its own (:mod:`._validate`). A function whose
 arguments carry other names says which, ``heads_fit.using(X="x")``: the
 message then names the caller's arguments. Each relation receives
 ``name``, the mapping from its parameters to the caller's names, first.
@@ -93,6 +95,15 @@ def head_score_shape(X, h, context=None) -> tuple:
     C = X if context is None else context
     return _batch("X and context", X.shape, C.shape) + (
         h, X.shape[-2], C.shape[-2])
+
+
+# ------------------------------------------------------------ two arrays
+@relation
+def same_shape(name, a, b) -> None:
+    """Two arrays of one shape."""
+    if a.shape != b.shape:
+        raise ValueError(f"{name['a']} and {name['b']} must have the same "
+                         f"shape, got {a.shape} and {b.shape}")
 
 
 # --------------------------------------------------------------- attention
@@ -327,14 +338,6 @@ def odd_window_fits(name, img, k) -> None:
 
 
 @relation
-def same_feature_maps(name, F1, F2) -> None:
-    """Two feature maps of one shape (H, W, D)."""
-    if F1.shape != F2.shape:
-        raise ValueError(f"{name['F1']} and {name['F2']} must have the same "
-                         f"shape (H, W, D), got {F1.shape} and {F2.shape}")
-
-
-@relation
 def volume_fits(name, C, flow=None) -> None:
     """A correlation volume (H, W, H, W) and a flow (H, W, 2), if given."""
     if C.shape[:2] != C.shape[2:]:
@@ -477,3 +480,103 @@ def stereo_band_fits(name, left, right, weights, truth, query,
     if not (0 <= r < left.shape[0] and 0 <= c < left.shape[1]):
         raise ValueError(f"{name['query']} must be a pixel of the (h, W) = "
                          f"{left.shape} band, got {(r, c)}")
+
+
+# ------------------------------------------------------------------ stereo
+@relation
+def rows_of_image(name, img, rows=None) -> None:
+    """``rows``, if given, are row indices of ``img`` (H, W, c)."""
+    H = img.shape[0]
+    if rows is not None and len(rows) and not (0 <= rows.min()
+                                               and rows.max() < H):
+        raise ValueError(f"{name['rows']} must be row indices of "
+                         f"{name['img']}, 0 to {H - 1}, got {rows.min()} to "
+                         f"{rows.max()}")
+
+
+# ------------------------------------------------------------------ data
+@relation
+def square_stays_apart(name, T, size, side, start, step,
+                       distractor=True) -> None:
+    """The moving square stays in the frame, and off the static one."""
+    for t in range(T):
+        r, c = (a + t * d for a, d in zip(start, step))
+        out = not (0 <= r <= size - side and 0 <= c <= size - side)
+        if out or (distractor and min(r, c) + side > size - side):
+            where = "out of the frame" if out else "onto the static square"
+            raise ValueError(f"{name['step']} moves the square {where} at "
+                             f"frame {t} (top-left corner ({r}, {c})); "
+                             f"choose another {name['start']}, "
+                             f"{name['step']} or {name['T']}")
+
+
+# ------------------------------------------------------------------ timing
+@relation
+def tracemalloc_idle(name) -> None:
+    """``tracemalloc`` is not tracing already: a state of the process, not
+    of an argument, so a ``RuntimeError``."""
+    import tracemalloc
+
+    if tracemalloc.is_tracing():
+        raise RuntimeError("tracemalloc is already tracing; stop it first")
+
+
+# ---------------------------------------------------------- the tiny ViT
+@relation
+def heads_divide_d(name, d, h) -> None:
+    """``h`` divides the token width ``d``: each head has width d/h."""
+    if d % h:
+        raise ValueError(f"{name['h']}={h} must divide {name['d']}={d} (each "
+                         f"head has width {name['d']}/{name['h']})")
+
+
+@relation
+def tokens_fit_model(name, model, X) -> None:
+    """Tokens ``X`` (N, n, d_in) as the model's embedding and positions
+    take them."""
+    n = model.pos.shape[1] - 1 if model.pos is not None else X.shape[1]
+    want = (n, model.embed.in_features)
+    if X.shape[1:] != want:
+        raise ValueError(f"{name['X']} must have shape (N, {want[0]}, "
+                         f"{want[1]}) for {name['model']}, got {X.shape}")
+
+
+@relation
+def keep_fits_model(name, model, keep=None) -> None:
+    """``keep``, if given, has one entry per head of each block (L, h)."""
+    want = (len(model.blocks), model.blocks[0].h)
+    if keep is not None and keep.shape != want:
+        raise ValueError(f"{name['keep']} must have shape (L, h) = {want} "
+                         f"for {name['model']}, got {keep.shape}")
+
+
+@relation
+def one_per_image(name, X, values) -> None:
+    """``values``, if given, has one row per image of ``X``; the caller
+    names its argument: ``one_per_image.using(values="y")``."""
+    N = len(X)
+    if values is not None and values.shape[:1] != (N,):
+        raise ValueError(f"{name['values']} must have one row per image of "
+                         f"{name['X']} ({N}), got shape {values.shape}")
+
+
+@relation
+def maps_fit_grid(name, maps, grid=None) -> None:
+    """Weights (N, L, h, 1+n, 1+n): as many keys as queries, and, with a
+    ``grid``, ``n = H·W`` patches."""
+    m = maps.shape
+    if m[-1] != m[-2]:
+        raise ValueError(f"{name['maps']} must have shape (N, L, h, 1+n, "
+                         f"1+n), as many keys as queries, got {m}")
+    if grid is not None and m[-1] != 1 + grid[0] * grid[1]:
+        raise ValueError(f"{name['maps']} must have shape (N, L, h, 1+n, "
+                         f"1+n) with n = {grid[0] * grid[1]} patches in the "
+                         f"{name['grid']} {grid}, got {m}")
+
+
+@relation
+def two_items_per_row(name, a) -> None:
+    """At least two items along the last axis of ``a``."""
+    if a.shape[-1] < 2:
+        raise ValueError(f"{name['a']} must hold at least 2 items per row "
+                         f"(its last axis), got shape {a.shape}")

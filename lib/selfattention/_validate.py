@@ -247,17 +247,20 @@ def ints(ndim: int | None = None) -> Constraint:
 
 
 # ------------------------------------------------------------------ scalars
-def _bounds_text(low, high, strict: bool) -> str:
-    """The bounds of a scalar, as they complete "... must be a number"."""
+def _bounds_text(low, high, strict: bool, interval: bool) -> str:
+    """The bounds of a scalar, as they complete "... must be a number";
+    ``interval``: real bounds, written ``[low, high]`` or ``(low, high)``."""
     if low is None and high is None:
         return ""
     if low is None:
-        return f" <= {high}"
-    if high is not None:
+        return f" < {high}" if strict else f" <= {high}"
+    if high is None:
+        return f" > {low}" if strict else f" >= {low}"
+    if not interval:
         return f" in {low}..{high}"
     if strict:
-        return f" > {low}"
-    return f" >= {low}"
+        return f" in ({low}, {high})"
+    return f" in [{low}, {high}]"
 
 
 def _outside(value, low, high, strict: bool) -> bool:
@@ -267,16 +270,19 @@ def _outside(value, low, high, strict: bool) -> bool:
         return True
     if low is not None and not strict and value < low:
         return True
-    if high is not None and value > high:
+    if high is not None and strict and value >= high:
+        return True
+    if high is not None and not strict and value > high:
         return True
     return False
 
 
 def _scalar(types, cast, what, low=None, high=None, strict=False,
             step=1) -> Constraint:
-    """A finite scalar of ``types`` (``bool`` refused) within the bounds;
-    ``step`` is the distance just past a bound (1 for integers)."""
-    what += _bounds_text(low, high, strict)
+    """A finite scalar of ``types`` (``bool`` refused) within the bounds,
+    both excluded if ``strict``; ``step`` is the distance just past a
+    bound (1 for integers)."""
+    what += _bounds_text(low, high, strict, interval=step != 1)
 
     def convert(value, name):
         if isinstance(value, bool) or not isinstance(value, types):
@@ -286,10 +292,12 @@ def _scalar(types, cast, what, low=None, high=None, strict=False,
         return cast(value)
 
     def valid():
+        if low is not None and high is not None and strict:
+            return cast((low + high) / 2)
         if low is not None:
             return cast(low + step if strict else low)
         if high is not None:
-            return cast(high)
+            return cast(high - step if strict else high)
         return cast(1)
 
     def invalid():
@@ -301,7 +309,7 @@ def _scalar(types, cast, what, low=None, high=None, strict=False,
         if low is not None:
             wrong.append((low if strict else low - step, ValueError))
         if high is not None:
-            wrong.append((high + step, ValueError))
+            wrong.append((high if strict else high + step, ValueError))
         return wrong
     return Constraint(convert, what, valid, invalid)
 
@@ -312,11 +320,13 @@ def integer(low: int | None = None, high: int | None = None,
     return _scalar(numbers.Integral, int, what, low, high)
 
 
-def number(low: float | None = None, strict: bool = False,
+def number(low: float | None = None, high: float | None = None,
+           strict: bool = False,
            what: str = "a finite real number") -> Constraint:
-    """A real number above ``low`` (exclusive if ``strict``), returned
-    unchanged: a float32 scale keeps float32 maths float32."""
-    return _scalar(numbers.Real, lambda v: v, what, low, strict=strict,
+    """A real number in ``[low, high]`` (``(low, high)`` if ``strict``;
+    either bound may be left open with ``None``), returned unchanged: a
+    float32 scale keeps float32 maths float32."""
+    return _scalar(numbers.Real, lambda v: v, what, low, high, strict,
                    step=0.5)
 
 

@@ -9,6 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ._relations import square_stays_apart
 from ._validate import (boundary, floats, generator, integer, number, pair,
                         positive_int)
 
@@ -28,22 +29,10 @@ def two_squares(rng, size=32, noise=0.05):
     return img + noise * rng.standard_normal(img.shape)
 
 
-def _square_stays_apart(args) -> None:
-    size, side = args["size"], args["side"]
-    for t in range(args["T"]):
-        r, c = (a + t * d for a, d in zip(args["start"], args["step"]))
-        out = not (0 <= r <= size - side and 0 <= c <= size - side)
-        if out or (args["distractor"] and min(r, c) + side > size - side):
-            where = "out of the frame" if out else "onto the static square"
-            raise ValueError(f"step moves the square {where} at frame {t} "
-                             f"(top-left corner ({r}, {c})); choose another "
-                             f"start, step or T")
-
-
 @boundary(rng=generator(), T=positive_int(), size=positive_int(),
           side=positive_int(), start=pair(integer(), ("row", "col")),
           step=pair(integer(), ("row", "col")), noise=number(0),
-          checks=(_square_stays_apart,))
+          checks=(square_stays_apart,))
 def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
                         step=(0, 4), noise=0.05, distractor=True):
     """A video (T, size, size): a bright square moving by ``step`` per frame

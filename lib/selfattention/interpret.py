@@ -11,20 +11,15 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
+from ._relations import (maps_fit_grid, one_per_image, same_shape,
+                         tokens_fit_model, two_items_per_row)
 from ._validate import (boundary, floats, grid, integer, ints, number,
                         optional, positive_int)
-from .vit import _MODEL, _fits_model, _one_per_image, _tensor, accuracy
+from .vit import _MODEL, _tensor, accuracy
 
 __all__ = ["patch_distances", "mean_attention_distance", "cls_attention",
            "rollout", "head_ablation", "logit_gradient", "remove_patches",
            "rank_correlation"]
-
-
-def _maps_fit(args) -> None:
-    m, n = args["maps"].shape, np.prod(args.get("grid", (-1, 1)))
-    if m[-1] != m[-2] or ("grid" in args and m[-1] != 1 + n):
-        raise ValueError(f"maps must have shape (N, L, h, 1+n, 1+n) with n "
-                         f"patches in the grid, got {m}")
 
 
 _MAPS = floats(ndim=5)
@@ -38,7 +33,8 @@ def patch_distances(grid, patch):
     return patch * np.hypot(r[:, None] - r, c[:, None] - c)
 
 
-@boundary(maps=_MAPS, grid=grid(), patch=positive_int(), checks=(_maps_fit,))
+@boundary(maps=_MAPS, grid=grid(), patch=positive_int(),
+          checks=(maps_fit_grid,))
 def mean_attention_distance(maps, grid, patch):
     """Attention-weighted distance from query to key patches, (L, h).
 
@@ -52,19 +48,13 @@ def mean_attention_distance(maps, grid, patch):
     return per_query.mean(axis=(0, 3))
 
 
-@boundary(maps=_MAPS, layer=integer(), checks=(_maps_fit,))
+@boundary(maps=_MAPS, layer=integer(), checks=(maps_fit_grid,))
 def cls_attention(maps, layer=-1):
     """The class token's weights on the patches, head-averaged, (N, n)."""
     return maps[:, layer, :, 0, 1:].mean(axis=1)
 
 
-def _a_share(args) -> None:
-    if not 0 <= args["residual"] <= 1:
-        raise ValueError(f"residual must lie in [0, 1], got "
-                         f"{args['residual']!r}")
-
-
-@boundary(maps=_MAPS, residual=number(), checks=(_maps_fit, _a_share))
+@boundary(maps=_MAPS, residual=number(0, 1), checks=(maps_fit_grid,))
 def rollout(maps, residual=0.5):
     """Attention rollout (Abnar and Zuidema, 2020), (N, 1+n, 1+n).
 
@@ -81,7 +71,7 @@ def rollout(maps, residual=0.5):
 
 # ------------------------------------------------------------------ what
 @boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
-          checks=(_fits_model, _one_per_image("y")))
+          checks=(tokens_fit_model, one_per_image.using(values="y")))
 def head_ablation(model, X, y):
     """Accuracy with each head removed before ``W_O``, shape (L, h)."""
     L, h = len(model.blocks), model.blocks[0].h
@@ -94,7 +84,8 @@ def head_ablation(model, X, y):
 
 
 @boundary(model=_MODEL, X=floats(ndim=3), target=optional(ints(ndim=1)),
-          checks=(_fits_model, _one_per_image("target")))
+          checks=(tokens_fit_model,
+                  one_per_image.using(values="target")))
 def logit_gradient(model, X, target=None):
     """Gradient of each image's ``target`` logit (default: the predicted
     class) with respect to its tokens, shape (N, n, d_in)."""
@@ -106,7 +97,8 @@ def logit_gradient(model, X, target=None):
 
 
 @boundary(X=floats(ndim=3), scores=floats(ndim=2), k=integer(0),
-          value=floats(ndim=0), checks=(_one_per_image("scores"),))
+          value=floats(ndim=0),
+          checks=(one_per_image.using(values="scores"),))
 def remove_patches(X, scores, k, value=0.0):
     """``X`` with each image's ``k`` top-scoring patches set to ``value``.
 
@@ -118,14 +110,8 @@ def remove_patches(X, scores, k, value=0.0):
     return X
 
 
-def _same_shape(args) -> None:
-    if args["a"].shape != args["b"].shape or args["a"].shape[-1] < 2:
-        raise ValueError(f"a and b must have the same shape, with at least 2 "
-                         f"items per row, got {args['a'].shape} and "
-                         f"{args['b'].shape}")
-
-
-@boundary(a=floats(min_ndim=1), b=floats(min_ndim=1), checks=(_same_shape,))
+@boundary(a=floats(min_ndim=1), b=floats(min_ndim=1),
+          checks=(same_shape, two_items_per_row))
 def rank_correlation(a, b):
     """Spearman's rank correlation of ``a`` and ``b`` along the last axis.
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._relations import (odd_window_fits, same_feature_maps,
-                         scores_on_grid, volume_fits)
+from ._relations import (odd_window_fits, same_shape, scores_on_grid,
+                         volume_fits)
 from ._validate import (boundary, floats, grid, instance, integer, ints,
                         positive_int)
 
@@ -58,7 +58,8 @@ def pixel_features(img, k=5):
     return normalize(F - F.mean(axis=-1, keepdims=True))
 
 
-@boundary(F1=floats(ndim=3), F2=floats(ndim=3), checks=(same_feature_maps,))
+@boundary(F1=floats(ndim=3), F2=floats(ndim=3),
+          checks=(same_shape.using(a="F1", b="F2"),))
 def correlation_volume(F1, F2):
     """All-pairs correlations ``C[i, j, k, l] = F1[i, j] · F2[k, l]``.
 

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ._relations import rows_of_image, same_shape
 from ._validate import (Constraint, boundary, floats, integer, ints,
                         number, optional, positive_int)
 
@@ -83,16 +84,8 @@ def half_resolution_pair() -> StereoRows:
     return _half()
 
 
-def _rows_of(args) -> None:
-    rows, H = args["rows"], args["img"].shape[0]
-    if rows is not None and len(rows) and not (0 <= rows.min()
-                                               and rows.max() < H):
-        raise ValueError(f"rows must be row indices of img, 0 to {H - 1}, "
-                         f"got {rows.min()} to {rows.max()}")
-
-
 @boundary(img=floats(ndim=3), k=positive_int(), rows=optional(ints(ndim=1)),
-          checks=(_rows_of,))
+          checks=(rows_of_image,))
 def patch_features(img, k=5, rows=None):
     """Each pixel's ``k × k`` neighbourhood as one descriptor.
 
@@ -126,15 +119,9 @@ def epipolar_mask(W, max_disp):
     return (d >= 0) & (d <= max_disp)
 
 
-def _same_maps(args) -> None:
-    if args["F_left"].shape != args["F_right"].shape:
-        raise ValueError(f"F_left and F_right must have the same shape "
-                         f"(H, W, D), got {args['F_left'].shape} and "
-                         f"{args['F_right'].shape}")
-
-
 @boundary(F_left=floats(ndim=3), F_right=floats(ndim=3),
-          max_disp=integer(0), checks=(_same_maps,))
+          max_disp=integer(0),
+          checks=(same_shape.using(a="F_left", b="F_right"),))
 def disparity_volume(F_left, F_right, max_disp):
     """Correlations of every left pixel with its candidate matches.
 
@@ -150,7 +137,8 @@ def disparity_volume(F_left, F_right, max_disp):
 
 
 @boundary(F_left=floats(ndim=2), F_right=floats(ndim=2),
-          max_disp=integer(0), checks=(_same_maps,))
+          max_disp=integer(0),
+          checks=(same_shape.using(a="F_left", b="F_right"),))
 def masked_row_attention_scores(F_left, F_right, max_disp):
     """One row's scores as attention sees them: ``Q Kᵀ`` between the left
     row's features ``F_left`` (W, D) and the right row's, ``-inf`` where
@@ -216,15 +204,9 @@ DISPARITIES = Constraint(
                      (np.array([[np.inf, 1.0]]), ValueError)])
 
 
-def _same_shape(args) -> None:
-    if args["estimate"].shape != args["truth"].shape:
-        raise ValueError(f"estimate and truth must have the same shape, got "
-                         f"{args['estimate'].shape} and "
-                         f"{args['truth'].shape}")
-
-
 @boundary(estimate=floats(), truth=DISPARITIES,
-          mask=optional(floats()), checks=(_same_shape,))
+          mask=optional(floats()),
+          checks=(same_shape.using(a="estimate", b="truth"),))
 def disparity_scores(estimate, truth, mask=None):
     """End-point error and the shares within 1 and 3 pixels.
 

@@ -20,6 +20,8 @@ from sklearn.model_selection import train_test_split
 from torch import nn
 
 from . import trained
+from ._relations import (heads_divide_d, keep_fits_model, one_per_image,
+                         tokens_fit_model)
 from ._validate import (boundary, floats, generator, instance, integer, ints,
                         number, one_of, optional, positive, positive_int)
 from .patches import patchify
@@ -45,14 +47,7 @@ class DigitSplit:
     patch: int = 2
 
 
-def _a_fraction(args) -> None:
-    if not args["test_fraction"] < 1:
-        raise ValueError(f"test_fraction must lie in (0, 1), got "
-                         f"{args['test_fraction']!r}")
-
-
-@boundary(test_fraction=number(0, strict=True), seed=integer(0),
-          checks=(_a_fraction,))
+@boundary(test_fraction=number(0, 1, strict=True), seed=integer(0))
 def digit_split(test_fraction=0.25, seed=0):
     """The 1,797 digits as patch tokens, split reproducibly by label.
 
@@ -169,17 +164,11 @@ class TinyViT(nn.Module):
 
 
 # ------------------------------------------------------------------ training
-def _heads_divide(args) -> None:
-    if args["d"] % args["h"]:
-        raise ValueError(f"h={args['h']} must divide d={args['d']} (each "
-                         f"head has width d/h)")
-
-
 @boundary(data=instance(DigitSplit, "a DigitSplit from digit_split()"),
           position=instance(bool), seed=integer(0), epochs=positive_int(),
           d=positive_int(), h=positive_int(), depth=positive_int(),
           d_mlp=positive_int(), batch_size=positive_int(), lr=positive(),
-          threads=positive_int(), checks=(_heads_divide,))
+          threads=positive_int(), checks=(heads_divide_d,))
 def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
           d_mlp=64, batch_size=64, lr=5e-3, threads=1):
     """A :class:`TinyViT` trained on ``data``, the same on every run.
@@ -294,37 +283,11 @@ def _tensor(X):
     return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
 
 
-def _fits_model(args) -> None:
-    model, X = args["model"], args["X"]
-    want = (model.pos.shape[1] - 1 if model.pos is not None else X.shape[1],
-            model.embed.in_features)
-    if X.shape[1:] != want:
-        raise ValueError(f"X must have shape (N, {want[0]}, {want[1]}), got "
-                         f"{X.shape}")
-
-
-def _keep_fits(args) -> None:
-    keep, model = args["keep"], args["model"]
-    want = (len(model.blocks), model.blocks[0].h)
-    if keep is not None and keep.shape != want:
-        raise ValueError(f"keep must have shape (L, h) = {want}, got "
-                         f"{keep.shape}")
-
-
-def _one_per_image(name):
-    def check(args) -> None:
-        value, N = args[name], len(args["X"])
-        if value is not None and value.shape[:1] != (N,):
-            raise ValueError(f"{name} must have one row per image ({N}), "
-                             f"got shape {value.shape}")
-    return check
-
-
 _MODEL = instance(TinyViT)
 _USE = dict(model=_MODEL, X=floats(ndim=3), keep=optional(floats(ndim=2)))
 
 
-@boundary(**_USE, checks=(_fits_model, _keep_fits))
+@boundary(**_USE, checks=(tokens_fit_model, keep_fits_model))
 def forward(model, X, keep=None):
     """Logits (N, classes) and weights (N, L, h, 1+n, 1+n), as NumPy.
 
@@ -350,14 +313,15 @@ def forward(model, X, keep=None):
 FORWARD_BATCH = 100
 
 
-@boundary(**_USE, checks=(_fits_model, _keep_fits))
+@boundary(**_USE, checks=(tokens_fit_model, keep_fits_model))
 def predict(model, X, keep=None):
     """Predicted labels (N,) of patch tokens ``X`` (N, n, d_in)."""
     return forward(model, X, keep)[0].argmax(axis=1)
 
 
 @boundary(**_USE, y=ints(ndim=1),
-          checks=(_fits_model, _one_per_image("y"), _keep_fits))
+          checks=(tokens_fit_model, one_per_image.using(values="y"),
+                  keep_fits_model))
 def accuracy(model, X, y, keep=None):
     """Share of the images ``X`` classified as ``y`` (a count over N)."""
     return float(np.mean(predict(model, X, keep) == y))
