@@ -221,3 +221,23 @@ print(errors)
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_a_crash_in_the_kernel_keeps_its_diagnosis_in_the_gradebook():
+    """The kernel sends the diagnosis of a run that stopped ("raised" for
+    an answer that crashed); a field that is not a code's form, which a
+    notebook could forge, becomes "run-failed"."""
+    from selfattention.exercises import definition as checks
+    ex = checks.check_tempered_attention
+    cases = ex.public_cases()
+
+    def crashes(*args):
+        raise KeyError("boom")
+
+    result = ex.attempt([crashes], cases)
+    assert result["outcomes"][-1]["code"] == "raised"
+    assert ex.assess(result, cases).code == "raised"
+    for forged in ("correct\n", "=HYPERLINK(1)", 3, "x" * 41, None):
+        result["outcomes"][-1]["code"] = forged
+        fb = ex.assess(result, cases)
+        assert (fb.status, fb.points, fb.code) == ("wrong", 0, "run-failed")

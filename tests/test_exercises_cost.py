@@ -59,15 +59,15 @@ def by_online_update(m_a, l_a, acc_a, m_b, l_b, acc_b):
     (None, "not done", "not-done"),
     (lambda *a: None, "not done", "not-done"),
     # checked by the run in the student's kernel, which reports a message
-    (lambda *a: (1, 2), "wrong", "run-failed"),
-    (lambda *a: (a[0], a[1], a[2].T), "wrong", "run-failed"),
+    (lambda *a: (1, 2), "wrong", "type"),
+    (lambda *a: (a[0], a[1], a[2].T), "wrong", "shape"),
     (no_guard, "wrong", "empty-rows-nan"),
     (no_rescale, "wrong", "not-rescaled"),
     (flipped, "wrong", "overflow"),
     (wrong_max, "wrong", "not-the-max"),
     (lambda *a: (merge(*a)[0], 2 * merge(*a)[1], merge(*a)[2]), "wrong",
      "not-the-merge"),
-    (lambda *a: 1 / 0, "wrong", "run-failed"),
+    (lambda *a: 1 / 0, "wrong", "raised"),
 ])
 def test_merge_check(answer, status, code):
     expect(run(cost.check_merge, answer), status, code)

@@ -155,7 +155,7 @@ def test_batch_masks_check_accepts_right_answers_on_hidden_cases():
     (lambda L, n, h: (batch_masks(L, n, h)[0],
                       torch.from_numpy(lower(n) & queries(L, n))[:, None]),
      "wrong", "padded-queries"),
-    (torch_bridge.mask_for_mha, "wrong", "run-failed"),
+    (torch_bridge.mask_for_mha, "wrong", "raised"),
     (lambda L, n, h: (torch_bridge.mask_for_mha(np.repeat(allowed(L, n), h,
                                                           axis=0)),
                       torch_bridge.mask_for_sdpa(allowed(L, n)[:, None])),

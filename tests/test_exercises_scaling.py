@@ -59,7 +59,7 @@ def closed_form_squared(P):
      "nan"),
     (lambda P: jacobian_norm(P)[..., :2], "wrong", "shape"),
     (lambda P: 2 * jacobian_norm(P), "wrong", "not-the-norm"),
-    (lambda P: 1 / 0, "wrong", "run-failed"),
+    (lambda P: 1 / 0, "wrong", "raised"),
     (scaling.jacobian_norm, "for review", "for-review"),
     (lambda P: np.sqrt((scaling.softmax_jacobian(P) ** 2).sum((-2, -1))),
      "for review", "for-review"),

@@ -59,6 +59,7 @@ import importlib
 import linecache
 import math
 import os
+import re
 import sys
 import threading
 import traceback
@@ -202,6 +203,19 @@ class Wrong(Exception):
     def __init__(self, message: str = "", code: str = "wrong"):
         super().__init__(message)
         self.code = str(code)
+
+
+_CODE = re.compile(r"[a-z][a-z0-9-]{0,39}")
+
+
+def _kernel_code(outcome: dict) -> str:
+    """The diagnosis code that the student's kernel sent with a run that
+    stopped (``"raised"`` when the answer crashed, say), if it has the form
+    of a code; ``"run-failed"`` otherwise. It came from code the student
+    could change, so it decides nothing but the gradebook's diagnosis."""
+    code = outcome.get("code")
+    return code if isinstance(code, str) and _CODE.fullmatch(code) \
+        else "run-failed"
 
 
 # ------------------------------------------------------------------ plain
@@ -897,7 +911,7 @@ class Exercise:
                 except NotDone as err:
                     stop = {"not_done": str(err)}
                 except Wrong as err:
-                    stop = {"wrong": str(err)}
+                    stop = {"wrong": str(err), "code": err.code}
                 except Exception as err:   # an answer run() cannot read
                     stop = {"wrong": (
                         f"the answer could not be checked "
@@ -949,7 +963,7 @@ class Exercise:
                 return self._feedback(NOT_DONE, outcome["not_done"])
             if "wrong" in outcome:       # the answer could not run on it
                 return self._feedback(WRONG, outcome["wrong"],
-                                      code="run-failed")
+                                      code=_kernel_code(outcome))
             try:
                 with np.errstate(all="ignore"):
                     grading.judge(outcome["output"], **copy.deepcopy(case))
