@@ -16,3 +16,22 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "book"))
+
+
+# ------------------------------------------------------------ the browser
+import pytest  # noqa: E402
+from browser_support import CHROMIUM, CHROMIUM_ARGS, missing  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, driven by playwright: one per test process, for
+    every test that reads a page (browser, layout, stills, clients)."""
+    if not CHROMIUM.exists():
+        missing("chromium")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM),
+                                      args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()

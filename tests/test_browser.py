@@ -34,7 +34,6 @@ import html
 import http.server
 import importlib.resources
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -43,7 +42,6 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import sync_playwright
 
 from selfattention import interactive
 
@@ -52,13 +50,6 @@ from test_launch_links import (
     expected_pages, notebook_in_launch_link,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--headless", "--disable-gpu",
-    "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-]
-IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 TIMEOUT_MS = 30_000
 
 # Text of the page outside code, scripts and typeset math that still holds
@@ -146,22 +137,6 @@ def server(site):
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        message = (f"{CHROMIUM} not found: install Debian's chromium package "
-                   "(apt-get install -y chromium; .ci/run does)")
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM),
-                                      args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
 
 
 class Visit:

@@ -25,12 +25,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import CHROMIUM, missing
 
 from selfattention_course import assign
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-CHROMIUM = Path("/usr/bin/chromium")
 RAW = re.compile(r"\{(numref|cite|eq|ref|doc|py:\w+)[^}]*\}|^:{3,}|^`{3,}\{"
                  r"|^\([\w.:-]+\)=|^:(label|class|name):", re.M)
 # The chapter whose Run All is watched in the client (nbval re-executes
@@ -40,12 +40,6 @@ RUN_ALL = "01_definition.ipynb"
 STUDENT = "01_definition.ipynb"
 
 pytestmark = pytest.mark.slow
-
-
-def _missing(what: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is missing (CI must install it)")
-    pytest.skip(f"{what} is missing")
 
 
 def _free_port() -> int:
@@ -60,9 +54,9 @@ def _serve(tmp_path_factory, app: str, what: str):
     URL, token and the folder it serves."""
     app_bin = Path(sys.executable).parent / app
     if not app_bin.exists():
-        _missing(what)
+        missing(what)
     if not CHROMIUM.exists():
-        _missing("chromium")
+        missing("chromium")
     home = tmp_path_factory.mktemp(app)
     settings = home / "settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
@@ -126,16 +120,6 @@ def lab(tmp_path_factory):
 def notebook7(tmp_path_factory):
     """A Notebook 7 (the pinned ``notebook`` of the dev extra)."""
     yield from _serve(tmp_path_factory, "jupyter-notebook", "notebook")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM),
-                                     args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 def _open(browser, lab, name: str, folder: str = "notebooks",

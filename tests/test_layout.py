@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import browser, server, site, visit  # noqa: F401
+from test_browser import server, site, visit  # noqa: F401
 from test_launch_links import expected_pages
 
 pytestmark = pytest.mark.slow

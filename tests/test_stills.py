@@ -5,8 +5,6 @@ interactive is there only while the script has not run."""
 
 import base64
 import io
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +12,6 @@ from PIL import Image
 
 from selfattention import interactive
 
-CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.slow
 
 
@@ -42,20 +39,6 @@ def _figures():
 
 
 FIGURES = _figures()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing (CI must install it)")
-        pytest.skip("chromium is missing")
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM),
-                                     args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 def _canvases(page):
