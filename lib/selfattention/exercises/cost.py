@@ -53,8 +53,8 @@ def _depth_run(my_conv_depth, grid, k):
 check_conv_depth = Exercise(
     "ex-cost-conv-depth", kind="Derive", points=2,
     answers=("my_conv_depth",), run=_depth_run,
-    written="which convolutions reach Table 1's O(log_k n), and how do a "
-            "3 × 3 stack, ViT and Swin compare on a 56 × 56 grid?",
+    written="which convolutions reach Table 1's O(log_k n), and how many "
+            "layers do a 3 × 3 stack and a ViT need on a 56 × 56 grid?",
     written_points=1, seed=72,
     success="ceil((max(H, W) - 1) / ((k - 1)/2)) layers: the receptive "
             "field grows by (k - 1)/2 pixels per side per layer.",

@@ -58,8 +58,8 @@ check_no_position = Exercise(
     "ex-transformer-no-position", kind="Experiment", points=0,
     answers=("distance_without_position",),
     run=_no_position_run, seed=108,
-    written="do your distances support the chapter's explanation of why no "
-            "head is local?",
+    written="do your distances support the explanation that layer 2 sat "
+            "below uniform attention because its heads probe fixed places?",
     written_points=5,
     success="a model without position embeddings, trained and measured; "
             "compare its distances with the chapter's model.",
