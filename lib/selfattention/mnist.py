@@ -316,8 +316,9 @@ def vit_mnist_ablation():
             "layers": np.round(np.array(layers) * N).astype(np.int64)}
 
 
-# The comparisons train a pair a quarter of the chapter's ViT in size, so
-# that three seeds at four training-set sizes fit the time of ``make train``.
+# The comparisons train a pair with about a seventh of the parameters of the
+# chapter's ViT, so that three seeds at four training-set sizes fit the time
+# of ``make train``.
 PAIR_VIT = dict(d=32, h=4, depth=2, d_mlp=64)
 PAIR_CNN = (16, 24, 32, 32)                # SmallCNN's default widths
 
