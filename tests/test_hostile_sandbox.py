@@ -416,6 +416,7 @@ def _stopped(share):
 FINE = ({"stopped": None}, 4.0, 3.0)
 
 
+@pytest.mark.slow                 # grades mocked runs of a whole chapter
 def test_only_a_notebook_a_neighbour_starved_is_graded_again(
         tmp_path, monkeypatch):
     # Beside a hog that kept both processors busy (38 s of processor in
@@ -442,6 +443,7 @@ def test_only_a_notebook_a_neighbour_starved_is_graded_again(
     assert again == set()
 
 
+@pytest.mark.slow                 # grades mocked runs of a whole chapter
 def test_second_gradings_stay_within_their_budget(tmp_path, monkeypatch):
     plan = {"hog": [({"stopped": None}, 20.0, 38.0), FINE]}
     for i in range(3):
