@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.stats import rankdata
 
 from ._relations import (maps_fit_grid, one_per_image, same_shape,
                          tokens_fit_model, two_items_per_row)
@@ -118,6 +117,7 @@ def rank_correlation(a, b):
     Ties share their mean rank (``scipy.stats.rankdata``); a row of ties
     gives NaN. Shape: that of ``a`` without its last axis.
     """
+    from scipy.stats import rankdata   # about 2 s to import: only here
     ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
     ra -= ra.mean(-1, keepdims=True)
     rb -= rb.mean(-1, keepdims=True)

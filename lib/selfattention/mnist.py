@@ -37,7 +37,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.model_selection import train_test_split
 from torch import nn
 
 from . import interpret, trained
@@ -80,6 +79,8 @@ def mnist_split(n_train=4000, seed=0):
     holds out 1,000 of the 5,000 digits; a smaller training set is a
     stratified subset of the other 4,000, drawn the same way.
     """
+    # scikit-learn takes about 3 s to import: only when a split is made.
+    from sklearn.model_selection import train_test_split
     images, labels = mnist_digits()
     train, test = train_test_split(np.arange(len(labels)), test_size=1000,
                                    stratify=labels, random_state=seed)

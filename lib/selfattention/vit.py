@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 from torch import nn
 
 from . import trained
@@ -54,6 +52,9 @@ def digit_split(test_fraction=0.25, seed=0):
     scikit-learn's stratified ``train_test_split`` with ``random_state=seed``
     (each part in the data set's order); returns a :class:`DigitSplit`.
     """
+    # scikit-learn takes about 3 s to import: only when a split is made.
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
     digits = load_digits()
     images, labels = digits.images / 16.0, digits.target  # (N, 8, 8), (N,)
     train, test = train_test_split(np.arange(len(labels)),
