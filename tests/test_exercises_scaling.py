@@ -1,6 +1,7 @@
 """The checks of chapter 2's exercises accept right answers and explain
 wrong ones."""
 
+import functools
 import math
 
 import numpy as np
@@ -130,19 +131,23 @@ def test_saturated_rows_pass_less_gradient_to_the_queries():
 
 
 # ------------------------------------------------------------ predict
-DIGITS = patches.digit_patch_tokens()
+@functools.cache
+def digits():
+    """The digits' patch tokens (read when a test needs them: the loader
+    imports scikit-learn)."""
+    return patches.digit_patch_tokens()
 
 
 def max_weight_at(d_k, seed, scaled=False, std=0.5):
     rng = np.random.default_rng(seed)
     Gq = rng.standard_normal((300, 4, d_k)) * std
     Gk = rng.standard_normal((300, 4, d_k)) * std
-    S = DIGITS @ (Gq @ np.swapaxes(Gk, 1, 2)) @ np.swapaxes(DIGITS, 1, 2)
+    S = digits() @ (Gq @ np.swapaxes(Gk, 1, 2)) @ np.swapaxes(digits(), 1, 2)
     return softmax(S / (math.sqrt(d_k) if scaled else 1.0)).max(-1).mean()
 
 
 def library_measure(d_k, seed):
-    rows = scaling.scaling_experiment(DIGITS, [d_k],
+    rows = scaling.scaling_experiment(digits(), [d_k],
                                       np.random.default_rng(seed))
     return rows[0].max_weight_raw
 
@@ -217,7 +222,7 @@ def saturation(d_ks, n, seed, std=1.0, swap=False, two_draws=False):
      "not-weights"),
     (lambda d, n, s: saturation(d, n, s)[:, 0], "wrong", "shape"),
     (lambda d, n, s: scaling.scaling_experiment(
-        DIGITS, d, np.random.default_rng(s)), "for review",
+        digits(), d, np.random.default_rng(s)), "for review",
      "for-review"),
 ])
 def test_saturation_check(answer, status, code):

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-import scipy.stats
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -89,6 +88,7 @@ rows_of_scores = hnp.arrays(np.float64, hnp.array_shapes(min_dims=1,
 
 @given(rows_of_scores)
 def test_entropy_agrees_with_scipy(s):
+    import scipy.stats                     # 2 s to import: not at collection
     A = softmax(s)
     np.testing.assert_allclose(sc.entropy(A),
                                scipy.stats.entropy(A, axis=-1), atol=1e-12)
