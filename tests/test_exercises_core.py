@@ -241,3 +241,27 @@ def test_a_crash_in_the_kernel_keeps_its_diagnosis_in_the_gradebook():
         result["outcomes"][-1]["code"] = forged
         fb = ex.assess(result, cases)
         assert (fb.status, fb.points, fb.code) == ("wrong", 0, "run-failed")
+
+
+def test_a_module_reference_covers_what_it_re_exports_from_private_parts(
+        tmp_path, monkeypatch):
+    """A package that defines a function in ``pkg._impl`` and re-exports it
+    as ``pkg.f`` (as NumPy and SciPy do): the tripwire on ``pkg`` sees a
+    call of ``f``, and still not of a function ``pkg`` merely imports."""
+    import importlib
+    import math
+
+    pkg = tmp_path / "reexporting_pkg"
+    pkg.mkdir()
+    (pkg / "_impl.py").write_text("def f(x):\n    return x + 1\n")
+    (pkg / "__init__.py").write_text(
+        "from ._impl import f\nfrom math import hypot\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("reexporting_pkg")
+    with Tripwire({"reexporting_pkg": module}) as wire:
+        module.hypot(3, 4)
+        math.hypot(3, 4)
+    assert wire.called == []
+    with Tripwire({"reexporting_pkg": module}) as wire:
+        module.f(1)
+    assert wire.called == ["reexporting_pkg"]

@@ -380,10 +380,17 @@ def _member_codes(owner) -> list:
     classes: a class or a module has no code of its own."""
     codes = []
     module = isinstance(owner, types.ModuleType)
+    # where that code may be written: the owner's file, and for a module
+    # also its private submodules, whose public functions it re-exports
+    homes = {_file_of(getattr(owner, "__module__", None) or owner.__name__)}
     for name, member in sorted(vars(owner).items()):
-        if module and (name.startswith("_") or getattr(
-                member, "__module__", None) != owner.__name__):
+        where = getattr(member, "__module__", None) or ""
+        if module and (name.startswith("_") or not (
+                where == owner.__name__
+                or where.startswith(owner.__name__ + "._"))):
             continue
+        if module:
+            homes.add(_file_of(where))
         if isinstance(member, (staticmethod, classmethod)):
             member = member.__func__
         elif isinstance(member, property):
@@ -392,12 +399,16 @@ def _member_codes(owner) -> list:
             codes += _member_codes(member)
         elif isinstance(member, types.FunctionType):
             codes += _code_objects(member)
-    # only code written where the owner is (not the code that, say, every
-    # namedtuple's methods share)
-    home = getattr(sys.modules.get(getattr(owner, "__module__", None) or
-                                   owner.__name__), "__file__", None)
-    return [c for c in codes if home and os.path.abspath(c.co_filename) ==
-            os.path.abspath(home)]
+    # only code written there (not the code that, say, every namedtuple's
+    # methods share)
+    homes.discard(None)
+    return [c for c in codes if os.path.abspath(c.co_filename) in homes]
+
+
+def _file_of(module_name: str):
+    """The absolute path of an imported module's file, or None."""
+    path = getattr(sys.modules.get(module_name), "__file__", None)
+    return os.path.abspath(path) if path else None
 
 
 # Flags that say what a function is (arguments, generator...), not where or
