@@ -32,6 +32,9 @@ from nbconvert.preprocessors import (ClearMetadataPreprocessor,
 
 KERNEL = "python3"
 TIMEOUT = 300          # seconds per cell
+# Figures at twice their pixels, shown at their size (the output's width
+# metadata): sharp on a 2x screen. nbval compares no image.
+KERNEL_ARGUMENTS = ["--InlineBackend.figure_formats=retina"]
 STAMP_MARK = "selfattention-versions:"
 
 # Run in the notebook's own kernel after its last cell, then removed again:
@@ -103,7 +106,7 @@ def execute(path: Path) -> float:
     start = time.perf_counter()
     Client(nb, timeout=TIMEOUT, kernel_name=KERNEL,
            resources={"metadata": {"path": str(path.parent)}},
-           record_timing=False).execute()
+           extra_arguments=KERNEL_ARGUMENTS, record_timing=False).execute()
     elapsed = time.perf_counter() - start
     nb.cells.remove(query)
     stamp(nb, query)

@@ -102,7 +102,14 @@ LAYOUT_JS = r"""() => {
     && (el.hasAttribute("tabindex") || el.matches(
       "a[href], button, input, select, textarea, summary, [contenteditable]")));
   const formulas = stops.filter(el => el.closest("mjx-container"));
+  // Pictures drawn with other proportions than their pixels'.
+  const distorted = Array.from(article.querySelectorAll("img")).filter(
+    img => visible(img) && img.naturalWidth > 0 && img.naturalHeight > 0
+      && Math.abs((img.width / img.height)
+                  / (img.naturalWidth / img.naturalHeight) - 1) > 0.02)
+    .map(img => img.getAttribute("src").split("/").pop().slice(0, 16));
   return {width: root.scrollWidth, window: window.innerWidth, cut, silent,
+          distorted,
           raw: Array.from(new Set(raw)), stops: stops.length,
           formulaStops: formulas.length};
 }"""
@@ -116,6 +123,10 @@ def layout_problems(measured: dict, size: str) -> list[str]:
     if measured["cut"]:
         problems.append(f"{size}: {len(measured['cut'])} block(s) cut at the "
                         f"right, e.g. {measured['cut'][:4]}")
+    if measured["distorted"]:
+        problems.append(f"{size}: {len(measured['distorted'])} picture(s) "
+                        f"drawn out of proportion, e.g. "
+                        f"{measured['distorted'][:4]}")
     if measured["silent"]:
         problems.append(f"{size}: {len(measured['silent'])} block(s) scroll "
                         f"without a visible cue, e.g. {measured['silent'][:4]}")
