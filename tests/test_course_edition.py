@@ -14,13 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import importlib.util
 
 import nbformat
 import pytest
 
 from selfattention_course import assign
 from selfattention_course.names import BEGIN, END, META
+from support import module_from_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -28,11 +28,7 @@ JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
 
 def _extension():
-    spec = importlib.util.spec_from_file_location(
-        "course_edition", ROOT / "_ext" / "course_edition.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return module_from_file("_ext/course_edition.py")
 
 
 def check_outputs(nb) -> list[str]:

@@ -7,7 +7,6 @@ text; the symbols it writes are the book's (the notation page, or the math
 of its own chapter); and every diagram fits the text column and its canvas.
 """
 
-import importlib.util
 import json
 import re
 from functools import lru_cache
@@ -25,6 +24,7 @@ from matplotlib.spines import Spine  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from selfattention import diagrams  # noqa: E402
+from support import module_from_file
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = list(diagrams.DIAGRAMS)
@@ -36,11 +36,7 @@ CHAPTER = {"attention": "01_definition", "multihead": "03_multihead",
 
 
 def _writer():
-    spec = importlib.util.spec_from_file_location(
-        "diagrams_writer", ROOT / "scripts" / "diagrams.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return module_from_file("scripts/diagrams.py", "diagrams_writer")
 
 
 WRITER = _writer()

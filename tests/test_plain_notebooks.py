@@ -2,7 +2,6 @@
 button open: in step with the chapters, free of MyST markup, numbered as the
 book numbers them, solutions folded, no widget left as text."""
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -12,12 +11,10 @@ import pytest
 
 from selfattention_course.plain import BookIndex, plain_markdown
 from test_launch_links import built_site
+from support import module_from_file
 
 ROOT = Path(__file__).resolve().parents[1]
-SPEC = importlib.util.spec_from_file_location(
-    "plain_notebooks", ROOT / "scripts" / "plain_notebooks.py")
-SCRIPT = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(SCRIPT)
+SCRIPT = module_from_file("scripts/plain_notebooks.py")
 INDEX = BookIndex(ROOT)
 WIDGET = "application/vnd.jupyter.widget-view+json"
 # What MyST source looks like when a client shows it as text.

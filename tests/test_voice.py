@@ -5,12 +5,11 @@ introduction and the appendices with the source's sentences, kept in the
 repository only as a fingerprint of hashed words.
 """
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from support import module_from_file
 
 ROOT = Path(__file__).resolve().parents[1]
 FINGERPRINT = ROOT / "tests" / "fixtures" / "source_fingerprint.json"
@@ -18,12 +17,7 @@ FINGERPRINT = ROOT / "tests" / "fixtures" / "source_fingerprint.json"
 
 @pytest.fixture(scope="module")
 def overlap():
-    spec = importlib.util.spec_from_file_location(
-        "source_overlap", ROOT / "scripts" / "source_overlap.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module             # for its dataclass
-    spec.loader.exec_module(module)
-    return module
+    return module_from_file("scripts/source_overlap.py")
 
 
 @pytest.fixture(scope="module")
