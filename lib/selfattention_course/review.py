@@ -204,8 +204,8 @@ TIMING_MAGICS = {"time", "timeit"}
 #: reloads only modules whose files changed, and the sandbox binds every
 #: installed file read-only; the kernel imports nothing from its working
 #: folder, PYTHONSAFEPATH).
-AUTORELOAD_MODES = {"", "0", "1", "2", "3", "off", "explicit", "all",
-                    "complete"}
+AUTORELOAD_MODES = {"", "now", "0", "1", "2", "3", "off", "explicit",
+                    "all", "complete"}
 _DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 
