@@ -446,6 +446,7 @@ HONEST_HABITS = [
      "print(system(), python_version())"],
     # one-line cells that look like a magic's name but are Python
     ["history = [1, 2]"], ["import time\ntime.sleep(0)"],
+    ["history = [1, 2]", "history"], ["def config():\n    pass", "config"],
 ]
 
 
@@ -496,6 +497,14 @@ def test_a_broken_answer_cell_leaves_the_earlier_answer_judged(built):
     ["run shadow.py"], ["pip install shadowmod"], ["load_ext shadowmod"],
     ["reset -f"], ["cd /tmp"], ["ls -la"], ["autocall"], ["automagic"],
     ["exit 3"], ["logstart"], ["rehashx"],
+    # ... or a bare magic's name that no earlier statement surely binds
+    ["history"], ["for history in []:\n    pass", "history"],
+    ["if False:\n    history = 1", "history"],
+    ["history = 1", "del history", "history"],
+    ["history = 1\ndef forget():\n    global history\n    del history",
+     "history"],
+    ["autocall = 1", "autocall", "exec 'x = 1'"],
+    ["autocall = int('x')", "autocall"], ["alias = 1", "alias"],
     # a safe magic whose code does not parse, beside code that runs
     ["%time def f(:\nx = eval('1')"],
     ["%%capture\ndef f(:"], ["%%time\nexec('1')\ndef f(:"],

@@ -520,6 +520,10 @@ class _Names:
         self._current: dict[str, list] = {}
         self._reading: set[int] = set()
         self._partial = False
+        self.sure = self._sure
+        self.deleted = {n.id for c in cells if c.tree is not None
+                        for n in ast.walk(c.tree) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Del)}
         for cell in cells:
             if cell.tree is None:
                 continue
@@ -845,6 +849,9 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
     if cell.inert:                    # a syntax error: nothing of it runs
         return []
     magic = _automagic(cell.python)
+    if magic is not None and cell.tree is not None and \
+            _shadowed(magic, cell, names):
+        magic = None                  # `history` once history = [...]
     if magic is not None:
         return [Finding("hook", cell.index + 1, 1, (cell.lines or [""])[0],
                         f"runs as IPython's {magic} (a magic or an "
@@ -937,6 +944,31 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
                                       f"rebinds the builtin name "
                                       f"`{hit[0]}`"))
     return found
+
+
+#: Magics whose names students give their variables (``history =
+#: model.fit(...)``) and that, run bare, only print or do nothing.
+SHADOWABLE = {"history", "config", "time", "timeit", "page", "store",
+              "env", "precision", "who", "whos", "dirs", "pwd"}
+
+
+def _shadowed(name: str, cell: _Cell, names: _Names) -> bool:
+    """Whether ``name`` is surely in the kernel's namespace when ``cell``
+    runs, so that IPython's automagic leaves a line that starts with it
+    alone (``prefilter.is_shadowed``): bound by a top-level statement of
+    an earlier cell, outside any ``if`` or loop, and deleted nowhere.
+
+    Only for the names of ``SHADOWABLE``: the binding may still fail (its
+    value raises), and then the magic runs; those magics, run bare, only
+    print, and change neither what later cells run nor how IPython reads
+    them (as ``autocall``, ``alias`` or ``rehashx`` would)."""
+    if name not in SHADOWABLE or name in names.deleted:
+        return False
+    return any(c.index < cell.index and id(node) in names.sure and
+               isinstance(node, (ast.Assign, ast.FunctionDef,
+                                 ast.AsyncFunctionDef, ast.ClassDef,
+                                 ast.Import, ast.ImportFrom))
+               for c, node, _ in names.bound.get(name, ()))
 
 
 #: The standard streams, which an answer may print to.
