@@ -565,6 +565,9 @@ def build_submissions(tmp: Path, port: int, gradebook: Path) -> Path:
 
     hand_in("honest", nbformat.read(CHAPTER, as_version=4))
     hand_in("honest-habits", honest_habits())
+    semicolon = nbformat.read(CHAPTER, as_version=4)
+    semicolon.cells.append(nbformat.v4.new_code_cell("shown = [1, 2];"))
+    hand_in("honest-semicolon", semicolon)
     hand_in("untouched", nbformat.read(student, as_version=4))
     for name, source in routes(port, gradebook).items():
         nb = nbformat.read(student, as_version=4)
@@ -723,11 +726,13 @@ def test_the_honest_student_scores_full_marks(run):
         assert row.code == "to-be-read"
 
 
-def test_honest_habits_score_full_marks(run):
-    """autoreload, help, stderr, platform.system and a syntax error leave
-    the auto-points whole."""
+@pytest.mark.parametrize("student", ["honest-habits", "honest-semicolon"])
+def test_honest_habits_score_full_marks(run, student):
+    """autoreload, help, stderr, platform.system and a last cell with a
+    syntax error (an unclosed bracket) or ending in ";" (which IPython's
+    display hook reads from the history) leave the auto-points whole."""
     for label in AUTO:
-        row = run["book"]["honest-habits", label]
+        row = run["book"][student, label]
         assert row.points == row.max_points > 0, row.feedback
         assert row.code == "correct"
 

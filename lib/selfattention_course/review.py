@@ -29,13 +29,21 @@ process; nothing here runs a line of them) and flags, per exercise:
   ``x.name`` for every check, references included;
 * **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input
   transformers, event callbacks and shell commands (``get_ipython()``, any
-  magic but ``%time``/``%timeit``/``%matplotlib``), threads and processes,
+  magic but ``%time``/``%timeit`` (whose code is read as the cell's),
+  ``%matplotlib <backend>``, help of a dotted name (``np.einsum?``, read
+  as the name), ``%load_ext autoreload`` and ``%autoreload <mode>``; a
+  one-line cell IPython's prefilter runs as a magic, ``ls -la``), threads
+  and processes (``platform`` functions other than ``PLATFORM_PLAIN``),
   rebinding a builtin name (a global ``exec``) or ``sys.modules``.
+  ``sys.stderr``/``sys.stdout`` only as ``print(..., file=sys.stderr)``
+  or ``sys.stderr.write(...)``.
 
 Dynamic code and hooks can change any answer of the notebook, so they flag
 every exercise of it; a reference flags the exercise it belongs to. A cell
 left exactly as the student version or the chapter has it (the chapter's own
-code outside its solutions) is trusted for dynamic code. Each finding
+code outside its solutions) is trusted for dynamic code; a cell that the
+kernel cannot compile either (a syntax error, see ``_inert``) runs nothing
+and is skipped. Each finding
 quotes its line. The runtime tripwire of the harvest adds evidence on top of
 this (a call hidden from the source); it never clears what is flagged here.
 """
