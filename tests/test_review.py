@@ -424,6 +424,7 @@ HONEST_HABITS = [
     ["%pinfo np.einsum", "%pinfo2 np.einsum"],
     ["import numpy as np\nhelp(np.einsum)"],
     ["import torch\ntorch.nn.functional.softmax?"],
+    ["help(len)", "def mine():\n    pass\nhelp(mine)"],
     # printing to the standard streams
     ["import sys\nprint('tau =', 0.5, file=sys.stderr)"],
     ["import sys\nsys.stderr.write('checking\\n')\nsys.stderr.flush()"],
@@ -480,6 +481,10 @@ def test_a_broken_answer_cell_leaves_the_earlier_answer_judged(built):
     ["%pinfo2 get_ipython"], ["import sys\nsys._getframe?"],
     ["import torch\ntorch._C?"], ["import sys\nsys.modules??"],
     ["%psearch np.*sum*"],
+    ["help('selfattention.exercises')"], ["name = 'antigravity'\nhelp(name)"],
+    ["def show(name):\n    help(name)"], ["help(f'{1}')"], ["help()"],
+    ["import numpy as np\nhelp(np.einsum, 1)"],
+    ["import numpy as np\nif True:\n    help(np.einsum)"],
     # the standard streams for anything but printing
     ["import sys\nerr = sys.stderr"], ["import sys\nsys.stderr.session"],
     ["import sys\nsys.stderr = open('x.txt', 'a')"],

@@ -36,7 +36,8 @@ process; nothing here runs a line of them) and flags, per exercise:
   and processes (``platform`` functions other than ``PLATFORM_PLAIN``),
   rebinding a builtin name (a global ``exec``) or ``sys.modules``.
   ``sys.stderr``/``sys.stdout`` only as ``print(..., file=sys.stderr)``
-  or ``sys.stderr.write(...)``.
+  or ``sys.stderr.write(...)``; ``help`` only of a dotted name of an
+  import, a def or a builtin (pydoc imports a module a string names).
 
 Dynamic code and hooks can change any answer of the notebook, so they flag
 every exercise of it; a reference flags the exercise it belongs to. A cell
@@ -875,6 +876,7 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
               if isinstance(n, ast.Call)}
     magics = _magic_nodes(cell.tree)
     printed = _stream_reads(cell.tree) if streams else set()
+    helped = _plain_help(cell.tree, names)
     for node in ast.walk(cell.tree):
         if id(node) in magics:
             continue
@@ -895,6 +897,10 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
                 found.append(_finding(cell, node, "dynamic", why))
         elif isinstance(node, ast.Call):
             why = _call(node)
+            if not why and isinstance(node.func, ast.Name) and \
+                    node.func.id == "help" and id(node) not in helped:
+                why = ("asks pydoc for help on a string or an expression "
+                       "(help('name') imports a module by that name)")
             if not why and isinstance(node.func, ast.Name) and \
                     node.func.id in ("setattr", "delattr") and \
                     len(node.args) >= 2:         # setattr(sys, "x", f)
@@ -977,6 +983,31 @@ def _shadowed(name: str, cell: _Cell, names: _Names) -> bool:
                                  ast.AsyncFunctionDef, ast.ClassDef,
                                  ast.Import, ast.ImportFrom))
                for c, node, _ in names.bound.get(name, ()))
+
+
+def _plain_help(tree, names: _Names) -> set[int]:
+    """The ids of the calls ``help(np.einsum)`` that only read a docstring:
+    a statement of the cell's top level, one dotted name whose first name
+    is bound by imports, defs and classes only (or a builtin). pydoc's
+    ``help`` imports a module named by a string (``pydoc.locate``), so
+    ``help("x")``, ``help(s)`` with ``s = "x"`` and any other argument
+    stay flagged."""
+    found = set()
+    for stmt in tree.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and
+                isinstance(call.func, ast.Name) and call.func.id == "help"
+                and len(call.args) == 1 and not call.keywords):
+            continue
+        parts = _dotted(call.args[0])
+        if not parts:
+            continue
+        values = [v for _, _, v in names.bound.get(parts[0], ())]
+        if (values or parts[0] in BUILTIN_NAMES) and all(
+                isinstance(v, (str, ast.FunctionDef, ast.AsyncFunctionDef,
+                               ast.ClassDef)) for v in values):
+            found.add(id(call))
+    return found
 
 
 #: The standard streams, which an answer may print to.
