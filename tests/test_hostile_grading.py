@@ -536,6 +536,23 @@ print("key", found, buffer.raw[:max(size, 0)])
     }
 
 
+def honest_habits():
+    """The chapter handed in by an honest student with the habits of one:
+    autoreload loaded first, help asked for, a line printed to stderr, the
+    machine named, and a cell left with a syntax error (which the kernel
+    does not run: the answer defined before it is graded)."""
+    nb = nbformat.read(CHAPTER, as_version=4)
+    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells.insert(first, nbformat.v4.new_code_cell(
+        "%load_ext autoreload\n%autoreload 2"))
+    nb.cells += [nbformat.v4.new_code_cell(source) for source in (
+        "import numpy as np\nnp.einsum?",
+        "import sys\nprint('checked', file=sys.stderr)",
+        "import platform\nprint(platform.system(), platform.machine())",
+        "def my_tempered_attention(Q, K, V, tau):\n    return (Q @ K.T")]
+    return nb
+
+
 def build_submissions(tmp: Path, port: int, gradebook: Path) -> Path:
     assign.build([CHAPTER], tmp / "assignments")
     student = tmp / "assignments" / "student" / CHAPTER.name
@@ -547,6 +564,10 @@ def build_submissions(tmp: Path, port: int, gradebook: Path) -> Path:
         nbformat.write(nb, subs / name / "homework.ipynb")
 
     hand_in("honest", nbformat.read(CHAPTER, as_version=4))
+    hand_in("honest-habits", honest_habits())
+    semicolon = nbformat.read(CHAPTER, as_version=4)
+    semicolon.cells.append(nbformat.v4.new_code_cell("shown = [1, 2];"))
+    hand_in("honest-semicolon", semicolon)
     hand_in("untouched", nbformat.read(student, as_version=4))
     for name, source in routes(port, gradebook).items():
         nb = nbformat.read(student, as_version=4)
@@ -703,6 +724,17 @@ def test_the_honest_student_scores_full_marks(run):
         row = run["book"]["honest", label]
         assert row.max_points == 0 and row.feedback.startswith("To be read")
         assert row.code == "to-be-read"
+
+
+@pytest.mark.parametrize("student", ["honest-habits", "honest-semicolon"])
+def test_honest_habits_score_full_marks(run, student):
+    """autoreload, help, stderr, platform.system and a last cell with a
+    syntax error (an unclosed bracket) or ending in ";" (which IPython's
+    display hook reads from the history) leave the auto-points whole."""
+    for label in AUTO:
+        row = run["book"][student, label]
+        assert row.points == row.max_points > 0, row.feedback
+        assert row.code == "correct"
 
 
 def test_the_untouched_notebook_scores_zero(run):

@@ -396,3 +396,141 @@ def test_the_chapter_s_own_function_is_named_by_what_it_is(built):
     whats = [f.what for f in found["ex-definition-tempered"]]
     assert whats and all("torch.nn.attention" not in w for w in whats)
     assert any("selfattention.attention.attention" in w for w in whats)
+
+
+# ------------------------------------------------ honest habits, and twins
+def solved_with(built, sources, at=None):
+    """Chapter 1 as an honest student hands it in (the chapter, solutions
+    included), with ``sources`` added as cells (at the end, or from the
+    code cell of index ``at`` on); what the review flags, per exercise."""
+    _, chapters = built
+    nb = nbformat.read(ROOT / "chapters" / "01_definition.ipynb",
+                       as_version=4)
+    cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    where = len(nb.cells) if at is None else at
+    nb.cells[where:where] = cells
+    return flagged(nb, chapters["01_definition"])
+
+
+HONEST_HABITS = [
+    # IPython's autoreload extension, as students load it
+    ["%load_ext autoreload", "%autoreload 2"],
+    ["%load_ext autoreload\n%autoreload"],
+    ["%load_ext autoreload\n%autoreload 3", "%autoreload off"],
+    # help, by every IPython spelling and by help()
+    ["import numpy as np\nnp.einsum?"],
+    ["import numpy as np\nnp.einsum??"],
+    ["import numpy as np\n?np.einsum", "??np.linalg.norm"],
+    ["%pinfo np.einsum", "%pinfo2 np.einsum"],
+    ["import numpy as np\nhelp(np.einsum)"],
+    ["import torch\ntorch.nn.functional.softmax?"],
+    ["help(len)", "def mine():\n    pass\nhelp(mine)"],
+    # printing to the standard streams
+    ["import sys\nprint('tau =', 0.5, file=sys.stderr)"],
+    ["import sys\nsys.stderr.write('checking\\n')\nsys.stderr.flush()"],
+    ["import sys as system_module\n"
+     "print('done', file=system_module.stdout, flush=True)"],
+    # a cell with a syntax error: the kernel runs none of it
+    ["def my_tempered_attention(Q, K, V, tau):\n"
+     "    return Q @ K.T V"],
+    ["x = [1, 2"],
+    ["print('tau'"],
+    ["for i in range(3)\n    print(i)"],
+    ["np.einsum('ij,jk->ik', A, B"],
+    ["result = attention(Q, K, V)\nresult[0.shape"],
+    # which machine the notebook ran on
+    ["import platform\n"
+     "print(platform.system(), platform.machine(), platform.release())"],
+    ["import platform\nprint(platform.python_version(), "
+     "platform.python_implementation())"],
+    ["from platform import system, python_version\n"
+     "print(system(), python_version())"],
+    # one-line cells that look like a magic's name but are Python
+    ["history = [1, 2]"], ["import time\ntime.sleep(0)"],
+    ["history = [1, 2]", "history"], ["def config():\n    pass", "config"],
+]
+
+
+@pytest.mark.parametrize("sources", HONEST_HABITS)
+def test_honest_habits_are_not_for_review(built, sources):
+    for at in (None, 3):                       # at the end, near the top
+        found = solved_with(built, sources, at)
+        assert not any(found.values()), {k: [f.quote() for f in v]
+                                         for k, v in found.items() if v}
+
+
+def test_a_broken_answer_cell_leaves_the_earlier_answer_judged(built):
+    """A cell that retypes an answer with a syntax error never runs: the
+    answer defined before it is the one graded, and it is not flagged."""
+    found = solved_with(built, [
+        "def my_tempered_attention(Q, K, V, tau):\n"
+        "    return (Q @ K.T"])
+    assert not found["ex-definition-tempered"]
+
+
+@pytest.mark.parametrize("sources", [
+    # other extensions, module names and reloading by name
+    ["%load_ext storemagic"], ["%load_ext shadowmod"],
+    ["%load_ext IPython.extensions.autoreload\n%autoreload 2"],
+    ["%reload_ext autoreload"], ["%aimport selfattention.attention"],
+    ["%load_ext autoreload\n%aimport numpy"],
+    ["%autoreload 2 -p\nimport os"], ["%autoreload 2; x = 1"],
+    ["%load_ext autoreload\nexec('x = 1')"],
+    # help of anything but a plain dotted name, or of a flagged one
+    ["x = [1]\nx[0]?"], ["%pinfo -n x"], ["import numpy as np\nnp.*sum*?"],
+    ["%pinfo2 get_ipython"], ["import sys\nsys._getframe?"],
+    ["import torch\ntorch._C?"], ["import sys\nsys.modules??"],
+    ["%psearch np.*sum*"],
+    ["help('selfattention.exercises')"], ["name = 'antigravity'\nhelp(name)"],
+    ["def show(name):\n    help(name)"], ["help(f'{1}')"], ["help()"],
+    ["import numpy as np\nhelp(np.einsum, 1)"],
+    ["import numpy as np\nif True:\n    help(np.einsum)"],
+    # the standard streams for anything but printing
+    ["import sys\nerr = sys.stderr"], ["import sys\nsys.stderr.session"],
+    ["import sys\nsys.stderr = open('x.txt', 'a')"],
+    ["import sys\nsys.stdout.parent_header"],
+    ["import sys\nw = sys.stderr.write"],
+    ["from sys import stderr\nprint(1, file=stderr)"],
+    ["import sys\nprint(sys.modules, file=sys.stderr)"],
+    ["import sys\nsys.stderr.write(str(sys._getframe()))"],
+    ["import sys\ndef show(print):\n    print(1, file=sys.stderr)"],
+    ["import sys\nclass Log:\n    def print(self, file):\n"
+     "        return file.session\n"
+     "    print(None, file=sys.stderr)"],
+    # cells that do not parse but that the kernel runs: a one-line cell
+    # IPython's prefilter reads as a magic (automagic) or an autocall
+    ["run shadow.py"], ["pip install shadowmod"], ["load_ext shadowmod"],
+    ["reset -f"], ["cd /tmp"], ["ls -la"], ["autocall"], ["automagic"],
+    ["exit 3"], ["logstart"], ["rehashx"],
+    # ... or a bare magic's name that no earlier statement surely binds
+    ["history"], ["for history in []:\n    pass", "history"],
+    ["if False:\n    history = 1", "history"],
+    ["history = 1", "del history", "history"],
+    ["history = 1\ndef forget():\n    global history\n    del history",
+     "history"],
+    ["autocall = 1", "autocall", "exec 'x = 1'"],
+    ["autocall = int('x')", "autocall"], ["alias = 1", "alias"],
+    # a safe magic whose code does not parse, beside code that runs
+    ["%time def f(:\nx = eval('1')"],
+    ["%%capture\ndef f(:"], ["%%time\nexec('1')\ndef f(:"],
+    # a future import that changes what the kernel's compiler accepts
+    ["from __future__ import barry_as_FLUFL",
+     "x = eval('1') if 1 <> 2 else 0"],
+    # platform functions that start a process or read files
+    ["import platform\nplatform.processor()"],
+    ["import platform\nplatform.uname()"],
+    ["import platform\nplatform.platform()"],
+    ["import platform as p\np.architecture()"],
+    ["import platform\nplatform.libc_ver()"],
+    ["import platform\nplatform.freedesktop_os_release()"],
+    ["import platform\nplatform._syscmd_ver()"],
+    ["from platform import uname"], ["from platform import architecture"],
+    ["import platform\nf = platform.uname\nf()"],
+    # IPython's shell reached inside a safe magic's code
+    ["%time sh = get_ipython()"],
+    ["%timeit -n 1 get_ipython().push({'exec': print})"],
+    ["%%time\nget_ipython().user_global_ns"],
+])
+def test_near_misses_of_honest_habits_are_for_review(built, sources):
+    found = solved_with(built, sources)
+    assert found["ex-definition-tempered"], sources

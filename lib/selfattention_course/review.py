@@ -29,13 +29,22 @@ process; nothing here runs a line of them) and flags, per exercise:
   ``x.name`` for every check, references included;
 * **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input
   transformers, event callbacks and shell commands (``get_ipython()``, any
-  magic but ``%time``/``%timeit``/``%matplotlib``), threads and processes,
+  magic but ``%time``/``%timeit`` (whose code is read as the cell's),
+  ``%matplotlib <backend>``, help of a dotted name (``np.einsum?``, read
+  as the name), ``%load_ext autoreload`` and ``%autoreload <mode>``; a
+  one-line cell IPython's prefilter runs as a magic, ``ls -la``), threads
+  and processes (``platform`` functions other than ``PLATFORM_PLAIN``),
   rebinding a builtin name (a global ``exec``) or ``sys.modules``.
+  ``sys.stderr``/``sys.stdout`` only as ``print(..., file=sys.stderr)``
+  or ``sys.stderr.write(...)``; ``help`` only of a dotted name of an
+  import, a def or a builtin (pydoc imports a module a string names).
 
 Dynamic code and hooks can change any answer of the notebook, so they flag
 every exercise of it; a reference flags the exercise it belongs to. A cell
 left exactly as the student version or the chapter has it (the chapter's own
-code outside its solutions) is trusted for dynamic code. Each finding
+code outside its solutions) is trusted for dynamic code; a cell that the
+kernel cannot compile either (a syntax error, see ``_inert``) runs nothing
+and is skipped. Each finding
 quotes its line. The runtime tripwire of the harvest adds evidence on top of
 this (a call hidden from the source); it never clears what is flagged here.
 """
@@ -44,10 +53,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import hashlib
 import importlib
 import importlib.util
 import inspect
+import keyword
 import re
 import textwrap
 import threading
@@ -178,13 +189,66 @@ MODULE_ATTRS = {
 MODULE_REASONS = {"torch": "loads objects that run code, or reaches "
                            "PyTorch's internal operators",
                   "numpy": "loads objects that run code"}
+#: Functions of ``platform`` (Python 3.11's platform.py) that neither
+#: start a process nor read a file on Linux: ``os.uname`` fields and
+#: ``sys.version`` parsed. Any other is flagged: ``processor``,
+#: ``uname`` (its ``processor``, also read when the result is unpacked,
+#: runs ``uname -p`` by subprocess), ``platform`` (unpacks ``uname()``
+#: and reads the interpreter's file in ``libc_ver``), ``architecture``
+#: (runs ``file`` by subprocess), ``libc_ver``, ``freedesktop_os_release``
+#: and ``mac_ver`` (read files), ``win32_ver`` (runs ``ver``), ...
+PLATFORM_PLAIN = {"system", "node", "release", "version", "machine",
+                  "python_version", "python_version_tuple",
+                  "python_implementation", "python_branch",
+                  "python_revision", "python_build", "python_compiler",
+                  "system_alias"}
 #: Dunder attributes an honest answer uses.
 PLAIN_DUNDERS = {"__init__", "__name__", "__doc__", "__qualname__",
                  "__len__", "__call__", "__repr__", "__str__", "__eq__",
                  "__hash__", "__iter__", "__next__", "__getitem__",
                  "__enter__", "__exit__", "__post_init__", "__future__"}
-#: Magics that only time or draw.
-SAFE_MAGICS = {"time", "timeit", "matplotlib"}
+#: Magics that time code, read as part of the cell.
+TIMING_MAGICS = {"time", "timeit"}
+#: The autoreload modes of IPython 9's ``%autoreload`` (its extension
+#: reloads only modules whose files changed, and the sandbox binds every
+#: installed file read-only; the kernel imports nothing from its working
+#: folder, PYTHONSAFEPATH).
+AUTORELOAD_MODES = {"", "now", "0", "1", "2", "3", "off", "explicit",
+                    "all", "complete"}
+_DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+
+
+def _plain_name(line: str) -> bool:
+    """``np.einsum``: a dotted name, which ``%pinfo`` looks up attribute
+    by attribute (IPython's ``InteractiveShell._ofind``), evaluating
+    nothing."""
+    text = line.strip()
+    return bool(_DOTTED_NAME.fullmatch(text)) and not any(
+        keyword.iskeyword(p) for p in text.split("."))
+
+
+def _autoreload_alone(line: str) -> bool:
+    """``%load_ext autoreload`` loads IPython's extension: IPython 9's
+    ``ExtensionManager.load_extension`` imports a top module
+    ``autoreload`` first, so only where the course installs none (the
+    kernel cannot import one the notebook wrote)."""
+    if line != "autoreload":
+        return False
+    try:
+        return importlib.util.find_spec("autoreload") is None
+    except (ImportError, ValueError):
+        return False
+
+
+#: Line magics that only draw, show help or reload changed modules, each
+#: with the arguments it may take (the timing magics are read apart).
+SAFE_MAGICS = {
+    "matplotlib": lambda line: re.fullmatch(r"\s*\w*\s*", line) is not None,
+    "pinfo": _plain_name,
+    "pinfo2": _plain_name,
+    "load_ext": _autoreload_alone,
+    "autoreload": lambda line: line.strip() in AUTORELOAD_MODES,
+}
 #: Top modules the grader imports to compare a name with a reference.
 TRUSTED_ROOTS = {"selfattention", "torch", "numpy", "scipy", "math"}
 #: Where the checks live: an answer may use only their student tools.
@@ -239,6 +303,8 @@ class _Cell:
     lines: list[str]
     tree: ast.Module | None
     trusted: bool              # unchanged from the student version
+    python: str = ""           # the Python IPython runs for it
+    inert: bool = False        # the kernel cannot run it (a syntax error)
 
 
 def _python(source: str) -> str:
@@ -249,15 +315,26 @@ def _python(source: str) -> str:
 
 
 def _parse(nb, book_cells) -> list[_Cell]:
+    codes = [c for c in nb.cells if c.cell_type == "code"]
+    # ``from __future__ import barry_as_FLUFL`` in one cell changes what
+    # the kernel's compiler (IPython's CachingCompiler keeps the future
+    # flags of every cell it compiled) accepts in the cells after it.
+    grammar_changed = any(isinstance(c.source, str) and
+                          "barry_as_FLUFL" in c.source for c in codes)
     cells = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         source = cell.source if isinstance(cell.source, str) else ""
         trusted = cell_digest(source) in book_cells
+        python, inert = "", False
         try:
             python = _python(source)
-            tree = ast.parse(python)
+            try:
+                tree = ast.parse(python)
+            except SyntaxError:
+                inert = not grammar_changed and _inert(python)
+                raise
             lines = python.splitlines()
             if _timed_code(tree):                # %%time's body is code
                 lines = source.splitlines() if source.lstrip().startswith(
@@ -265,8 +342,77 @@ def _parse(nb, book_cells) -> list[_Cell]:
             tree = ast.fix_missing_locations(_NamedAttributes().visit(tree))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree, lines = None, source.splitlines()
-        cells.append(_Cell(index, source, lines, tree, trusted))
+        cells.append(_Cell(index, source, lines, tree, trusted, python,
+                           inert))
     return cells
+
+
+def _inert(python: str) -> bool:
+    """Whether a cell whose Python (IPython's static transformation of
+    it, as ``_python`` gives) does not parse also fails in the kernel, so
+    that nothing of it runs.
+
+    The kernel (IPython's ``InteractiveShell.run_cell``) transforms a
+    cell with the same ``TransformerManager`` and then, for a cell of one
+    line only, with its prefilter (``transform_cell``): a line that
+    starts with the name of a magic (automagic, ``ls -la``, ``run x.py``)
+    or with ``exit``/``quit`` (autocalled) runs although it is no Python.
+    Such a line is not inert; any other line or cell that does not parse
+    raises SyntaxError in the kernel before any of it runs. (Autocall,
+    macros and new magics need a magic or IPython's shell first, which
+    are flagged wherever they are.)"""
+    return _automagic(python) is None
+
+
+@functools.lru_cache(maxsize=1)
+def _magic_names() -> frozenset:
+    """The names of the magics a kernel offers without being told to:
+    IPython's own, ipykernel's, the default aliases of shell commands,
+    the script magics and those of IPython's extensions."""
+    import pkgutil
+
+    from IPython.core import magics
+    from IPython.core.alias import default_aliases
+    from IPython.core.magic import Magics
+
+    for module in pkgutil.iter_modules(magics.__path__):
+        importlib.import_module(f"{magics.__name__}.{module.name}")
+    try:
+        import ipykernel.zmqshell  # noqa: F401  (its KernelMagics)
+    except ImportError:                           # pragma: no cover
+        pass
+    names, todo = set(), [Magics]
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        for kind in getattr(cls, "magics", {}).values():
+            names |= set(kind)
+    names |= {name for name, _ in default_aliases()}
+    names |= {"sh", "bash", "perl", "ruby", "python", "python2", "python3",
+              "pypy", "js", "javascript", "svg", "latex", "html", "markdown",
+              "autoreload", "aimport", "store", "capture", "writefile",
+              "script", "debug", "sx", "sc", "system", "alias", "rehashx"}
+    return frozenset(names)
+
+
+def _automagic(python: str) -> str | None:
+    """The magic (or autocalled name) the kernel's prefilter makes of a
+    cell of one line, or None."""
+    from IPython.core.splitinput import LineInfo
+
+    lines = python.splitlines()
+    if len(lines) != 1:
+        return None
+    info = LineInfo(lines[0])
+    head = info.ifun
+    if head in ("exit", "quit"):                 # IPyAutocall objects
+        return head
+    if info.the_rest[:1] in ("=", ","):          # AssignmentChecker
+        return None
+    if head not in _magic_names() or keyword.iskeyword(head) or \
+            head in BUILTIN_NAMES:               # shadowed by a builtin
+        return None
+    return head
 
 
 class _NamedAttributes(ast.NodeTransformer):
@@ -297,13 +443,23 @@ _TIMEIT_OPTIONS = re.compile(r"^\s*(?:(?:-[nrp]\s*\d+|-[qoct])(?:\s+|$))*")
 
 def _timed_code(tree) -> bool:
     """Read the code a safe magic runs (``%time f()``, a ``%%timeit``
-    cell's body) as part of the cell: its statements join the tree, at
-    the lines where they stand. Raises SyntaxError when it is not Python.
-    Whether the cell had any."""
+    cell's body, the name ``%pinfo`` looks up) as part of the cell: its
+    statements join the tree, at the lines where they stand. Raises
+    SyntaxError when it is not Python. Whether the cell had any."""
     added = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and _magic(node)) or \
-                str(node.args[0].value).lstrip("%") == "matplotlib":
+        if not (isinstance(node, ast.Call) and _magic(node)):
+            continue
+        name = node.args[0].value
+        if name in ("pinfo", "pinfo2"):          # `np.einsum?`: the name
+            sub = ast.parse(node.args[1].value.strip(), mode="eval")
+            expr = ast.Expr(sub.body)
+            ast.copy_location(expr, node)
+            for inner in ast.walk(expr):
+                ast.copy_location(inner, node)
+            added.append(expr)
+            continue
+        if name not in TIMING_MAGICS:
             continue
         cell_magic = node.func.attr == "run_cell_magic"
         for k, arg in enumerate(node.args[1:3], start=1):
@@ -373,6 +529,10 @@ class _Names:
         self._current: dict[str, list] = {}
         self._reading: set[int] = set()
         self._partial = False
+        self.sure = self._sure
+        self.deleted = {n.id for c in cells if c.tree is not None
+                        for n in ast.walk(c.tree) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Del)}
         for cell in cells:
             if cell.tree is None:
                 continue
@@ -690,8 +850,21 @@ def _finding(cell: _Cell, node, kind: str, what: str) -> Finding:
     return Finding(kind, cell.index + 1, line, text, what)
 
 
-def _dynamic(cell: _Cell, names: _Names) -> list[Finding]:
-    """Dynamic code and hooks in one cell the student wrote or changed."""
+def _dynamic(cell: _Cell, names: _Names, streams: bool = False
+             ) -> list[Finding]:
+    """Dynamic code and hooks in one cell the student wrote or changed
+    (``streams``: whether ``print(..., file=sys.stderr)`` is the builtin
+    print's)."""
+    if cell.inert:                    # a syntax error: nothing of it runs
+        return []
+    magic = _automagic(cell.python)
+    if magic is not None and cell.tree is not None and \
+            _shadowed(magic, cell, names):
+        magic = None                  # `history` once history = [...]
+    if magic is not None:
+        return [Finding("hook", cell.index + 1, 1, (cell.lines or [""])[0],
+                        f"runs as IPython's {magic} (a magic or an "
+                        f"autocall without % or parentheses)")]
     if cell.tree is None:
         return [Finding("dynamic", cell.index + 1, 1,
                         (cell.lines or [""])[0],
@@ -701,7 +874,12 @@ def _dynamic(cell: _Cell, names: _Names) -> list[Finding]:
     asked = _membership_tests(cell.tree)
     called = {id(n.func) for n in ast.walk(cell.tree)
               if isinstance(n, ast.Call)}
+    magics = _magic_nodes(cell.tree)
+    printed = _stream_reads(cell.tree) if streams else set()
+    helped = _plain_help(cell.tree, names)
     for node in ast.walk(cell.tree):
+        if id(node) in magics:
+            continue
         if isinstance(node, ast.Name) and node.id in DYNAMIC_NAMES and \
                 id(node) not in asked:
             found.append(_finding(cell, node, "dynamic",
@@ -714,11 +892,15 @@ def _dynamic(cell: _Cell, names: _Names) -> list[Finding]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             found += _imports(cell, node)
         elif isinstance(node, ast.Attribute):
-            why = _attribute(node, names)
+            why = _attribute(node, names, stream=id(node) in printed)
             if why:
                 found.append(_finding(cell, node, "dynamic", why))
         elif isinstance(node, ast.Call):
             why = _call(node)
+            if not why and isinstance(node.func, ast.Name) and \
+                    node.func.id == "help" and id(node) not in helped:
+                why = ("asks pydoc for help on a string or an expression "
+                       "(help('name') imports a module by that name)")
             if not why and isinstance(node.func, ast.Name) and \
                     node.func.id in ("setattr", "delattr") and \
                     len(node.args) >= 2:         # setattr(sys, "x", f)
@@ -778,6 +960,109 @@ def _dynamic(cell: _Cell, names: _Names) -> list[Finding]:
     return found
 
 
+#: Magics whose names students give their variables (``history =
+#: model.fit(...)``) and that, run bare, only print or do nothing.
+SHADOWABLE = {"history", "config", "time", "timeit", "page", "store",
+              "env", "precision", "who", "whos", "dirs", "pwd"}
+
+
+def _shadowed(name: str, cell: _Cell, names: _Names) -> bool:
+    """Whether ``name`` is surely in the kernel's namespace when ``cell``
+    runs, so that IPython's automagic leaves a line that starts with it
+    alone (``prefilter.is_shadowed``): bound by a top-level statement of
+    an earlier cell, outside any ``if`` or loop, and deleted nowhere.
+
+    Only for the names of ``SHADOWABLE``: the binding may still fail (its
+    value raises), and then the magic runs; those magics, run bare, only
+    print, and change neither what later cells run nor how IPython reads
+    them (as ``autocall``, ``alias`` or ``rehashx`` would)."""
+    if name not in SHADOWABLE or name in names.deleted:
+        return False
+    return any(c.index < cell.index and id(node) in names.sure and
+               isinstance(node, (ast.Assign, ast.FunctionDef,
+                                 ast.AsyncFunctionDef, ast.ClassDef,
+                                 ast.Import, ast.ImportFrom))
+               for c, node, _ in names.bound.get(name, ()))
+
+
+def _plain_help(tree, names: _Names) -> set[int]:
+    """The ids of the calls ``help(np.einsum)`` that only read a docstring:
+    a statement of the cell's top level, one dotted name whose first name
+    is bound by imports, defs and classes only (or a builtin). pydoc's
+    ``help`` imports a module named by a string (``pydoc.locate``), so
+    ``help("x")``, ``help(s)`` with ``s = "x"`` and any other argument
+    stay flagged."""
+    found = set()
+    for stmt in tree.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and
+                isinstance(call.func, ast.Name) and call.func.id == "help"
+                and len(call.args) == 1 and not call.keywords):
+            continue
+        parts = _dotted(call.args[0])
+        if not parts:
+            continue
+        values = [v for _, _, v in names.bound.get(parts[0], ())]
+        if (values or parts[0] in BUILTIN_NAMES) and all(
+                isinstance(v, (str, ast.FunctionDef, ast.AsyncFunctionDef,
+                               ast.ClassDef)) for v in values):
+            found.add(id(call))
+    return found
+
+
+#: The standard streams, which an answer may print to.
+STREAMS = {"stdout", "stderr"}
+
+
+def _stream_reads(tree) -> set[int]:
+    """The ids of the reads ``x.stderr`` (``x.stdout``) that only print:
+    the value of ``file=`` of a call of ``print``, or the object whose
+    ``write``/``flush`` is called. Reading them otherwise (``e =
+    sys.stderr``, ``sys.stderr.session``) stays flagged."""
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id == "print":
+            for kw in node.keywords:
+                if kw.arg == "file" and isinstance(kw.value, ast.Attribute) \
+                        and kw.value.attr in STREAMS:
+                    found.add(id(kw.value))
+        elif isinstance(fn, ast.Attribute) and fn.attr in ("write",
+                                                           "flush") \
+                and isinstance(fn.value, ast.Attribute) and \
+                fn.value.attr in STREAMS:
+            found.add(id(fn.value))
+    return found
+
+
+def _binds_anywhere(cells: list[_Cell], name: str) -> bool:
+    """Whether any code of the notebook binds ``name``, in any scope."""
+    for cell in cells:
+        for node in ast.walk(cell.tree) if cell.tree is not None else ():
+            if isinstance(node, ast.Name) and node.id == name and \
+                    not isinstance(node.ctx, ast.Load):
+                return True
+            if isinstance(node, ast.arg) and node.arg == name:
+                return True
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                 ast.ClassDef)) and node.name == name:
+                return True
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                    name in _bound_here(node):
+                return True
+            if isinstance(node, (ast.ExceptHandler, ast.MatchAs,
+                                 ast.MatchStar)) and node.name == name:
+                return True
+            if isinstance(node, ast.MatchMapping) and node.rest == name:
+                return True
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and \
+                    name in node.names:
+                return True
+    return False
+
+
 def _membership_tests(tree) -> set[int]:
     """``"name" in globals()``: a question about the namespace, which
     changes nothing (the ids of those ``globals`` names)."""
@@ -827,6 +1112,12 @@ def _imports(cell: _Cell, node) -> list[Finding]:
         modules += [f"{node.module}.{a.name}" for a in node.names]
         wanted = [node.module or ""]
         for a in node.names:                 # from sys import setprofile
+            if node.module == "platform":
+                if a.name in PLATFORM_PLAIN:
+                    continue
+                return [_finding(cell, node, "dynamic",
+                                 f"imports platform.{a.name}, which may "
+                                 f"start a process or read files")]
             if a.name in DYNAMIC_ATTRS or a.name in WRITE_ATTRS or \
                     a.name in SHELL_ATTRS or \
                     a.name in MODULE_ATTRS.get(node.module or "", ()) or \
@@ -872,29 +1163,41 @@ def _imports(cell: _Cell, node) -> list[Finding]:
     return found
 
 
-def _attribute(node: ast.Attribute, names: _Names) -> str | None:
+def _attribute(node: ast.Attribute, names: _Names,
+               stream: bool = False) -> str | None:
+    """Why reading ``node`` is dynamic code or a hook, or None
+    (``stream``: the read only prints, see ``_stream_reads``)."""
     attr = node.attr
     if attr.startswith("__") and attr.endswith("__") and \
             attr not in PLAIN_DUNDERS:
         return f"reaches the interpreter's internals ({attr})"
+    parts = _dotted(node.value)
+    meanings = set()
+    if parts:
+        meanings = names.meanings(node.value) | {".".join(parts)} \
+            if parts[0] not in names.bound else names.meanings(node.value)
+    if meanings == {"platform"}:
+        if attr in PLATFORM_PLAIN:
+            return None
+        return (f"may start a process or read files (platform.{attr}; "
+                f"only {', '.join(sorted(PLATFORM_PLAIN))} are read "
+                f"as plain)")
     if attr in SHELL_ATTRS:
         return f"reaches IPython's shell or runs code as it does ({attr})"
     if attr in DYNAMIC_ATTRS:
         return f"reaches code objects, frames or hooks ({attr})"
     if attr in WRITE_ATTRS:
         return f"writes a file (code a later import could run) ({attr})"
-    parts = _dotted(node.value)
-    if parts:
-        meanings = names.meanings(node.value) | {".".join(parts)} \
-            if parts[0] not in names.bound else names.meanings(node.value)
-        for meaning in meanings:
-            if attr in MODULE_ATTRS.get(meaning, ()):
-                why = MODULE_REASONS.get(meaning, "changes the interpreter "
-                                                  "or starts code")
-                return f"{why} ({meaning}.{attr})"
-            if _private_torch(f"{meaning}.{attr}"):
-                return (f"reaches PyTorch's private internals "
-                        f"({meaning}.{attr})")
+    for meaning in meanings:
+        if stream and meaning == "sys" and attr in STREAMS:
+            continue
+        if attr in MODULE_ATTRS.get(meaning, ()):
+            why = MODULE_REASONS.get(meaning, "changes the interpreter "
+                                              "or starts code")
+            return f"{why} ({meaning}.{attr})"
+        if _private_torch(f"{meaning}.{attr}"):
+            return (f"reaches PyTorch's private internals "
+                    f"({meaning}.{attr})")
     return None
 
 
@@ -927,23 +1230,38 @@ def _call(node: ast.Call) -> str | None:
 
 
 def _magic(node: ast.Call) -> bool:
-    """A safe magic: ``get_ipython().run_line_magic('timeit', ...)``."""
+    """A safe magic: ``get_ipython().run_line_magic('timeit', ...)``, with
+    arguments of a harmless form (see ``SAFE_MAGICS``)."""
     fn = node.func
-    return (isinstance(fn, ast.Attribute)
+    if not (isinstance(fn, ast.Attribute)
             and fn.attr in ("run_line_magic", "run_cell_magic")
             and isinstance(fn.value, ast.Call)
             and isinstance(fn.value.func, ast.Name)
-            and fn.value.func.id == "get_ipython" and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and str(node.args[0].value).lstrip("%") in SAFE_MAGICS)
+            and fn.value.func.id == "get_ipython"
+            and not fn.value.args and not fn.value.keywords
+            and len(node.args) >= 2 and not node.keywords
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                    for a in node.args[:2])):
+        return False
+    name, line = node.args[0].value, node.args[1].value
+    if name in TIMING_MAGICS:
+        return True
+    if fn.attr != "run_line_magic" or name not in SAFE_MAGICS or \
+            len(node.args) != 2:
+        return False
+    return SAFE_MAGICS[name](line)
 
 
-def _without_safe_magics(cell: _Cell, found: list[Finding]) -> list[Finding]:
-    safe = {n.lineno for n in ast.walk(cell.tree)
-            if isinstance(n, ast.Call) and _magic(n)} if cell.tree else set()
-    return [f for f in found if f.line not in safe or not (
-        "get_ipython" in f.what or "run_line_magic" in f.what
-        or "run_cell_magic" in f.what)]
+def _magic_nodes(tree) -> set[int]:
+    """The ids of the nodes that make up the calls of safe magics (the
+    ``get_ipython``, the call of it and ``run_line_magic``), which say
+    nothing about the code the magic runs."""
+    found = set()
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Call) and _magic(node):
+            found |= {id(node.func), id(node.func.value),
+                      id(node.func.value.func)}
+    return found
 
 
 def _reach(names: _Names, answers) -> list[tuple[_Cell, ast.AST]]:
@@ -1184,14 +1502,16 @@ def _review(nb, exercises, book_cells):
     cells = _parse(nb, book_cells)
     names = _Names(cells)
     trusted = {c.index + 1 for c in cells if c.trusted}
+    # print(..., file=sys.stderr) is the builtin print only where no code
+    # of the notebook binds the name print (a parameter, a local...)
+    streams = not _binds_anywhere(cells, "print")
     everywhere, where = [], None
     result = {}
     try:
         for cell in cells:
             where = cell
             if not cell.trusted:
-                everywhere += _without_safe_magics(cell, _dynamic(cell,
-                                                                  names))
+                everywhere += _dynamic(cell, names, streams)
         for label, (answers, references) in exercises.items():
             refs = [_Reference(r) for r in references]
             found = _odd_bindings(cells, set(answers))
