@@ -843,6 +843,14 @@ class _Reference:
         return _same(_lookup(dotted), self.obj)
 
 
+@functools.lru_cache(maxsize=None)
+def _reference(dotted: str) -> _Reference:
+    """The reference ``dotted``, read once per process (finding its source
+    and reading its code is most of the work of a review): the grader's own
+    objects, which no submitted notebook runs in this process to change."""
+    return _Reference(dotted)
+
+
 # ------------------------------------------------------------------ review
 def _finding(cell: _Cell, node, kind: str, what: str) -> Finding:
     line = getattr(node, "lineno", 1)
@@ -1513,7 +1521,7 @@ def _review(nb, exercises, book_cells):
             if not cell.trusted:
                 everywhere += _dynamic(cell, names, streams)
         for label, (answers, references) in exercises.items():
-            refs = [_Reference(r) for r in references]
+            refs = [_reference(r) for r in references]
             found = _odd_bindings(cells, set(answers))
             for cell, node in _reach(names, answers):
                 where = cell
