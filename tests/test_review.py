@@ -509,6 +509,16 @@ def test_a_broken_answer_cell_leaves_the_earlier_answer_judged(built):
     ["history = 1\ndef forget():\n    global history\n    del history",
      "history"],
     ["autocall = 1", "autocall", "exec 'x = 1'"],
+    # ... or a bound name with an argument after it, which the magic would
+    # run if the binding failed: a timing magic runs its argument as a
+    # cell (%autocall, then "exec S" runs), store reads pickles
+    ["timeit = 1 / 0", "timeit %autocall", "exec 'x = 1'"],
+    ["time = 0", "try:\n    1 / 0\nexcept ZeroDivisionError as time:\n"
+     "    pass", "time %autocall", "exec 'x = 1'"],
+    ["time = 0", "time /f"], ["time = 0", "time ;f"],
+    ["history = 1", "history -f /tmp/x.py"], ["store = 1", "store -r"],
+    ["history = 1", "try:\n    1 / 0\nexcept ZeroDivisionError as "
+     "history:\n    pass", "history"],
     ["autocall = int('x')", "autocall"], ["alias = 1", "alias"],
     # a safe magic whose code does not parse, beside code that runs
     ["%time def f(:\nx = eval('1')"],

@@ -530,9 +530,14 @@ class _Names:
         self._reading: set[int] = set()
         self._partial = False
         self.sure = self._sure
+        # names that code unbinds: ``del x``, and ``except E as x``, which
+        # deletes x when its handler ends
         self.deleted = {n.id for c in cells if c.tree is not None
                         for n in ast.walk(c.tree) if isinstance(n, ast.Name)
-                        and isinstance(n.ctx, ast.Del)}
+                        and isinstance(n.ctx, ast.Del)} | {
+            n.name for c in cells if c.tree is not None
+            for n in ast.walk(c.tree)
+            if isinstance(n, ast.ExceptHandler) and n.name}
         for cell in cells:
             if cell.tree is None:
                 continue
@@ -970,8 +975,8 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
 
 #: Magics whose names students give their variables (``history =
 #: model.fit(...)``) and that, run bare, only print or do nothing.
-SHADOWABLE = {"history", "config", "time", "timeit", "page", "store",
-              "env", "precision", "who", "whos", "dirs", "pwd"}
+SHADOWABLE = {"history", "config", "page", "store", "env", "precision",
+              "who", "whos", "dirs", "pwd"}
 
 
 def _shadowed(name: str, cell: _Cell, names: _Names) -> bool:
@@ -983,8 +988,12 @@ def _shadowed(name: str, cell: _Cell, names: _Names) -> bool:
     Only for the names of ``SHADOWABLE``: the binding may still fail (its
     value raises), and then the magic runs; those magics, run bare, only
     print, and change neither what later cells run nor how IPython reads
-    them (as ``autocall``, ``alias`` or ``rehashx`` would)."""
-    if name not in SHADOWABLE or name in names.deleted:
+    them (as ``autocall``, ``alias`` or ``rehashx`` would). And only for the
+    bare name, the whole cell: whatever follows it would be the magic's
+    argument (``%time`` and ``%timeit`` run theirs as a cell, so they are
+    not on the list; ``store -r`` reads pickles, ``history -f`` writes)."""
+    if name not in SHADOWABLE or name in names.deleted or \
+            cell.python.strip() != name:
         return False
     return any(c.index < cell.index and id(node) in names.sure and
                isinstance(node, (ast.Assign, ast.FunctionDef,
