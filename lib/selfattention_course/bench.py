@@ -5,10 +5,10 @@
 1. grades the same few chapter-1 notebooks one at a time without isolation
    and in the sandbox, and prints the median time per notebook of each and
    their difference (the cost of isolation);
-2. grades a synthetic class (100 students by default) handing in
-:ref:`ch-definition`
-   (the solutions, the student version, or a solution with one mistake),
-   ``--jobs`` at a time, and prints the wall time.
+2. grades a synthetic class (100 students by default), each handing in
+   the notebook of :ref:`ch-definition` (the solutions, the student
+   version, or a solution with one mistake), ``--jobs`` at a time, and
+   prints the wall time.
 
 The budgets are 0.5 s of isolation per notebook and 5 minutes for a class
 of 100 on a 2-core machine.
