@@ -127,6 +127,13 @@ def test_plain_data_makes_the_round_trip():
     cases = [{"S": np.ones((2, 3)), "n": 3, "grid": (3, 5)}]
     again = wire.load_cases(wire.dump_cases(cases))
     assert again[0]["grid"] == (3, 5) and again[0]["S"].shape == (2, 3)
+    # a run that stopped keeps its diagnosis code on the way to the grader
+    result = {"outcomes": [{"output": 1.5}, {"wrong": "raised KeyError",
+                                             "code": "raised"}],
+              "called": [], "tampered": False}
+    back = wire.load_result(wire.dump_result(result), 2)
+    assert back["outcomes"][1] == {"wrong": "raised KeyError",
+                                   "code": "raised"}
 
 
 def npy(array, pickle=False):
@@ -186,6 +193,17 @@ def test_hostile_bundles_are_refused(data):
     {"outcomes": [{"output": 1}], "called": [], "tampered": "no"},
     {"outcomes": [{"output": 1}], "called": [], "tampered": False,
      "points": 1},
+    # a diagnosis code only beside "wrong", as a short string
+    {"outcomes": [{"output": 1, "code": "raised"}], "called": [],
+     "tampered": False},
+    {"outcomes": [{"not_done": "x", "code": "raised"}], "called": [],
+     "tampered": False},
+    {"outcomes": [{"wrong": "x", "code": 3}], "called": [],
+     "tampered": False},
+    {"outcomes": [{"wrong": "x", "code": "x" * 41}], "called": [],
+     "tampered": False},
+    {"outcomes": [{"wrong": "x", "code": "raised", "points": 1}],
+     "called": [], "tampered": False},
 ])
 def test_malformed_results_are_refused(tree):
     with pytest.raises(wire.WireError):

@@ -44,6 +44,7 @@ MAX_BUNDLE = 16 * 2 ** 20
 MAX_ARRAYS = 256
 MAX_NODES = 200_000
 MAX_MESSAGE = 2_000
+MAX_CODE = 40                       # a diagnosis code's characters
 
 
 class WireError(ValueError):
@@ -252,9 +253,12 @@ def dump_result(result: dict) -> bytes:
     arrays: list[np.ndarray] = []
     outcomes = []
     for outcome in result["outcomes"]:
-        (key, value), = outcome.items()
-        outcomes.append({key: _encode(value, arrays) if key == "output"
-                         else str(value)[:MAX_MESSAGE]})
+        (key, value), = ((k, v) for k, v in outcome.items() if k != "code")
+        entry = {key: _encode(value, arrays) if key == "output"
+                 else str(value)[:MAX_MESSAGE]}
+        if key == "wrong" and "code" in outcome:   # the diagnosis's code
+            entry["code"] = str(outcome["code"])[:MAX_CODE]
+        outcomes.append(entry)
     tree = {"outcomes": outcomes,
             "called": [str(n)[:200] for n in result["called"]][:20],
             "tampered": bool(result["tampered"])}
@@ -275,14 +279,20 @@ def load_result(data: bytes, n_cases: int) -> dict:
         raise WireError("bad result")
     budget, checked = _Budget(MAX_NODES), []
     for i, outcome in enumerate(outcomes):
-        if not (isinstance(outcome, dict) and len(outcome) == 1):
+        coded = isinstance(outcome, dict) and set(outcome) == {"wrong",
+                                                               "code"}
+        if coded and not (isinstance(outcome["code"], str)
+                          and len(outcome["code"]) <= MAX_CODE):
             raise WireError("bad outcome")
-        (key, value), = outcome.items()
+        if not (isinstance(outcome, dict) and (len(outcome) == 1 or coded)):
+            raise WireError("bad outcome")
+        (key, value), = ((k, v) for k, v in outcome.items() if k != "code")
         if key == "output":
             checked.append({key: _decode(value, arrays, budget)})
         elif key in ("not_done", "wrong") and isinstance(value, str) \
                 and len(value) <= MAX_MESSAGE and i == len(outcomes) - 1:
-            checked.append({key: value})
+            checked.append({key: value, **({"code": outcome["code"]}
+                                           if coded else {})})
         else:
             raise WireError("bad outcome")
     return {"outcomes": checked, "called": called,
