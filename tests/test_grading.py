@@ -196,6 +196,7 @@ def test_hostile_bundles_are_refused(data):
     # a diagnosis code only beside "wrong", as a short string
     {"outcomes": [{"output": 1, "code": "raised"}], "called": [],
      "tampered": False},
+    {"outcomes": [{"code": "raised"}], "called": [], "tampered": False},
     {"outcomes": [{"not_done": "x", "code": "raised"}], "called": [],
      "tampered": False},
     {"outcomes": [{"wrong": "x", "code": 3}], "called": [],

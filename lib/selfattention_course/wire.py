@@ -279,12 +279,13 @@ def load_result(data: bytes, n_cases: int) -> dict:
         raise WireError("bad result")
     budget, checked = _Budget(MAX_NODES), []
     for i, outcome in enumerate(outcomes):
-        coded = isinstance(outcome, dict) and set(outcome) == {"wrong",
-                                                               "code"}
+        if not isinstance(outcome, dict):
+            raise WireError("bad outcome")
+        coded = set(outcome) == {"wrong", "code"}
+        if not (coded or (len(outcome) == 1 and "code" not in outcome)):
+            raise WireError("bad outcome")
         if coded and not (isinstance(outcome["code"], str)
                           and len(outcome["code"]) <= MAX_CODE):
-            raise WireError("bad outcome")
-        if not (isinstance(outcome, dict) and (len(outcome) == 1 or coded)):
             raise WireError("bad outcome")
         (key, value), = ((k, v) for k, v in outcome.items() if k != "code")
         if key == "output":
