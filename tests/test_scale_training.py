@@ -123,10 +123,13 @@ def test_committed_curves_have_the_shapes_the_chapter_reads():
 @pytest.mark.parametrize("i, variant", list(enumerate(sc.VARIANTS)))
 def test_the_committed_curves_start_as_a_fresh_run_does(i, variant):
     # The recipe runs float32 on one thread: on one machine a fresh run
-    # reproduces the file bit for bit. Another CPU or BLAS sums in another
-    # order; measured with two threads instead of one, the unscaled run's
-    # losses drift by at most 2.4e-5 (relative) in 25 steps and 3e-3 in 50,
-    # so the first 25 steps are compared at 1e-3.
+    # reproduces the file bit for bit. Another CPU or thread count sums in
+    # another order, and the unscaled run is chaotic: on an AMD EPYC against
+    # the file, its losses part by 1e-7 at step 0 and 2.9e-4 by step 25, and
+    # its saturated rows' entropy after 25 steps (0.054 and 0.78 nats) by
+    # 1.0% and 1.8%; the scaled runs stay within 1.1e-7. So the first 25
+    # steps' losses are compared at 1e-3, and the entropies at 1e-3 for the
+    # scaled runs and 5e-2 for the unscaled one.
     runs = trained.load("scale-training")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -139,4 +142,5 @@ def test_the_committed_curves_start_as_a_fresh_run_does(i, variant):
     np.testing.assert_allclose(fresh["test_loss"],
                                runs["test_loss"][i, 0, :2], rtol=1e-3)
     np.testing.assert_allclose(fresh["entropy"], runs["entropy"][i, 0, :2],
-                               rtol=1e-3, atol=1e-4)
+                               rtol=5e-2 if variant == "1" else 1e-3,
+                               atol=1e-4)

@@ -285,3 +285,18 @@ def test_the_right_match_of_left_pixel_x_is_x_minus_d():
     assert len(held) == 50 and len(pair.blocks) == 5
     gap = np.abs(held[:, None] - pair.train_rows[None, :]).min()
     assert gap > stereo.MARGIN                 # never next to training rows
+
+
+# ------------------------------------------------------------ the trained encoder
+@pytest.mark.slow
+def test_a_retrained_encoder_follows_the_committed_curve():
+    """The recipe's first 100 steps reproduce the committed losses. The whole
+    300 do not across CPUs: the training is chaotic, and on an AMD EPYC the
+    losses part from the file by 1e-12 at step 100 and 4e-3 at step 250
+    (``train_encoder``'s comment), so 100 steps are compared at 1e-9."""
+    from selfattention import trained
+
+    stored = trained.load("stereo-encoder")["losses"]
+    again = sm.train_encoder(steps=100)["losses"]
+    assert len(stored) == 300
+    np.testing.assert_allclose(again, stored[:100], rtol=1e-9, atol=0)

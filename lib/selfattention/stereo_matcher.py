@@ -250,19 +250,20 @@ def _restore(model, arrays, dtype):
     return model.eval()
 
 
-# Retrained by the test suite: float64 on one thread from fixed seeds
-# repeats every operation in the same order, so the retrain matches the file
-# bit for bit on one machine; the tolerance allows for another CPU's
-# different but correctly rounded vectorised kernels, whose differences
-# grow through 300 Adam steps to well below 1e-6.
-@trained.recipe("stereo-encoder", rtol=1e-6, atol=1e-6,
-                retrained_by_test=True)
-def train_encoder() -> dict:
-    """The convolutional encoder: 300 steps of 8-row crops, float64."""
+# Float64 on one thread from fixed seeds repeats every operation in the
+# same order, so a retrain matches the file bit for bit on one machine. On
+# another CPU (different but correctly rounded vectorised kernels) the
+# training is chaotic: measured on an AMD EPYC against the file, the losses
+# differ by 1e-16 at step 5, 1e-12 at 100, 3e-8 at 200 and 4e-3 at 250. So
+# the test suite retrains the first 100 steps and compares their losses
+# (tests/test_stereo.py), rather than the whole recipe.
+@trained.recipe("stereo-encoder")
+def train_encoder(steps: int = 300) -> dict:
+    """The convolutional encoder: ``steps`` steps of 8-row crops, float64."""
     with trained.torch_threads(1):
         torch.manual_seed(0)
         model = Encoder().double()
-        losses = train_model(model, steps=300, rows_per_crop=8, lr=3e-3,
+        losses = train_model(model, steps=steps, rows_per_crop=8, lr=3e-3,
                              seed=0)
     return {**_state(model), "losses": losses}
 
