@@ -71,7 +71,9 @@ def _class(folder: Path, student_nb: Path) -> None:
     (cell,) = [c for c in nb.cells if c.cell_type == "markdown"
                and isinstance(c.metadata.get(META), dict)
                and c.metadata[META].get("written") == "ex-definition-moved"]
-    cell.source = ("**Your answer.**\n\nAfter the 2-pixel shift the "
+    cell.source = ("**Your answer.**\n\nA roll by whole patches permutes "
+                   "the tokens, so a query's best key moves with its "
+                   "content, modulo 8. After the 2-pixel shift the "
                    "squares' horizontal borders fall on boundaries between "
                    "rows of patches, so patch (0, 1) sees no edge and "
                    "attends almost uniformly.")

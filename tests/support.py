@@ -16,3 +16,54 @@ def module_from_file(relative: str, name: str | None = None):
     sys.modules[spec.name] = module           # for dataclasses defined in it
     spec.loader.exec_module(module)
     return module
+
+
+def class_of_routes(tmp: Path, chapter: Path, routes: dict[str, str]):
+    """A class that hands in ``chapter``: "honest" (its solutions),
+    "untouched" (the student notebook as given) and one student per route,
+    the student notebook with the route's code as its last cell.
+
+    Returns ``(subs, student, hand_in)``: the submissions folder, the path
+    of the student notebook, and ``hand_in(name, nb)`` for more students.
+    """
+    import nbformat
+
+    from selfattention_course import assign
+
+    assign.build([chapter], tmp / "assignments")
+    student = tmp / "assignments" / "student" / chapter.name
+    subs = tmp / "submissions"
+    subs.mkdir()
+
+    def hand_in(name: str, nb) -> None:
+        (subs / name).mkdir()
+        nbformat.write(nb, subs / name / "homework.ipynb")
+
+    hand_in("honest", nbformat.read(chapter, as_version=4))
+    hand_in("untouched", nbformat.read(student, as_version=4))
+    for name, source in routes.items():
+        nb = nbformat.read(student, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(source.strip()))
+        hand_in(name, nb)
+    return subs, student, hand_in
+
+
+def run_bpf(program: bytes, arch: int, number: int, arg0: int = 0) -> int:
+    """What a classic BPF seccomp program returns for one call: the
+    interpreter of the kernel's filters, for the instructions they use."""
+    import struct
+
+    data = struct.pack("<iIQQ", number, arch, 0, arg0)   # nr, arch, ip, a0
+    steps = [struct.unpack("<HBBI", program[i:i + 8])
+             for i in range(0, len(program), 8)]
+    pc, acc = 0, 0
+    while True:
+        op, jt, jf, k = steps[pc]
+        if op == 0x20:                             # ld [k]
+            acc = struct.unpack("<I", data[k:k + 4])[0]
+            pc += 1
+        elif op in (0x15, 0x35, 0x45):             # jeq, jge, jset
+            hit = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[op]
+            pc += 1 + (jt if hit else jf)
+        else:                                      # ret
+            return k

@@ -41,13 +41,18 @@ def solution_lines(source):
     return lines
 
 
-# ------------------------------------------------------------ every chapter
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_student_notebook_has_no_solution(built, path):
+def chapter_and_student(built, path):
+    """The chapter, its student notebook, and that notebook's cells by id."""
     out, _ = built
     chapter = nbformat.read(path, as_version=4)
     student = nbformat.read(out / "student" / path.name, as_version=4)
-    by_id = {c.id: c for c in student.cells}
+    return chapter, student, {c.id: c for c in student.cells}
+
+
+# ------------------------------------------------------------ every chapter
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_student_notebook_has_no_solution(built, path):
+    chapter, student, by_id = chapter_and_student(built, path)
     outside = {ln.strip() for c in chapter.cells if c.cell_type == "code"
                for ln in c.source.splitlines()} - {
         ln for c in chapter.cells for ln in solution_lines(c.source)}
@@ -68,10 +73,7 @@ def test_student_notebook_has_no_solution(built, path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_everything_but_the_solutions_is_kept(built, path):
-    out, made = built
-    chapter = nbformat.read(path, as_version=4)
-    student = nbformat.read(out / "student" / path.name, as_version=4)
-    by_id = {c.id: c for c in student.cells}
+    chapter, student, by_id = chapter_and_student(built, path)
     # Code outside the solutions reads as in the launch notebook (the same
     # conversion: maintainer notes out, the Colab cell folded).
     doc = f"chapters/{path.stem}"
@@ -90,6 +92,7 @@ def test_everything_but_the_solutions_is_kept(built, path):
     assert asg.exercise_labels(student) == labels, "exercise texts are kept"
     meta = student.metadata[META]
     assert meta["exercises"] == labels and meta["file"] == path.stem
+    _, made = built
     assert meta["chapter"] == made[path.stem].label
     # each exercise has a marked answer cell and a marked check cell
     marks = [c.metadata.get(META, {}) for c in code]

@@ -35,6 +35,7 @@ from selfattention_course.grade import MAX_CELLS, Grader, grade_folder
 from selfattention_course.intake import MAX_PER_STUDENT
 from selfattention_course.names import COLUMNS
 from selfattention_course.sandbox import Bubblewrap, Limits
+from support import class_of_routes, run_bpf
 
 # Sandboxed notebook runs: make test runs them, make unit does not.
 pytestmark = pytest.mark.slow
@@ -44,10 +45,9 @@ CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 LABELS = ["ex-definition-tempered", "ex-definition-limits",
           "ex-definition-moved", "ex-definition-noise"]
 WRITTEN = ["ex-definition-moved", "ex-definition-noise"]   # parts to be read
-#: The exercises that give auto-points (the noise Experiment's points are
-#: its written part's).
-AUTO = ["ex-definition-tempered", "ex-definition-limits",
-        "ex-definition-moved"]
+#: The exercises that give auto-points (the Predict's and the noise
+#: Experiment's points are their written parts').
+AUTO = ["ex-definition-tempered", "ex-definition-limits"]
 ROWS = [row for label in LABELS for row in
         [label] + [f"{label} (written)"] * (label in WRITTEN)]
 MARKER = "hostile-marker-7f3a"
@@ -153,15 +153,15 @@ checks = definition
         # A check used as an oracle to find an answer by trial.
         "oracle": '''
 import contextlib, io
-for r in range(8):
-    for c in range(8):
-        guess = lambda query, shift, r=r, c=c: (r, c)
+for i in range(4):
+    for j in range(4):
+        guess = lambda Q, K, V, i=i, j=j: (V[[i] * len(Q)], V[[j] * len(Q)])
         seen = io.StringIO()
         with contextlib.redirect_stdout(seen):
-            checks.check_moved(guess)
+            checks.check_limits(guess)
         if "Correct" in seen.getvalue() or \\
-                checks.check_moved.feedback(guess).passed:
-            predict_moved = guess
+                checks.check_limits.feedback(guess).passed:
+            my_limits = guess
 ''',
         # The answer is the library's own function: a copy of its code
         # taken before the original is replaced.
@@ -376,7 +376,7 @@ def my_tempered_attention(Q, K, V, tau):
     raise ValueError("see https://x.example/login, www.x.example, a@x.example"
                      " <b>bold</b> [link](https://x.example) \\u202ereversed"
                      " \\ud800")
-def predict_moved(query, shift):
+def my_limits(Q, K, V):
     return ("www.x.example", "https://x.example\\udcff")
 ''',
         # Routes around a tripwire that lives in the student's process
@@ -465,15 +465,15 @@ except ImportError as err:
 def my_tempered_attention(Q, K, V, tau):
     A = core.call(J._tempered, Q, K, tau[..., None], Q.shape[-1])
     return A @ V, A
-def predict_moved(query, shift):
-    for r in range(8):
-        for c in range(8):
-            fb = checks.check_moved.assess(
-                {"outcomes": [{"output": (r, c)}], "called": [],
-                 "tampered": False}, [{"query": query, "shift": shift}])
-            if fb.passed:
-                return r, c
-    return 0, 0
+def my_limits(Q, K, V):
+    for i in range(len(V)):
+        guess = (V[[i] * len(Q)], V[[0] * len(Q)])
+        fb = checks.check_limits.assess(
+            {"outcomes": [{"output": guess}], "called": [],
+             "tampered": False}, [{"Q": Q, "K": K, "V": V}])
+        if fb.passed:
+            return guess
+    return V, V
 """,
         # Shortcuts: PyTorch's fused attention with a per-query scale, the
         # library reached through an alias and a computed name.
@@ -554,25 +554,12 @@ def honest_habits():
 
 
 def build_submissions(tmp: Path, port: int, gradebook: Path) -> Path:
-    assign.build([CHAPTER], tmp / "assignments")
-    student = tmp / "assignments" / "student" / CHAPTER.name
-    subs = tmp / "submissions"
-    subs.mkdir()
-
-    def hand_in(name: str, nb) -> None:
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / "homework.ipynb")
-
-    hand_in("honest", nbformat.read(CHAPTER, as_version=4))
+    subs, student, hand_in = class_of_routes(tmp, CHAPTER,
+                                             routes(port, gradebook))
     hand_in("honest-habits", honest_habits())
     semicolon = nbformat.read(CHAPTER, as_version=4)
     semicolon.cells.append(nbformat.v4.new_code_cell("shown = [1, 2];"))
     hand_in("honest-semicolon", semicolon)
-    hand_in("untouched", nbformat.read(student, as_version=4))
-    for name, source in routes(port, gradebook).items():
-        nb = nbformat.read(student, as_version=4)
-        nb.cells.append(nbformat.v4.new_code_cell(source.strip()))
-        hand_in(name, nb)
     # Hostile files.
     (subs / "fifo").mkdir()
     os.mkfifo(subs / "fifo" / "homework.ipynb")
@@ -755,8 +742,9 @@ def test_the_tripwire_s_gaps_are_for_review_quoting_the_line(run, student):
 def test_made_up_numbers_and_a_measured_prediction_earn_nothing(run):
     noise = run["book"]["invented-numbers", "ex-definition-noise"]
     assert noise.max_points == 0 and noise.feedback.startswith("To be read")
+    # A prediction measured on the moved copy: no auto-points to take.
     moved = run["book"]["invented-numbers", "ex-definition-moved"]
-    assert moved.points == 0 and moved.feedback.startswith("For review")
+    assert moved.max_points == 0 and moved.feedback.startswith("To be read")
 
 
 def test_the_judges_are_not_in_the_sandbox(run):
@@ -1217,26 +1205,6 @@ print(count, os.path.exists(f"/proc/{pid}"))
     assert done.stdout.split() == ["1", "False"], done.stderr
 
 
-def _run_bpf(program: bytes, arch: int, number: int) -> int:
-    """What a classic BPF seccomp program returns for one call."""
-    import struct
-
-    data = struct.pack("<iI", number, arch)       # seccomp_data: nr, arch
-    steps = [struct.unpack("<HBBI", program[i:i + 8])
-             for i in range(0, len(program), 8)]
-    pc, acc = 0, 0
-    while True:
-        op, jt, jf, k = steps[pc]
-        if op == 0x20:                             # ld [k]
-            acc = struct.unpack("<I", data[k:k + 4])[0]
-            pc += 1
-        elif op in (0x15, 0x35):                   # jeq, jge
-            hit = acc == k if op == 0x15 else acc >= k
-            pc += 1 + (jt if hit else jf)
-        else:                                      # ret
-            return k
-
-
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 def test_the_syscall_filter_refuses_the_keyrings_only(machine):
     from selfattention_course.sandbox import _KEY_CALLS, seccomp_program
@@ -1245,12 +1213,12 @@ def test_the_syscall_filter_refuses_the_keyrings_only(machine):
     allow, deny = 0x7FFF0000, 0x00050001
     for arch, calls in _KEY_CALLS[machine]:
         for number in calls:
-            assert _run_bpf(program, arch, number) == deny
+            assert run_bpf(program, arch, number) == deny
         for number in (0, 1, 2, 57, 59, 60, 200, 247, 251, 300):
             if number not in calls:
-                assert _run_bpf(program, arch, number) == allow
+                assert run_bpf(program, arch, number) == allow
     if machine == "x86_64":                        # the x32 calls
-        assert _run_bpf(program, 0xC000003E, 0x40000000 + 250) == deny
+        assert run_bpf(program, 0xC000003E, 0x40000000 + 250) == deny
     assert seccomp_program("sparc") is None
 
 

@@ -14,7 +14,6 @@ import csv
 import io
 import json
 import os
-import struct
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from selfattention_course.grade import Grader, grade_folder, main
 from selfattention_course.sandbox import (CLONE_NEWUSER, EXPOSED, Bubblewrap,
                                           JobGroup, Limits, cgroup_support,
                                           seccomp_program)
+from support import class_of_routes, run_bpf
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
@@ -87,16 +87,25 @@ def my_limits(Q, K, V):
         with open(os.path.join(h["out_dir"], name), "wb") as out:
             out.write(b"x")
     return A.attention(Q * 1e6, K, V), A.attention(Q * 0, K, V)
-def predict_moved(query, shift):
-    for folder in os.listdir("/tmp"):         # no frame: the file system
+''',
+        # The same without the frame, beside a right answer: results
+        # written under every name in every harvest folder in /tmp.
+        "forge-files": '''
+import os
+import numpy as np
+def my_limits(Q, K, V):
+    S = Q @ K.T
+    best = S == S.max(axis=1, keepdims=True)          # the tied best keys
+    cold = (best @ V) / best.sum(axis=1, keepdims=True)
+    for folder in os.listdir("/tmp"):
         if folder.startswith("harvest"):
-            for name in ("2.bin", "result-.bin", "result.bin"):
+            for name in ("0.bin", "1.bin", "result-.bin", "result.bin"):
                 try:
                     with open(f"/tmp/{folder}/{name}", "wb") as out:
                         out.write(b"selfattention-wire 1\\nend\\n")
                 except OSError:
                     pass
-    return (0, 0)
+    return cold, np.tile(V.mean(axis=0), (len(Q), 1))
 ''',
         # A thread started by a cell rewrites every result file the
         # moment it appears, after its harvest wrote it.
@@ -172,21 +181,7 @@ time.sleep(120)
 
 
 def build_submissions(tmp: Path) -> Path:
-    assign.build([CHAPTER], tmp / "assignments")
-    student = tmp / "assignments" / "student" / CHAPTER.name
-    subs = tmp / "submissions"
-    subs.mkdir()
-
-    def hand_in(name: str, nb) -> None:
-        (subs / name).mkdir()
-        nbformat.write(nb, subs / name / "homework.ipynb")
-
-    hand_in("honest", nbformat.read(CHAPTER, as_version=4))
-    hand_in("untouched", nbformat.read(student, as_version=4))
-    for name, source in routes().items():
-        nb = nbformat.read(student, as_version=4)
-        nb.cells.append(nbformat.v4.new_code_cell(source.strip()))
-        hand_in(name, nb)
+    subs, student, hand_in = class_of_routes(tmp, CHAPTER, routes())
     # A loose notebook dropped beside a classmate's folder, so that
     # the lower of the two would count; and a name that displays like a
     # classmate's (which needs no sandbox: its file is not a notebook).
@@ -260,8 +255,10 @@ def test_every_hostile_notebook_scores_zero(run, student):
 def test_a_result_the_harvest_did_not_report_is_not_accepted(run):
     # Forged in place, blocked by a folder, littered: no result at all
     # (or "for review", where the source review sees the frames).
-    for label in LABELS[:3]:
-        row = run["book"]["forge-results", label].feedback
+    for student, label in [("forge-results", LABELS[0]),
+                           ("forge-results", LABELS[1]),
+                           ("forge-files", LABELS[1])]:
+        row = run["book"][student, label].feedback
         assert row.startswith("For review") or (
             row.startswith("Not graded") and
             "wrote, replaced or blocked" in row), row
@@ -459,24 +456,6 @@ def test_second_gradings_stay_within_their_budget(tmp_path, monkeypatch):
     assert again == set()
 
 
-def _run_bpf(program: bytes, arch: int, number: int, arg0: int = 0) -> int:
-    """What a classic BPF seccomp program returns for one call."""
-    data = struct.pack("<iIQQ", number, arch, 0, arg0)   # nr, arch, ip, a0
-    steps = [struct.unpack("<HBBI", program[i:i + 8])
-             for i in range(0, len(program), 8)]
-    pc, acc = 0, 0
-    while True:
-        op, jt, jf, k = steps[pc]
-        if op == 0x20:                             # ld [k]
-            acc = struct.unpack("<I", data[k:k + 4])[0]
-            pc += 1
-        elif op in (0x15, 0x35, 0x45):             # jeq, jge, jset
-            hit = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[op]
-            pc += 1 + (jt if hit else jf)
-        else:                                      # ret
-            return k
-
-
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 def test_the_filter_refuses_new_user_namespaces(machine):
     from selfattention_course.sandbox import _KEY_CALLS, _USERNS_CALLS
@@ -486,16 +465,16 @@ def test_the_filter_refuses_new_user_namespaces(machine):
     for (arch, _), calls in zip(_KEY_CALLS[machine], _USERNS_CALLS[machine]):
         for call in ("clone", "unshare"):
             number = calls[call]
-            assert _run_bpf(program, arch, number, CLONE_NEWUSER) == deny
-            assert _run_bpf(program, arch, number,
+            assert run_bpf(program, arch, number, CLONE_NEWUSER) == deny
+            assert run_bpf(program, arch, number,
                             CLONE_NEWUSER | 0x00020000 | 0x11) == deny
             # A thread, a fork, a new mount namespace: allowed (the last
             # fails anyway without a capability).
             for flags in (0x003D0F00, 0x11, 0x00020000):
-                assert _run_bpf(program, arch, number, flags) == allow
-        assert _run_bpf(program, arch, calls["clone3"]) == nosys
-        assert _run_bpf(program, arch, calls["setns"]) == deny
-        assert _run_bpf(program, arch, 0) == allow
+                assert run_bpf(program, arch, number, flags) == allow
+        assert run_bpf(program, arch, calls["clone3"]) == nosys
+        assert run_bpf(program, arch, calls["setns"]) == deny
+        assert run_bpf(program, arch, 0) == allow
 
 
 @pytest.mark.slow

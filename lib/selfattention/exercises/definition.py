@@ -85,18 +85,22 @@ def _moved_run(predict_moved, query, shift):
 
 
 check_moved = Exercise(
-    "ex-definition-moved", kind="Predict", points=2,
+    # A prediction cannot be told from a measurement: the map over a moved
+    # copy (made by slicing as well as by np.roll) answers every case, and
+    # a correct measurement is a correct function of the cases. So the
+    # points are the written part's (the rule, its reason, the 2-pixel
+    # case), which the instructor reads; the check still tries queries and
+    # shifts in the notebook. Making the copy stays listed, for the
+    # feedback.
+    "ex-definition-moved", kind="Predict", points=0,
     answers=("predict_moved",), run=_moved_run,
-    # A prediction, not a measurement: the map over the moved copy
-    # answers it without the rule, so making that copy (np.roll, as
-    # moved_image does) is listed. (The patches of the running example
-    # itself are the chapter's, so they are not listed.)
     references=("selfattention.exercises.definition.moved_image",
                 "numpy.roll"),
     seed=13,
-    written="Move img2 by 2 pixels down instead of a whole patch: where "
-            "does patch (0, 1) attend now, and why does your rule fail?",
-    written_points=1,
+    written="State your rule and why it holds; then move img2 by 2 pixels "
+            "down instead of a whole patch: where does patch (0, 1) attend "
+            "now, and why does your rule fail?",
+    written_points=3,
     success="a whole-patch shift permutes the keys, so the map moves with "
             "the content.",
     doc="Exercise 1.3: where a patch attends in a copy of the image moved "
