@@ -287,7 +287,7 @@ def test_the_right_match_of_left_pixel_x_is_x_minus_d():
     assert gap > stereo.MARGIN                 # never next to training rows
 
 
-# ------------------------------------------------------------ the trained encoder
+# ------------------------------------------------------------ the encoder
 @pytest.mark.slow
 def test_a_retrained_encoder_follows_the_committed_curve():
     """The recipe's first 100 steps reproduce the committed losses. The whole
