@@ -637,6 +637,44 @@ def test_patch_explorer_alone_says_what_python_says(alone):
     assert axe_problems(page) == [] and page.errors == []
 
 
+def test_patch_explorer_names_its_heads_as_python_does(alone):
+    img, A = figure_inputs()
+    names = ["edges", "neighbour"]
+
+    def made(weights=A, names=names):
+        return interactive.patch_explorer(img, weights, (6, 6), 4, query=8,
+                                          head_names=names).data
+
+    page = alone(made())
+    live = page.locator("[aria-live]")
+    assert live.inner_text() == live_caption(made())
+    page.locator("button[data-head='1']").click()
+    second = live_caption(made(A[::-1], names[::-1])).replace("head 1 of",
+                                                              "head 2 of")
+    assert "(neighbour)" in second and live.inner_text() == second
+    assert page.errors == []
+
+
+def test_frames_explorer_per_frame_says_what_python_says(alone):
+    img, A = figure_inputs()
+    frames = np.stack([img, img[::-1]])
+    W = np.hstack([A[0], A[1]])
+    W = np.vstack([W, W])                   # (72, 72): two maps per row
+
+    def made(query):
+        return interactive.frames_explorer(frames, W, (6, 6), 4, query=query,
+                                           labels=["a", "b"],
+                                           per_frame=True).data
+
+    page = alone(made(7))
+    live = page.locator("[aria-live]")
+    assert live.inner_text() == live_caption(made(7))
+    page.locator("canvas[tabindex='0']").nth(1).focus()
+    page.keyboard.press("ArrowRight")
+    assert live.inner_text() == live_caption(made(36 + 8))
+    assert page.errors == []
+
+
 def test_frames_explorer_alone_says_what_python_says(alone):
     img, A = figure_inputs()
     frames = np.stack([img, img[::-1], img[:, ::-1]])
@@ -680,6 +718,24 @@ def test_bar_explorer_alone_says_what_python_says(alone):
     pressed = page.locator("button[aria-pressed='true']")
     assert pressed.count() == 1 and pressed.inner_text() == "z"
     assert axe_problems(page) == [] and page.errors == []
+
+
+def test_bar_explorer_labels_its_axes_and_numbers_its_bars(alone):
+    values = np.random.default_rng(5).dirichlet(np.ones(8), size=(1, 1))
+    ink = {}
+    for ylabel in ("", "attention weight"):
+        page = alone(interactive.bar_explorer(
+            values, ["x"], ["p"], xlabel="key", ylabel=ylabel).data)
+        rgba = np.array(page.evaluate(
+            "() => { const cv = document.querySelector('canvas'); return "
+            "Array.from(cv.getContext('2d').getImageData(0, 0, cv.width, "
+            "cv.height).data); }"), dtype=np.uint8).reshape(180, 300, 4)
+        dark = rgba[..., :3].max(-1) < 128                 # text, not bars
+        ink[ylabel] = (dark[40:140, :20].sum(),            # left of numbers
+                       dark[142:160, 50:290].sum())        # under the bars
+        assert page.errors == []
+    assert ink[""][0] == 0 < ink["attention weight"][0]    # the y label
+    assert ink[""][1] > 0 and ink["attention weight"][1] > 0   # 0 … 7
 
 
 def test_cost_calculator_alone_computes_what_python_computes(alone):

@@ -294,6 +294,8 @@ def test_patch_scale_can_be_fixed_across_figures(rng):
     (dict(patch=2.5), TypeError, "patch"),
     (dict(A=np.full((16, 16), np.nan)), ValueError, "A"),
     (dict(vmax=0.0), ValueError, "vmax"),
+    (dict(A=np.full((2, 16, 16), 1 / 16), head_names=["one"]), ValueError,
+     "head_names"),
 ])
 def test_patch_explorer_refuses_what_it_cannot_draw(kwargs, error, name):
     args = dict(img=two_squares(), A=np.full((16, 16), 1 / 16), grid=(4, 4),
@@ -303,7 +305,37 @@ def test_patch_explorer_refuses_what_it_cannot_draw(kwargs, error, name):
         interactive.patch_explorer(**args)
 
 
+def test_patch_explorer_buttons_and_caption_name_the_heads():
+    A = np.stack([np.eye(16), np.full((16, 16), 1 / 16)])
+    figure = interactive.patch_explorer(
+        two_squares(), A, (4, 4), 4, query=5,
+        head_names=["itself", "<b>uniform</b>"])
+    doc = parse(figure)
+    assert [b["text"] for b in doc.find(tag="button")] == [
+        "head 1: itself", "head 2: <b>uniform</b>"]      # text, not markup
+    assert live_text(figure).startswith("patch (1, 1), head 1 of 2 (itself)")
+    assert payload(figure)["names"] == ["itself", "<b>uniform</b>"]
+    assert "names" not in payload(interactive.patch_explorer(
+        two_squares(), A, (4, 4), 4))                   # unnamed: as before
+
+
 # ------------------------------------------------------------ frames explorer
+def test_frames_per_frame_caption_names_each_map_s_strongest_key(rng):
+    frames = rng.random((2, 8, 8))
+    A = np.zeros((8, 8))
+    A[:, 2], A[:, 4 + 3] = 0.6, 0.9          # map 0: key (1, 0); map 1: (1, 1)
+    figure = interactive.frames_explorer(frames, A, (2, 2), 4, query=1,
+                                         labels=["a", "b"], per_frame=True)
+    assert live_text(figure) == ("query: a, patch (0, 1); the strongest key "
+                                 "of each map: a (1, 0) 0.600, b (1, 1) "
+                                 "0.900")
+    assert payload(figure)["perFrame"] is True
+    assert "perFrame" not in payload(interactive.frames_explorer(
+        frames, A, (2, 2), 4))
+    with pytest.raises(TypeError, match="per_frame"):
+        interactive.frames_explorer(frames, A, (2, 2), 4, per_frame="yes")
+
+
 def test_frames_live_text_and_displacement(rng):
     frames = rng.random((2, 8, 8))
     A = np.zeros((8, 8))

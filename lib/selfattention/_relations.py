@@ -398,8 +398,10 @@ def loglog_fits(name, x, y) -> None:
 
 # ------------------------------------------------------------ interactive
 @relation
-def explorer_fits_grid(name, img, A, grid, patch, query) -> None:
-    """Weights (n, n) or (h, n, n) and an image of the patch grid."""
+def explorer_fits_grid(name, img, A, grid, patch, query,
+                       head_names=None) -> None:
+    """Weights (n, n) or (h, n, n), an image of the patch grid, and a name
+    for each head if any."""
     rows, cols = grid
     n = rows * cols
     if A.ndim not in (2, 3) or A.shape[-2:] != (n, n):
@@ -413,6 +415,10 @@ def explorer_fits_grid(name, img, A, grid, patch, query) -> None:
     if query >= n:
         raise ValueError(f"{name['query']} must be a patch index below {n}, "
                          f"got {query}")
+    heads = A.shape[0] if A.ndim == 3 else 1
+    if head_names is not None and len(head_names) != heads:
+        raise ValueError(f"{name['head_names']} must name each of the "
+                         f"{heads} heads, got {len(head_names)} names")
 
 
 @relation

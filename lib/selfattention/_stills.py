@@ -94,12 +94,12 @@ def outline(rgb: np.ndarray, r: int, c: int, side: int) -> np.ndarray:
 
 
 def bars(values, ymax: float, width: int, height: int, colour_rgb,
-         series, xlabel: str) -> np.ndarray:
-    """The bar panels of the script's first state (its layout: a margin of
-    34 px on the left, 22 on top, 26 below), without the text, which the
-    figure's caption and labels carry. Returns (height, n·width, 3)."""
-    pad, top, foot = 34, 22, 26
-    out = np.full((height, len(series) * width, 3), 255, dtype=np.uint8)
+         pad: int, top: int, foot: int) -> np.ndarray:
+    """The bar panels of the script's first state (its layout: margins of
+    ``pad`` px on the left, ``top`` on top and ``foot`` below), without the
+    text, which the figure's caption and labels carry. Returns
+    (height, n·width, 3)."""
+    out = np.full((height, len(values) * width, 3), 255, dtype=np.uint8)
     ph = height - top - foot
     for s, v in enumerate(values):
         x0, pw = s * width + pad, width - pad - 8

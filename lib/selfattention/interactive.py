@@ -42,7 +42,7 @@ from .stereo import DISPARITIES as _DISPARITIES
 from ._relations import (bars_fit_labels, explorer_fits_grid,
                          frames_fit_grid, patch_divides_side,
                          stereo_band_fits)
-from ._validate import (Constraint, boundary, floats, integer, ints,
+from ._validate import (Constraint, boundary, floats, instance, integer, ints,
                         one_of, optional, pair, positive, positive_int)
 
 __all__ = ["patch_explorer", "frames_explorer", "bar_explorer",
@@ -280,9 +280,25 @@ def _buttons(group_label: str, attribute: str, labels, pressed: int) -> str:
             f'aria-label="{_escape(group_label)}">{buttons}</div>\n')
 
 
+def _labels(what: str) -> Constraint:
+    """A sequence of labels (not a single string), returned as strings."""
+
+    def convert(value, name):
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+            raise TypeError(f"{name} must be a sequence of {what}, got "
+                            f"{type(value).__name__}")
+        return [str(x) for x in value]
+
+    return Constraint(convert, f"a sequence of {what}", valid=lambda: ["a"],
+                      invalid=lambda: [("ab", TypeError), (3, TypeError)])
+
+
 # ---------------------------------------------------------- patch explorer
-def _patch_caption(w, query: int, cols: int, head: int, heads: int) -> str:
+def _patch_caption(w, query: int, cols: int, head: int, heads: int,
+                   names=None) -> str:
     head_text = f", head {head + 1} of {heads}" if heads > 1 else ""
+    if names:
+        head_text += f" ({names[head]})"
     return (f"patch {_at(query, cols)}{head_text}: most weight on "
             + ", ".join(f"{_at(j, cols)} {w[j]:.3f}" for j in _strongest(w)))
 
@@ -290,9 +306,11 @@ def _patch_caption(w, query: int, cols: int, head: int, heads: int) -> str:
 @boundary(img=floats(ndim=2), A=floats(min_ndim=2),
           grid=pair(positive_int()), patch=positive_int(),
           query=integer(0, what="a patch index"), scale=positive_int(),
-          vmax=optional(positive()), checks=(explorer_fits_grid,))
+          vmax=optional(positive()),
+          head_names=optional(_labels("head names")),
+          checks=(explorer_fits_grid,))
 def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
-                   vmax=None):
+                   vmax=None, head_names=None):
     """A kernel-free figure: pick a patch, see its attention map.
 
     The image (left) and the attention weights of the query patch over all
@@ -323,6 +341,9 @@ def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
         Top of the colour scale; by default the first round number at or
         above the largest weight. Pass the same value to figures that are
         compared.
+    head_names : sequence of str, optional
+        One name per head (what the text calls it), shown on its button
+        and in the caption beside its number.
 
     Returns
     -------
@@ -333,8 +354,8 @@ def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
     Raises
     ------
     ValueError
-        If ``A`` or ``img`` does not fit the grid, or ``query`` is not one
-        of its patches.
+        If ``A`` or ``img`` does not fit the grid, ``query`` is not one
+        of its patches, or ``head_names`` does not name every head.
     """
     A = A[None] if A.ndim == 2 else A
     H, W = grid
@@ -347,11 +368,15 @@ def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
         "query": query, "lut": _viridis_stops(), "lo": lo, "hi": hi,
         "top": _TOP,
     }
+    if head_names is not None:
+        data["names"] = head_names
     payload = _payload(data)
     uid = _uid("sa-", payload, str(title))
     size = W * patch * scale, H * patch * scale
     controls = _buttons("attention head", "data-head",
-                        [f"head {k + 1}" for k in range(heads)],
+                        [f"head {k + 1}" + (f": {head_names[k]}"
+                                            if head_names else "")
+                         for k in range(heads)],
                         0) if heads > 1 else ""
     heads_text = " of the selected head" if heads > 1 else ""
     side = patch * scale
@@ -382,7 +407,8 @@ def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
                  "keys (Home and End: first and last patch), to move the "
                  "query." + (" The buttons switch heads." if heads > 1
                              else ""))
-    caption = _patch_caption(weights[0][query], query, W, 0, heads)
+    caption = _patch_caption(weights[0][query], query, W, 0, heads,
+                             head_names)
     return _html(_shell(
         uid=uid, css_class="sa-explorer", testid="patch-explorer",
         title=title or "Attention of one patch", max_width=2 * size[0] + 40,
@@ -395,11 +421,18 @@ _PATCH_JS = _script("patch_explorer.js")
 
 # --------------------------------------------------------- frames explorer
 def _frames_caption(w, query: int, n: int, cols: int, labels,
-                    key_labels) -> str:
+                    key_labels, per_frame: bool = False) -> str:
     def where(j):
         return j // n, (j % n) // cols, j % cols
 
     f, r, c = where(query)
+    if per_frame:
+        best = [t * n + _strongest(w[t * n:(t + 1) * n], 1)[0]
+                for t in range(len(key_labels))]
+        return (f"query: {labels[f]}, patch ({r}, {c}); the strongest key "
+                f"of each map: " + ", ".join(
+                    f"{key_labels[j // n]} {_at(j % n, cols)} {w[j]:.3f}"
+                    for j in best))
     order = _strongest(w)
     kf, kr, kc = where(order[0])
     return (f"query: {labels[f]}, patch ({r}, {c}); most weight on "
@@ -413,9 +446,11 @@ def _frames_caption(w, query: int, n: int, cols: int, labels,
           grid=pair(positive_int()), patch=positive_int(),
           query=integer(0, what="a query index"),
           keys=optional(floats(ndim=3)), scale=positive_int(),
-          vmax=optional(positive()), checks=(frames_fit_grid,))
+          vmax=optional(positive()), per_frame=instance(bool),
+          checks=(frames_fit_grid,))
 def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
-                    labels=None, key_labels=None, scale=6, vmax=None):
+                    labels=None, key_labels=None, scale=6, vmax=None,
+                    per_frame=False):
     """A kernel-free figure: pick a patch of one frame, see where it looks.
 
     Attention between the patches of several frames: the frames of a video
@@ -427,7 +462,8 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
     patch, or focus a query frame with Tab and move the query with the
     arrow keys (Home, End: first and last patch; Enter or Space makes the
     focused frame the query's frame). A live
-    region names the strongest keys and the displacement to the strongest.
+    region names the strongest keys and the displacement to the strongest,
+    or with ``per_frame`` the strongest key of each key frame's map.
 
     Parameters
     ----------
@@ -454,6 +490,10 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
     vmax : float, optional
         Top of the colour scale; by default the first round number at or
         above the largest weight.
+    per_frame : bool
+        Each key frame's block of a row is a map of its own (one head's,
+        one image's): the caption names each map's strongest key, and no
+        displacement (which compares places in one scene).
 
     Returns
     -------
@@ -492,6 +532,8 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
         "query": query, "lut": _viridis_stops(), "lo": lo, "hi": hi,
         "labels": labels, "keyLabels": key_labels, "top": _TOP,
     }
+    if per_frame:
+        data["perFrame"] = True
     payload = _payload(data)
     uid = _uid("sa-frames-", payload, str(title))
     w, h = W * patch * scale, H * patch * scale
@@ -549,7 +591,7 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
                  "Space: the same patch in the focused frame), to move the "
                  "query.")
     caption = _frames_caption(weights[query], query, n, W, labels,
-                              key_labels)
+                              key_labels, per_frame)
     widest = sum(panels) if one_row else max(panels)
     return _html(_shell(
         uid=uid, css_class="sa-frames", testid="frames-explorer",
@@ -570,32 +612,22 @@ def _bars_caption(values, choice: str, series, xlabel: str) -> str:
         for name, v in zip(series, values))
 
 
-def _labels(what: str) -> Constraint:
-    """A sequence of labels (not a single string), returned as strings."""
-
-    def convert(value, name):
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-            raise TypeError(f"{name} must be a sequence of {what}, got "
-                            f"{type(value).__name__}")
-        return [str(x) for x in value]
-
-    return Constraint(convert, f"a sequence of {what}", valid=lambda: ["a"],
-                      invalid=lambda: [("ab", TypeError), (3, TypeError)])
-
-
 @boundary(values=floats(ndim=3), choices=_labels("button labels"),
           series=_labels("panel titles"),
           ymax=optional(positive()), choice=integer(0, what="a choice"),
-          width=positive_int(), height=positive_int(),
+          width=integer(80, what="a width in pixels"),
+          height=integer(80, what="a height in pixels"),
           checks=(bars_fit_labels,))
 def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
-                 choice=0, width=300, height=180):
+                 choice=0, width=300, height=180, ylabel=""):
     """A kernel-free figure: buttons switch between precomputed bar charts.
 
     Each choice (a button) shows ``len(series)`` panels side by side, each a
     bar chart of ``n`` values on one fixed vertical scale; the live region
-    gives each panel's largest bar and where it is. :ref:`ch-scaling` uses
-    it for one attention row at several ``d_k``, unscaled and scaled.
+    gives each panel's largest bar and where it is. Each bar is numbered
+    under its panel (every fifth when the bars are too narrow for all).
+    :ref:`ch-scaling` uses it for one attention row at several ``d_k``,
+    unscaled and scaled.
 
     Parameters
     ----------
@@ -609,12 +641,15 @@ def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
         Title shown above the figure, and the name of its group.
     xlabel : str
         Label under every panel (what the bars are indexed by).
+    ylabel : str
+        Label of every panel's vertical axis (what the bars measure).
     ymax : float, optional
         Top of the vertical axis; defaults to the largest value.
     choice : int
         Choice shown when the page loads.
     width, height : int
-        Size of one panel in screen pixels.
+        Size of one panel in screen pixels, at least 80 each (the
+        margins take up to 56 across and 58 down).
 
     Returns
     -------
@@ -633,8 +668,12 @@ def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
     data = {
         "values": stored,
         "choices": choices, "series": series, "xlabel": str(xlabel),
-        "ymax": float(f"{top:.4f}") or 1.0, "choice": choice,
-        "w": width, "h": height, "colour": _viridis_stops(5)[1],
+        "ylabel": str(ylabel), "ymax": float(f"{top:.4f}") or 1.0,
+        "choice": choice, "w": width, "h": height,
+        "colour": _viridis_stops(5)[1],
+        # margins: left (room for a vertical label), top, bottom (numbers
+        # and the label under the bars)
+        "pad": 48 if ylabel else 34, "top": 22, "foot": 36,
     }
     payload = _payload(data)
     uid = _uid("sa-bars-", payload, str(title))
@@ -645,7 +684,7 @@ def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
         + f'<canvas width="{size}" height="{height}" style="'
         + _stills.background(_stills.bars(
             stored[choice], data["ymax"], width, height, data["colour"],
-            series, str(xlabel)))
+            data["pad"], data["top"], data["foot"]))
         + '" role="img" '
         f'aria-label="Bar charts of the selected choice, one panel each for '
         f'{_escape(panels)}, on a vertical scale from 0 to '

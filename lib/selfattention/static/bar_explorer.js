@@ -4,7 +4,7 @@
  */
   var cv = root.querySelector("canvas"), cx = cv.getContext("2d");
   var btns = root.querySelectorAll("button[data-choice]");
-  var k = D.choice, pad = 34, top = 22, foot = 26;
+  var k = D.choice, pad = D.pad, top = D.top, foot = D.foot;
   function draw() {
     cx.fillStyle = "#fff"; cx.fillRect(0, 0, cv.width, cv.height);
     cx.font = "12px sans-serif"; cx.textAlign = "center";
@@ -25,8 +25,17 @@
         cx.fillRect(x0 + j * bw + 1, top + ph - hh, Math.max(1, bw - 2), hh);
         if (y > v[best]) best = j;
       });
-      cx.fillStyle = "#1a1a1a";
-      cx.fillText(D.xlabel, x0 + pw / 2, D.h - 6);
+      cx.fillStyle = "#1a1a1a"; cx.font = "11px sans-serif";
+      var every = bw >= 14 ? 1 : 5;          // numbers that fit under bars
+      for (var j = 0; j < v.length; j += every) {
+        cx.fillText(String(j), x0 + (j + 0.5) * bw, top + ph + 14);
+      }
+      cx.font = "12px sans-serif";
+      cx.fillText(D.xlabel, x0 + pw / 2, D.h - 4);
+      if (D.ylabel) {
+        cx.save(); cx.translate(s * D.w + 12, top + ph / 2);
+        cx.rotate(-Math.PI / 2); cx.fillText(D.ylabel, 0, 0); cx.restore();
+      }
       parts.push(name + " largest " + v[best].toFixed(4) +
                  (D.xlabel ? " at " + D.xlabel + " " : " at ") + best);
     });

@@ -18,9 +18,17 @@
     keys.forEach(function(cv, t) { grey(cv, D.k[t]); });
     maps.forEach(function(cv, t) { map(cv, w.slice(t * n, (t + 1) * n)); });
     if (!D.cross) outline(maps[a[0]], a[1], a[2]);
+    var head = "query: " + D.labels[a[0]] + ", patch (" + a[1] + ", " +
+      a[2] + "); ";
+    if (D.perFrame) {
+      cap.textContent = head + "the strongest key of each map: " +
+        D.keyLabels.map(function(label, t) {
+          var o = strongest(w.slice(t * n, (t + 1) * n))[0];
+          return label + " " + at(o[1]) + " " + o[0].toFixed(3); }).join(", ");
+      return;
+    }
     var order = strongest(w), b = where(order[0][1]);
-    cap.textContent = "query: " + D.labels[a[0]] + ", patch (" + a[1] +
-      ", " + a[2] + "); most weight on " + order.map(function(o) {
+    cap.textContent = head + "most weight on " + order.map(function(o) {
         return D.keyLabels[Math.floor(o[1] / n)] + " " + at(o[1] % n) +
           " " + o[0].toFixed(3); }).join(", ") +
       "; displacement to the strongest (rows, columns): (" +

@@ -15,6 +15,7 @@
       b.setAttribute("aria-pressed", k === head ? "true" : "false"); });
     cap.textContent = "patch " + at(q) + (D.weights.length > 1 ?
       ", head " + (head + 1) + " of " + D.weights.length : "") +
+      (D.names ? " (" + D.names[head] + ")" : "") +
       ": most weight on " + strongest(w).map(function(o) {
         return at(o[1]) + " " + o[0].toFixed(3); }).join(", ");
   }
