@@ -107,7 +107,7 @@ def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
     if numbers is not None:
         for (r, c), v in np.ndenumerate(np.asarray(numbers)):
             dark = (values[r, c] - lo) / (hi - lo) < 0.6
-            ax.text(c, r, str(v), ha="center", va="center", fontsize=6,
+            ax.text(c, r, str(v), ha="center", va="center", fontsize=8,
                     color="white" if dark else "black")
     if M:
         (H, W), first = values.shape, start % M or M
