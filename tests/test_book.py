@@ -202,3 +202,17 @@ def test_scrollable_tables_become_named_regions():
                      "table in Plan: Week, Core &amp; idea (2)",
                      "table in Plan"]
     assert re.sub(r' role="region" aria-label="[^"]*"', "", out) == body
+
+
+def test_no_figure_text_is_set_below_8_points():
+    """Figures show at their size (tests/test_layout.py checks it at
+    1366 px), so a font size set in code is the size a reader sees."""
+    sources = [(p.name, c.source) for p in CHAPTERS
+               for c in nbformat.read(p, as_version=4).cells
+               if c.cell_type == "code"]
+    sources += [(p.name, p.read_text())
+                for p in (ROOT / "lib" / "selfattention").glob("*.py")]
+    small = [(name, m.group(0)) for name, text in sources
+             for m in re.finditer(r"fontsize\s*=\s*([0-9.]+)", text)
+             if float(m.group(1)) < 8]
+    assert not small, small

@@ -108,8 +108,15 @@ LAYOUT_JS = r"""() => {
       && Math.abs((img.width / img.height)
                   / (img.naturalWidth / img.naturalHeight) - 1) > 0.02)
     .map(img => img.getAttribute("src").split("/").pop().slice(0, 16));
+  // A chapter's figures (stored at twice their size) drawn smaller than
+  // that size, their text with them.
+  const shrunk = Array.from(article.querySelectorAll(".cell_output img"))
+    .filter(img => visible(img) && img.naturalWidth > 0
+      && img.width < 0.98 * img.naturalWidth / 2)
+    .map(img => img.getAttribute("src").split("/").pop().slice(0, 16) + " "
+      + Math.round(100 * img.width / (img.naturalWidth / 2)) + "%");
   return {width: root.scrollWidth, window: window.innerWidth, cut, silent,
-          distorted,
+          distorted, shrunk,
           raw: Array.from(new Set(raw)), stops: stops.length,
           formulaStops: formulas.length};
 }"""
@@ -127,6 +134,10 @@ def layout_problems(measured: dict, size: str) -> list[str]:
         problems.append(f"{size}: {len(measured['distorted'])} picture(s) "
                         f"drawn out of proportion, e.g. "
                         f"{measured['distorted'][:4]}")
+    if measured.get("shrunk") and size == "1366 px":
+        problems.append(f"{size}: {len(measured['shrunk'])} figure(s) drawn "
+                        f"below their size, their text below its points, "
+                        f"e.g. {measured['shrunk'][:4]}")
     if measured["silent"]:
         problems.append(f"{size}: {len(measured['silent'])} block(s) scroll "
                         f"without a visible cue, e.g. {measured['silent'][:4]}")

@@ -157,3 +157,14 @@ def test_attention_on_image_shares_a_colour_scale_when_asked(ax):
     plots.show_attention_on_image(ax, img, w, (2, 2), 2, colorbar=False,
                                   vmax=1.0)
     assert ax.images[-1].get_clim() == (0, 1.0)       # the shared scale
+
+
+@pytest.mark.parametrize("ncols, size", [(1, 3.2), (2, 3.4), (6, 1.7),
+                                         (3, 2.9)])
+def test_figures_fit_the_column_with_square_panels(ncols, size):
+    fig, _ = plots.figure(ncols=ncols, nrows=2, size=size)
+    width, height = fig.get_size_inches()
+    assert width <= plots.MAX_WIDTH + 1e-9
+    assert np.isclose(width / ncols, height / 2)          # square panels
+    assert np.isclose(width, min(ncols * size, plots.MAX_WIDTH))
+    plt.close(fig)

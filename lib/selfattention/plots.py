@@ -8,9 +8,9 @@ import numpy as np
 from ._relations import loglog_fits, numbers_fit_values
 from ._validate import boundary, floats, integer, optional, positive_int
 
-__all__ = ["CMAP", "ACCENT", "accent", "figure", "show_image", "mark_patch",
-           "show_attention_on_image", "show_matrix", "show_mask", "show_grid",
-           "mark_cell", "show_loglog", "loglog_slope"]
+__all__ = ["CMAP", "ACCENT", "MAX_WIDTH", "accent", "figure", "show_image",
+           "mark_patch", "show_attention_on_image", "show_matrix", "show_mask",
+           "show_grid", "mark_cell", "show_loglog", "loglog_slope"]
 
 CMAP = "viridis"
 ACCENT = "white"            # the chosen query, window borders
@@ -24,10 +24,20 @@ def accent(lw: float = 2.0, color: str = ACCENT) -> dict:
                 path_effects=[withStroke(linewidth=lw + 2, foreground="k")])
 
 
+#: The widest figure, in inches, that the book's text column shows at full
+#: size at 1366 px (738 px at the inline backend's 100 dpi, less a margin
+#: for labels outside the panels): a wider one is scaled down, and its text
+#: with it, below 8 pt.
+MAX_WIDTH = 7.0
+
+
 def figure(ncols: int = 1, nrows: int = 1, size: float = 3.2, **kwargs):
-    """A figure of ``nrows × ncols`` square panels, ``size`` inches each."""
+    """A figure of ``nrows × ncols`` square panels, ``size`` inches each,
+    or smaller panels where ``ncols`` of them would be wider than
+    :data:`MAX_WIDTH`."""
     import matplotlib.pyplot as plt
 
+    size = min(size, MAX_WIDTH / ncols)
     return plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows),
                         layout="constrained", **kwargs)
 
