@@ -69,9 +69,15 @@ def _rows_run(predicted_rows, lengths, n, left_padded, need_weights):
 
 
 check_empty_rows = Exercise(
-    "ex-masks-nan", kind="Predict", points=2,
+    # A prediction: running the layer measures the answer, and a run in a
+    # cell of its own can inform the rule, so the points are the written
+    # part's (the rule and the two routes); running the layer stays listed
+    # for the feedback.
+    "ex-masks-nan", kind="Predict", points=0,
     answers=("predicted_rows",), run=_rows_run,
-    # A prediction: running the layer measures the answer.
+    written="State your rule for end and start padding, and why an empty "
+            "row comes out as NaN on one route through forward and as "
+            "zeros on the other.", written_points=2,
     references=("torch.nn.MultiheadAttention",
                 "torch.nn.functional.multi_head_attention_forward",
                 "torch.nn.functional.scaled_dot_product_attention",
