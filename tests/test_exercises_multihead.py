@@ -108,6 +108,23 @@ def test_equivalent_check_accepts_the_construction_on_hidden_cases():
     hidden(checks.check_equivalent, equivalent)
 
 
+def equivalent_by_einsum(W_q, W_k, W_v, W_o, h, order, G):
+    """The same construction written another way (per-head tensors,
+    einsum, a solve for the inverse): rounding differs, the answer not."""
+    d, w = W_q.shape[0], W_q.shape[1] // h
+    heads = [W.reshape(d, h, w)[:, order] for W in (W_q, W_k, W_v)]
+    q, k, v = (np.einsum("dhw,hwu->dhu", Z, M) for Z, M in zip(
+        heads, (G, np.linalg.solve(G, np.eye(w)).transpose(0, 2, 1), G)))
+    o = np.linalg.solve(G, W_o.reshape(h, w, -1)[order])
+    return (q.reshape(d, -1), k.reshape(d, -1), v.reshape(d, -1),
+            o.reshape(h * w, -1))
+
+
+def test_equivalent_check_accepts_another_writing_of_it():
+    expect(checks.check_equivalent.feedback(equivalent_by_einsum), "correct")
+    hidden(checks.check_equivalent, equivalent_by_einsum)
+
+
 @pytest.mark.parametrize("answer, status, code", [
     (None, "not done", "not-done"),
     (lambda *a: None, "not done", "not-done"),
@@ -130,6 +147,15 @@ def test_equivalent_check_accepts_the_construction_on_hidden_cases():
      "maps-change"),
     (lambda *a: equivalent(*a)[:3] + (2 * equivalent(*a)[3],), "wrong",
      "outputs-change"),
+    # the heads reordered, no basis changed: the same maps and outputs
+    (lambda W_q, W_k, W_v, W_o, h, order, G: equivalent(
+        W_q, W_k, W_v, W_o, h, order, np.stack([np.eye(W_q.shape[1] // h)]
+                                               * h)), "wrong",
+     "basis-unchanged"),
+    # queries and keys changed, values left in their old basis
+    (lambda *a: equivalent(*a)[:2] + equivalent(
+        *a[:6], np.stack([np.eye(a[0].shape[1] // a[4])] * a[4]))[2:],
+     "wrong", "basis-unchanged"),
 ])
 def test_equivalent_check_names_the_problem(answer, status, code):
     expect(checks.check_equivalent.feedback(answer), status, code)

@@ -202,6 +202,19 @@ def _equivalent_judge(out, X, W_q, W_k, W_v, W_o, h, order, G):
                             f"{why}", code)
         raise Wrong("the maps are right but the outputs change; check the "
                     "value projections and the rows of W_o", "outputs-change")
+    # The same maps and outputs also come from reordering the heads alone:
+    # the task fixes the new query and value projections, old head
+    # order[i]'s times G[i].
+    w = W_q.shape[1] // h
+    for name, got, old in (("W_q", new[0], W_q), ("W_v", new[2], W_v)):
+        for i, j in enumerate(order):
+            if not close(got[:, i * w:(i + 1) * w],
+                         old[:, j * w:(j + 1) * w] @ G[i]):
+                raise Wrong(f"the maps and outputs are right, but head {i}'s "
+                            f"block of the new {name} is not old head "
+                            f"{int(j)}'s times G[{i}]: change each head's "
+                            f"basis, not only the order of the heads",
+                            "basis-unchanged")
     return None
 
 
