@@ -134,7 +134,8 @@ def four_lookups(C, flow, radius):
 
 @pytest.mark.parametrize("answer, status, words", [
     (four_lookups, "correct", ["four neighbours"]),
-    (grid_sample_lookup, "correct", []),
+    # PyTorch's sampler does the interpolation the exercise asks for
+    (grid_sample_lookup, "for review", []),
     (lambda C, f, r: lib.lookup(C, np.floor(f).astype(int), r), "wrong",
      ["fractional part"]),
     (None, "not done", []),

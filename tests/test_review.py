@@ -305,6 +305,23 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
     ("02_scaling", "ex-scaling-norm",
      "import torch\ndef my_jacobian_norm(P):\n"
      "    return torch.autograd.functional.hessian(lambda p: p, P)"),
+    ("10_matching", "ex-matching-bilinear",
+     "from scipy.ndimage import map_coordinates\n"
+     "def my_bilinear_lookup(C, flow, radius):\n"
+     "    return map_coordinates(C[0, 0], flow.T, order=1, "
+     "mode='grid-wrap')"),
+    ("10_matching", "ex-matching-bilinear",
+     "import scipy.interpolate as si\n"
+     "def my_bilinear_lookup(C, flow, radius):\n"
+     "    return si.RegularGridInterpolator"),
+    ("10_matching", "ex-matching-bilinear",
+     "import torch.nn.functional as F\n"
+     "def my_bilinear_lookup(C, flow, radius):\n"
+     "    return F.grid_sample(C, flow, align_corners=True)"),
+    ("06_transformer", "ex-transformer-counts",
+     "from selfattention.cost import msa_macs\n"
+     "def block_counts(n, d, h, d_mlp):\n"
+     "    return 4 * d * d, msa_macs((1, n), d) + 2 * n * d * d_mlp"),
     ("09_nonlocal", "ex-nonlocal-gate-gradients",
      "from torch.autograd.functional import vhp\n"
      "def my_gate_gradients(x, F, W_g, W_z, gamma, target):\n"

@@ -53,6 +53,11 @@ check_bilinear_lookup = Exercise(
     "ex-matching-bilinear", kind="Implement", points=3,
     answers=("my_bilinear_lookup",),
     run=_bilinear_run, seed=93,
+    # Interpolation at real-valued points, written by others: SciPy's
+    # (map_coordinates wraps around with mode="grid-wrap") and PyTorch's
+    # grid_sample, which RAFT uses (on a volume padded circularly).
+    references=("scipy.ndimage", "scipy.interpolate",
+                "torch.nn.functional.grid_sample"),
     success="whole-pixel flows read exactly the chapter's lookup; between "
             "pixels the four neighbours are mixed by their closeness.",
     doc="Exercise 10.3: the lookup at real-valued flow, bilinear.")

@@ -21,7 +21,10 @@ check_block_counts = Exercise(
     seed=61,
     references=("selfattention.flops.count_flops",
                 "torch.utils.flop_counter.FlopCounterMode",
-                "torch.nn.MultiheadAttention"),
+                "torch.nn.MultiheadAttention",
+                # the attention sublayer's multiply-adds, 4nd² + 2n²d
+                "selfattention.cost.msa_macs",
+                "selfattention.cost.window_msa_macs"),
     written="which term dominates each count for ViT-B (n = 197, d = 768, "
             "d_mlp = 3072), and why does h appear in neither?",
     written_points=1,
