@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 BUILD := _build/html
 PORT ?= 8000
 SUBMISSIONS ?= submissions
-NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
+NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb appendices/*.ipynb))
 
 .DEFAULT_GOAL := help
 .PHONY: help install lint book test unit execute notebooks train assignments grade sample-gradebook bench serve clean
@@ -54,7 +54,7 @@ else
 endif
 
 lint: $(STAMP)  ## Check the code style: ruff (Python), Biome (the figures' JS)
-	$(VENV)/bin/ruff check lib scripts tests chapters
+	$(VENV)/bin/ruff check lib scripts tests chapters appendices
 	$(VENV)/bin/biome lint --error-on-warnings lib/selfattention/static
 
 unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
@@ -63,19 +63,19 @@ unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
 	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
 
 test: lint book  ## Every check: ruff, strict build, library, links, browser, nbval
-	$(PY) -m pytest tests chapters -n 2 --dist loadfile --durations=15 \
-	  --nbval --nbval-current-env \
+	$(PY) -m pytest tests chapters appendices -n 2 --dist loadfile \
+	  --durations=15 --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg; \
 	status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest ran no test" >&2; fi; \
 	exit $$status
 
-execute: $(STAMP)  ## Re-run chapters in place after an edit (NB=path for one)
+execute: $(STAMP)  ## Re-run the notebooks in place after an edit (NB=path for one)
 	$(PY) scripts/sync_code.py $(or $(NB),$(NOTEBOOKS))
 	$(PY) scripts/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
 	$(PY) scripts/plain_notebooks.py
 
-notebooks: $(STAMP)  ## Rewrite notebooks/: the chapters as plain Jupyter (launch buttons)
+notebooks: $(STAMP)  ## Rewrite notebooks/: chapters and appendix notebooks as plain Jupyter
 	$(PY) scripts/plain_notebooks.py
 
 diagrams: $(STAMP) ; $(PY) scripts/diagrams.py  ## Redraw the diagrams (_static/diagrams/)

@@ -15,7 +15,8 @@ build, which turns this extension on. It then
   page, so it reaches neither the HTML nor the search index;
 * replaces the downloadable notebooks under ``_sources/`` with the student
   versions that ``selfattention-assign`` makes (plain Jupyter, solutions
-  absent);
+  absent), and an appendix notebook, which has no exercises, with its plain
+  version;
 * drops the launch buttons (Colab, Binder, JupyterHub, Live code), which
   would open the chapters with their solutions.
 
@@ -128,7 +129,8 @@ def _from_environment(app, config) -> None:
 
 
 def _student_sources(app, exception) -> None:
-    """Put the student version of each chapter under ``_sources/``."""
+    """Put the student version of each chapter under ``_sources/``, and
+    the plain version of each appendix notebook."""
     if exception is not None or not app.config.course_edition:
         return
     if app.builder.format != "html":
@@ -136,7 +138,7 @@ def _student_sources(app, exception) -> None:
     import nbformat
 
     from selfattention_course.assign import find_exercises, make_assignment
-    from selfattention_course.plain import BookIndex
+    from selfattention_course.plain import BookIndex, plain_notebook
 
     exercises = find_exercises()
     index = BookIndex(Path(app.srcdir))
@@ -146,7 +148,12 @@ def _student_sources(app, exception) -> None:
         if not original.exists():
             copied.unlink()
             continue
-        student = make_assignment(original, exercises, index).student
+        doc = index.doc(original)
+        if doc in index.appendices:
+            student = plain_notebook(nbformat.read(original, as_version=4),
+                                     index, doc, solutions="absent")
+        else:
+            student = make_assignment(original, exercises, index).student
         copied.write_text(nbformat.writes(student) + "\n", encoding="utf-8")
 
 

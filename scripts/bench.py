@@ -1,8 +1,9 @@
 """``make bench``: how long the book takes, as a table.
 
-Executes every chapter top to bottom in a fresh kernel (a copy, so the
-committed outputs stay untouched), then times a full HTML build. Budgets:
-20 s per chapter and 2 minutes for the whole book on a 2-core CPU.
+Executes every chapter and appendix notebook top to bottom in a fresh
+kernel (a copy, so the committed outputs stay untouched), then times a full
+HTML build. Budgets: 20 s per notebook and 2 minutes for the whole book on a
+2-core CPU.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def time_build() -> float:
 
 def main() -> int:
     rows, total = [], 0.0
-    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+    for path in (sorted((ROOT / "chapters").glob("*.ipynb"))
+                 + sorted((ROOT / "appendices").glob("*.ipynb"))):
         seconds = time_chapter(path)
         total += seconds
         rows.append((path.stem, seconds, CHAPTER_BUDGET))

@@ -1,4 +1,4 @@
-"""Execute chapters in place and normalise their metadata (``make execute``).
+"""Execute notebooks in place and normalise their metadata (``make execute``).
 
 Each notebook runs top to bottom in a fresh kernel started in its own folder
 (``nbclient``), exactly as nbval will re-run it, without recording execution
@@ -15,6 +15,7 @@ prints them under each chapter's title (``_ext/book_assets.py``). nbval
 ignores notebook metadata, so the stamp never makes a test fail.
 
 Usage: python scripts/execute_notebooks.py chapters/01_definition.ipynb ...
+       python scripts/execute_notebooks.py appendices/pytorch.ipynb
 """
 
 from __future__ import annotations

@@ -3,11 +3,12 @@
     python scripts/plain_notebooks.py          # rewrite notebooks/
     python scripts/plain_notebooks.py --check  # exit 1 if any is stale
 
-Each chapter of ``_toc.yml`` becomes ``notebooks/<name>.ipynb`` through
+Each chapter of ``_toc.yml``, and each appendix written as a notebook,
+becomes ``notebooks/<name>.ipynb`` through
 :func:`selfattention_course.plain.plain_notebook`: cross-references and
 citations as links to the online book, numbered equations, exercises as
 headed blocks, solutions folded. ``make execute`` runs this after it
-re-executes the chapters; ``tests/test_plain_notebooks.py`` fails when the
+re-executes the notebooks; ``tests/test_plain_notebooks.py`` fails when the
 folder is stale.
 """
 
@@ -24,10 +25,11 @@ OUT = ROOT / "notebooks"
 
 
 def expected(root: Path = ROOT) -> dict[Path, str]:
-    """{path under notebooks/: text} for every chapter of the book."""
+    """{path under notebooks/: text} for every chapter of the book and
+    every appendix that is a notebook."""
     index = BookIndex(root)
     out = {}
-    for doc in index.chapters:
+    for doc in index.chapters + index.appendices:
         nb = nbformat.read(root / f"{doc}.ipynb", as_version=4)
         plain = plain_notebook(nb, index, doc, solutions="folded")
         out[OUT / f"{Path(doc).name}.ipynb"] = nbformat.writes(plain) + "\n"

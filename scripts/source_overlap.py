@@ -21,7 +21,7 @@ do not count as content words (facts carry over), and tables and quoted
 phrases (a misconception as people state it) are left out.
 
 Usage: python scripts/source_overlap.py SOURCE [files ...]
-(the default files are the chapters, intro.md and appendices/*.md).
+(the default files are the chapters, intro.md and the appendices).
 SOURCE is the document itself or its fingerprint, ``tests/fixtures/
 source_fingerprint.json`` (the sentences as hashed words; the repository
 keeps no text of the source): ``--write-fingerprint`` makes one, and
@@ -191,7 +191,8 @@ def compare(source: dict, paths: list[Path],
 
 def default_paths() -> list[Path]:
     return (sorted((ROOT / "chapters").glob("*.ipynb")) + [ROOT / "intro.md"]
-            + sorted((ROOT / "appendices").glob("*.md")))
+            + sorted((ROOT / "appendices").glob("*.md"))
+            + sorted((ROOT / "appendices").glob("*.ipynb")))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,10 @@ from support import module_from_file
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+# The appendices written as notebooks: executed pages with launch buttons,
+# but no chapter template (no exercises).
+APPENDICES = sorted((ROOT / "appendices").glob("*.ipynb"))
+NOTEBOOKS = CHAPTERS + APPENDICES
 
 
 def toc_files():
@@ -43,8 +47,8 @@ def test_every_chapter_is_in_the_toc_and_every_toc_entry_exists():
     for name in files:
         assert any((ROOT / f"{name}{ext}").exists()
                    for ext in (".md", ".ipynb")), name
-    for path in CHAPTERS:
-        assert f"chapters/{path.stem}" in files, \
+    for path in NOTEBOOKS:
+        assert f"{path.parent.name}/{path.stem}" in files, \
             f"{path.name} missing from _toc.yml"
 
 
@@ -53,7 +57,7 @@ def test_book_renders_stored_outputs():
 
 
 # ------------------------------------------------------------ one repository
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_colab_setup_cell_installs_from_the_configured_repository(path):
     nb = nbformat.read(path, as_version=4)
     first = next(c for c in nb.cells if c.cell_type == "code")
@@ -151,7 +155,7 @@ def test_chapter_follows_the_template(path):
         "interactive figure"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_chapter_outputs_are_committed_and_clean(path):
     nb = nbformat.read(path, as_version=4)
     for i, cell in enumerate(nb.cells):
@@ -181,7 +185,7 @@ def test_every_citation_is_in_the_bibliography():
     sources = [p.read_text() for p in ROOT.glob("**/*.md")
                if ".venv" not in p.parts and "_build" not in p.parts]
     sources += ["\n".join(text_of(nbformat.read(p, 4), "markdown"))
-                for p in CHAPTERS]
+                for p in NOTEBOOKS]
     for text in sources:
         for group in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]+)`", text):
             for key in group.split(","):
@@ -207,7 +211,7 @@ def test_scrollable_tables_become_named_regions():
 def test_no_figure_text_is_set_below_8_points():
     """Figures show at their size (tests/test_layout.py checks it at
     1366 px), so a font size set in code is the size a reader sees."""
-    sources = [(p.name, c.source) for p in CHAPTERS
+    sources = [(p.name, c.source) for p in NOTEBOOKS
                for c in nbformat.read(p, as_version=4).cells
                if c.cell_type == "code"]
     sources += [(p.name, p.read_text())

@@ -46,8 +46,8 @@ from playwright.sync_api import Error as PlaywrightError
 from selfattention import interactive
 
 from test_launch_links import (
-    BOOK_PATH, ROOT, built_site, chapter_documents,
-    expected_pages, notebook_in_launch_link,
+    ROOT, built_site, chapter_documents,
+    expected_pages, notebook_in_launch_link, plain_notebook_of,
 )
 
 TIMEOUT_MS = 30_000
@@ -457,8 +457,7 @@ def test_chapter_renders_launches_and_responds(shots, visit, docname):
 
     # launch buttons: present, and naming this chapter's notebook
     # _ext/plain_launch.py: they open the plain notebook of notebooks/
-    plain = docname.replace("chapters/", "notebooks/", 1)
-    want = f"{BOOK_PATH + '/' if BOOK_PATH else ''}{plain}.ipynb"
+    want = plain_notebook_of(docname)
     services = {"Colab": "colab.research.google.com", "Binder": "mybinder.org"}
     hrefs = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
     for service, host in services.items():

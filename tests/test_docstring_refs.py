@@ -31,7 +31,8 @@ def _labels() -> set:
     """Every ``(label)=`` target and exercise ``:label:`` of the book."""
     texts = [p.read_text(encoding="utf-8") for p in
              [*ROOT.glob("*.md"), *(ROOT / "appendices").glob("*.md")]]
-    for nb in (ROOT / "chapters").glob("*.ipynb"):
+    for nb in [*(ROOT / "chapters").glob("*.ipynb"),
+               *(ROOT / "appendices").glob("*.ipynb")]:
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
         texts += ["".join(c["source"]) for c in cells
                   if c["cell_type"] == "markdown"]

@@ -1,8 +1,9 @@
 """Links in the built book: launch buttons and assets.
 
-Every chapter page must offer Colab, Binder and JupyterHub links (and Thebe's
-configuration) that name the repository and branch of ``_config.yml`` and a
-notebook that exists in this repository; and no page may load a script, style
+Every notebook page (the chapters and the appendices written as notebooks)
+must offer Colab, Binder and JupyterHub links (and Thebe's configuration)
+that name the repository and branch of ``_config.yml`` and a notebook that
+exists in this repository; and no page may load a script, style
 sheet, image or frame from another host, so the site works offline.
 
 The pages are parsed from the built book, ``_build/html`` (``make test``
@@ -56,10 +57,25 @@ def source_of(docname: str) -> Path | None:
     return None
 
 
-def chapter_documents() -> list[str]:
+def notebook_documents() -> list[str]:
     """The toc's notebook pages: the ones with launch buttons."""
     return [d for d in toc_documents()
             if (s := source_of(d)) is not None and s.suffix == ".ipynb"]
+
+
+def chapter_documents() -> list[str]:
+    """The notebook pages of the toc's numbered parts: the chapters."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = {entry["file"] for part in toc.get("parts", [])
+                if part.get("numbered") for entry in part["chapters"]}
+    return [d for d in notebook_documents() if d in numbered]
+
+
+def plain_notebook_of(docname: str) -> str:
+    """The repository path of the plain notebook that a notebook page's
+    launch buttons open (``_ext/plain_launch.py``): ``notebooks/<name>``."""
+    prefix = f"{BOOK_PATH}/" if BOOK_PATH else ""
+    return f"{prefix}notebooks/{Path(docname).name}.ipynb"
 
 
 def expected_pages() -> list[str]:
@@ -217,15 +233,14 @@ def test_every_page_of_the_toc_was_built(site):
     assert chapter_documents(), "the toc lists no notebook chapter"
 
 
-@pytest.mark.parametrize("docname", chapter_documents())
+@pytest.mark.parametrize("docname", notebook_documents())
 def test_launch_links_open_this_chapter_in_this_repository(site, docname):
     tags = parse(site / f"{docname}.html")
     links = launch_links(tags)
     assert set(links) == {"colab", "binderhub", "jupyterhub"}, (
         f"{docname}: launch links found for {sorted(links)}")
     # _ext/plain_launch.py: the launch buttons open the plain notebook
-    plain = docname.replace("chapters/", "notebooks/", 1)
-    want = f"{BOOK_PATH + '/' if BOOK_PATH else ''}{plain}.ipynb"
+    want = plain_notebook_of(docname)
     for service, notebook in links.items():
         assert notebook == want, f"{service} opens {notebook}, not {want}"
         assert (ROOT / notebook).is_file(), f"{service} link: no {notebook}"

@@ -18,6 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = (ROOT / "appendices" / "notation.md").read_text(encoding="utf-8")
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+# and the appendices written as notebooks, whose prose uses the same symbols
+PAGES = CHAPTERS + sorted((ROOT / "appendices").glob("*.ipynb"))
 
 # symbol -> (a word its row on the page must use, misuses: (regex, reason))
 # The regexes run on the chapter's inline and display math joined with the
@@ -78,14 +80,15 @@ def page_exceptions():
 
 
 def chapter_text(path):
-    """Label of the chapter, and its prose with every formula kept.
+    """Label of the chapter (or appendix), and its prose with every formula
+    kept.
 
     Code spans and code blocks are dropped; formulas stay where they are, so
     the word after a formula is still next to it.
     """
     nb = nbformat.read(path, as_version=4)
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    label = re.search(r"^\((ch-[\w-]+)\)=", md, re.M).group(1)
+    label = re.search(r"^\(((?:ch|app)-[\w-]+)\)=", md, re.M).group(1)
     md = re.sub(r"```.*?```", " ", md, flags=re.S)
     md = re.sub(r"`[^`\n]*`", " ", md)
     md = re.sub(r"\$\$(.*?)\$\$", lambda m: "$" + " ".join(m.group(1).split())
@@ -142,7 +145,7 @@ def test_rules_accept_the_book_notation(text):
     assert violations(text) == []
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_chapter_uses_the_notation(path):
     label, text = chapter_text(path)
     allowed = page_exceptions()

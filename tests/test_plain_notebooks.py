@@ -27,7 +27,11 @@ def plain(name):
     return nbformat.read(ROOT / "notebooks" / name, as_version=4)
 
 
-NAMES = sorted(Path(doc).name + ".ipynb" for doc in INDEX.chapters)
+# Every notebook page of the book: the chapters and the appendices written
+# as notebooks, whose launch buttons open their plain versions too.
+DOCS = INDEX.chapters + INDEX.appendices
+NAMES = sorted(Path(doc).name + ".ipynb" for doc in DOCS)
+CHAPTER_NAMES = sorted(Path(doc).name + ".ipynb" for doc in INDEX.chapters)
 
 
 def test_every_chapter_has_its_plain_notebook_and_it_is_current():
@@ -38,7 +42,7 @@ def test_every_chapter_has_its_plain_notebook_and_it_is_current():
     assert not stale, f"run `make notebooks`: stale {stale}"
     extra = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} \
         - set(NAMES)
-    assert not extra, f"notebooks/ holds no chapter's {sorted(extra)}"
+    assert not extra, f"notebooks/ holds no page's {sorted(extra)}"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -51,7 +55,7 @@ def test_no_markup_or_label_is_left_as_text(name):
         assert not found, f"{name} cell {i}: {found.group(0)!r}"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CHAPTER_NAMES)
 def test_solutions_are_folded_and_widgets_show_a_figure(name):
     nb = plain(name)
     solutions = [c for c in nb.cells if "solution" in
@@ -118,7 +122,8 @@ def site_numbers(site: Path, target) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("label", sorted(INDEX.targets))
+@pytest.mark.parametrize("label", sorted(
+    label for label, target in INDEX.targets.items() if target.number))
 def test_numbers_agree_with_the_built_site(site, label):
     target = INDEX.targets[label]
     shown = " ".join(site_numbers(site, target).split())
@@ -134,8 +139,9 @@ def test_numbers_agree_with_the_built_site(site, label):
 
 @pytest.mark.slow
 def test_downloads_are_the_plain_notebooks(site):
-    for name in NAMES:
-        copied = site / "_sources" / "chapters" / name
+    for doc in DOCS:
+        name = Path(doc).name + ".ipynb"
+        copied = site / "_sources" / f"{doc}.ipynb"
         assert json.loads(copied.read_text()) == json.loads(
             (ROOT / "notebooks" / name).read_text()), name
 
@@ -153,7 +159,7 @@ def test_a_figure_directive_becomes_an_image_with_its_number():
     assert ":::" not in text and ":name:" not in text
 
 
-@pytest.mark.parametrize("doc", INDEX.chapters)
+@pytest.mark.parametrize("doc", DOCS)
 def test_maintainer_notes_live_in_metadata(doc):
     """Why a cell's output is not compared is a note for maintainers: it
     sits in the cell's metadata (``maintainer``), never in the code that
@@ -167,3 +173,17 @@ def test_maintainer_notes_live_in_metadata(doc):
             why = cell.metadata.get("maintainer", {}).get(
                 "nbval-ignore-output", "")
             assert len(why.split()) >= 4, f"{doc} cell {i}: no reason given"
+
+
+@pytest.mark.parametrize("doc", INDEX.appendices)
+def test_an_appendix_keeps_its_title_unnumbered_and_is_linked_by_it(doc):
+    (label, page), = [(label, t) for label, t in INDEX.targets.items()
+                      if t.doc == doc and t.kind == "chapter"]
+    assert page.number == ""
+    assert all(t.number == "" for t in INDEX.targets.values()
+               if t.doc == doc and t.kind in ("chapter", "section"))
+    first = plain(Path(doc).name + ".ipynb").cells[0].source
+    assert first.startswith(f"# {page.title}\n"), first[:80]
+    text = plain_markdown(f"See {{ref}}`{label}`.", INDEX,
+                          "chapters/01_definition")
+    assert text == f"See [{page.title}]({INDEX.url(doc, label)})."

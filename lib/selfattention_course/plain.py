@@ -1,5 +1,7 @@
 """The chapters as plain Jupyter: what Colab, Binder, JupyterHub and the
-download button open, and what student notebooks are made from.
+download button open, and what student notebooks are made from. The
+appendices written as notebooks (``appendices/pytorch.ipynb``) go through the
+same conversion, unnumbered.
 
 The chapters are written in MyST for Jupyter Book: roles such as
 ``{numref}`` and ``{cite:p}``, labelled equations, ``(label)=`` targets and
@@ -128,8 +130,10 @@ class BookIndex:
     """Numbers, titles and links of every label of the book, and citations.
 
     ``BookIndex(root)`` reads ``_toc.yml``, ``_config.yml`` (its
-    ``html.baseurl`` is the online book), ``references.bib`` and every
-    chapter notebook under ``root``.
+    ``html.baseurl`` is the online book), ``references.bib``, every
+    chapter notebook under ``root`` (:attr:`chapters`, numbered in the order
+    of the toc) and every notebook page of the toc's unnumbered parts
+    (:attr:`appendices`, whose targets carry no number).
     """
 
     def __init__(self, root: Path | None):
@@ -138,6 +142,8 @@ class BookIndex:
         self.library_doc = "appendices/library"
         self.targets: dict[str, Target] = {}
         self.chapters: list[str] = []
+        #: Notebook pages of the unnumbered parts (appendices).
+        self.appendices: list[str] = []
         #: Notebooks indexed by :meth:`include`, numbered after the book's.
         self.extra: list[str] = []
         if self.root is None:             # no book: only included notebooks
@@ -148,10 +154,13 @@ class BookIndex:
         sphinx = config.get("sphinx", {}).get("config", {})
         self.eq_format = sphinx.get("math_eqref_format", "Eq. {number}")
         self.bib = _bib_entries(self.root / "references.bib")
-        self.chapters = self._chapters()
+        self.chapters, self.appendices = self._pages()
         for number, doc in enumerate(self.chapters, start=1):
             nb = nbformat.read(self.root / f"{doc}.ipynb", as_version=4)
             self._index(nb, doc, str(number))
+        for doc in self.appendices:
+            nb = nbformat.read(self.root / f"{doc}.ipynb", as_version=4)
+            self._index(nb, doc, "")
 
     @classmethod
     def around(cls, path: Path) -> "BookIndex":
@@ -178,10 +187,18 @@ class BookIndex:
         self.extra.append(doc)
         self._index(nb, doc, str(len(self.chapters) + len(self.extra)))
 
-    def _chapters(self) -> list[str]:
+    def _pages(self) -> tuple[list[str], list[str]]:
+        """The chapters (pages of numbered parts) and the notebook pages of
+        the unnumbered parts, in the order of the toc."""
         toc = yaml.safe_load((self.root / "_toc.yml").read_text())
-        return [ch["file"] for part in toc.get("parts", [])
-                if part.get("numbered") for ch in part["chapters"]]
+        chapters, appendices = [], []
+        for part in toc.get("parts", []):
+            for page in part["chapters"]:
+                if part.get("numbered"):
+                    chapters.append(page["file"])
+                elif (self.root / f"{page['file']}.ipynb").is_file():
+                    appendices.append(page["file"])
+        return chapters, appendices
 
     def figure(self, doc: str, figure: dict) -> Target:
         """The target of a figure cell's ``mystnb.figure`` metadata."""
@@ -196,6 +213,12 @@ class BookIndex:
         return str(pages.index(doc) + 1)
 
     def _index(self, nb, doc: str, chapter: str) -> None:
+        """Record the targets of ``nb``, page ``doc``, numbered within
+        ``chapter``; an unnumbered page (``chapter=""``) numbers its figures,
+        equations and exercises from 1 and its sections not at all."""
+        def within(count) -> str:
+            return f"{chapter}.{count}" if chapter else str(count)
+
         sections = [0, 0, 0, 0, 0, 0]
         figures = equations = exercises = 0
         pending: list[str] = []
@@ -207,7 +230,7 @@ class BookIndex:
                     figures += 1
                     name = figure.get("name") or f"fig-{doc}-{figures}"
                     self.targets[name] = Target(
-                        "figure", f"{chapter}.{figures}", doc, name,
+                        "figure", within(figures), doc, name,
                         figure["caption"])
                 continue
             if cell.cell_type != "markdown":
@@ -245,7 +268,8 @@ class BookIndex:
                         for deeper in range(level, 6):
                             sections[deeper] = 0
                         number = ".".join([chapter] + [
-                            str(n) for n in sections[1:level]])
+                            str(n) for n in sections[1:level]]) \
+                            if chapter else ""
                         what = "section"
                     for label in pending:
                         self.targets[label] = Target(what, number, doc,
@@ -256,18 +280,18 @@ class BookIndex:
                     name, caption = value
                     name = name or f"fig-{doc}-{figures}"
                     self.targets[name] = Target(
-                        "figure", f"{chapter}.{figures}", doc, name, caption)
+                        "figure", within(figures), doc, name, caption)
                 elif kind == "equation":
                     equations += 1
                     self.targets[value] = Target(
-                        "equation", f"{chapter}.{equations}", doc,
+                        "equation", within(equations), doc,
                         f"equation-{value}", value)
                 else:
                     exercises += 1
                     label, title = value
                     if label:
                         self.targets[label] = Target(
-                            "exercise", f"{chapter}.{exercises}", doc,
+                            "exercise", within(exercises), doc,
                             label, title)
 
     # -- links --------------------------------------------------------------
@@ -509,7 +533,8 @@ def _fold(cell, title: str) -> None:
 
 
 def plain_notebook(nb, index: BookIndex, doc: str, solutions: str = "folded"):
-    """The chapter ``nb`` (page ``doc`` of the book) as a plain notebook.
+    """The chapter ``nb`` (page ``doc`` of the book) as a plain notebook;
+    an appendix (``doc`` in ``index.appendices``) keeps its unnumbered title.
 
     ``solutions`` is ``"folded"`` (launch and download notebooks) or
     ``"absent"`` (the solutions' prose dropped, for student notebooks).
@@ -518,7 +543,8 @@ def plain_notebook(nb, index: BookIndex, doc: str, solutions: str = "folded"):
         raise ValueError(f"solutions must be 'folded' or 'absent', "
                          f"got {solutions!r}")
     nb = copy.deepcopy(nb)
-    number = index.chapter_number(doc)
+    appendix = doc in index.appendices
+    number = "" if appendix else index.chapter_number(doc)
     inside: str | None = None
     cells = []
     for i, cell in enumerate(nb.cells):
@@ -537,7 +563,12 @@ def plain_notebook(nb, index: BookIndex, doc: str, solutions: str = "folded"):
                     texts.append(f"<details>\n<summary>Solution to Exercise "
                                  f"{exercise}</summary>\n\n{text}\n\n"
                                  f"</details>")
-            if i == 0 and texts:
+            if i == 0 and texts and appendix:
+                texts.insert(1, f"*An appendix of the online book "
+                                f"[Self-Attention in Vision]"
+                                f"({index.url(doc)}), where this "
+                                f"notebook's links lead.*")
+            elif i == 0 and texts:
                 texts[0] = re.sub(r"^# ", f"# {number}. ", texts[0],
                                   count=1, flags=re.M)
                 if doc in index.chapters:
