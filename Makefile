@@ -55,7 +55,7 @@ endif
 
 lint: $(STAMP)  ## Check the code style: ruff (Python), Biome (the figures' JS)
 	$(VENV)/bin/ruff check lib scripts tests chapters appendices
-	$(VENV)/bin/biome lint --error-on-warnings lib/selfattention/static
+	$(VENV)/bin/biome lint --error-on-warnings lib/selfattention/static _static
 
 unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
 	$(PY) -m pytest tests -q -n 2 --dist loadfile -m "not slow" \

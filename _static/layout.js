@@ -80,14 +80,34 @@
     if (pending !== null) return;
     pending = setTimeout(() => { pending = null; markScrolling(); }, 150);
   }
+  // A box or its formula that changes size without a change of the page's
+  // markup (MathJax's web fonts arriving, the column narrowing as a scroll
+  // bar appears) is measured again too.
+  const sizes = window.ResizeObserver ? new ResizeObserver(later) : null;
+  const watched = new WeakSet();
+  function watchSizes() {
+    if (!sizes) return;
+    for (const el of document.querySelectorAll(
+        "article div.math, article div.math > mjx-container")) {
+      if (!watched.has(el)) {
+        watched.add(el);
+        sizes.observe(el);
+      }
+    }
+  }
   function start() {
     nameFormulas();
-    new MutationObserver(() => { nameFormulas(); later(); })
+    watchSizes();
+    new MutationObserver(() => { nameFormulas(); watchSizes(); later(); })
       .observe(document.body, {childList: true, subtree: true});
     window.addEventListener("resize", later);
     markScrolling();
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-      MathJax.startup.promise.then(() => { nameFormulas(); markScrolling(); });
+      MathJax.startup.promise.then(() => {
+        nameFormulas();
+        watchSizes();
+        markScrolling();
+      });
     }
     if (document.fonts) document.fonts.ready.then(later);
   }

@@ -252,6 +252,23 @@ def axe_problems(page, skip: list[str] | None = None) -> list[str]:
             for v in axe_violations(page, skip) if v["impact"] in BLOCKING]
 
 
+# An equation becomes a tab stop when it overflows its box (layout.js), at
+# most 150 ms after the change that made it overflow (MathJax's fonts may
+# widen a formula after it was typeset). axe runs once that is done, or
+# after 5 s, when it reports the box that is still not a tab stop.
+UNSETTLED_EQUATIONS_JS = """() => [...document.querySelectorAll(
+  "article div.math")].filter(b => b.scrollWidth > b.clientWidth + 1
+                                   && !b.hasAttribute("tabindex")).length"""
+
+
+def settle_scrolling_equations(page) -> None:
+    try:
+        page.wait_for_function(f"() => ({UNSETTLED_EQUATIONS_JS})() === 0",
+                               timeout=5_000)
+    except PlaywrightError:
+        pass                 # axe names what is still wrong
+
+
 # ------------------------------------------------------------ every page
 def page_problems(v: Visit, full: bool = False) -> list[str]:
     """What is wrong with any page: errors, requests, math, images,
@@ -284,6 +301,7 @@ def page_problems(v: Visit, full: bool = False) -> list[str]:
     if levels and levels[0][0] != 1:
         problems.append(f"first heading is h{levels[0][0]}, not h1")
     if not v.redirected:     # index.html: its target is checked on its own
+        settle_scrolling_equations(v.page)
         problems += axe_problems(v.page, None if full else [CODE])
     return problems
 
