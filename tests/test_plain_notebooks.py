@@ -43,6 +43,7 @@ def test_every_chapter_has_its_plain_notebook_and_it_is_current():
     extra = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} \
         - set(NAMES)
     assert not extra, f"notebooks/ holds no page's {sorted(extra)}"
+    assert INDEX.appendices, "the toc lists no appendix notebook"
 
 
 @pytest.mark.parametrize("name", NAMES)

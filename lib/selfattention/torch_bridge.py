@@ -32,7 +32,8 @@ def mask_for_sdpa(mask):
           checks=(square_weights_split,))
 def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
     """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights,
-    its biases (if any) zero (:ref:`ch-multihead` and :ref:`ch-masks`)."""
+    its biases (if any) zero (:ref:`ch-multihead` and :ref:`ch-masks`; with
+    biases it can take the fused route of :ref:`app-pytorch-empty`)."""
     import torch
 
     mha = torch.nn.MultiheadAttention(len(W_q), h, bias=bias,
