@@ -183,13 +183,13 @@ def flaky(seed, noise):
 @pytest.mark.parametrize("answer, status, code", [
     (denoise, "correct", None),
     (None, "not done", "not-done"),
-    (lambda s, n: denoise(s, n, "dot"), "wrong", "denoising-worse-than-input"),
+    # open: the order of the scopes is the student's to find and explain
+    (lambda s, n: denoise(s, n, "dot"), "correct", None),
     (lambda s, n: denoise(s, n)[:3], "wrong", "shape"),
     (lambda s, n: (0.01,) + denoise(s, n)[1:], "wrong", "input-error-off"),
     (lambda s, n: denoise(s, 2 * n), "wrong", "input-error-off"),
     (flaky, "wrong", "not-seeded"),
-    (lambda s, n: denoise(s, n)[:1] + (0.001, 0.001, 0.5 * denoise(s, n)[0]),
-     "wrong", "spacetime-not-best"),
+    (lambda s, n: denoise(s, n)[:1] * 4, "wrong", "no-averaging"),
     (lambda s, n: (-1.0, 0.0, 0.0, 0.0), "wrong", "not-an-error"),
 ])
 def test_denoising_check(answer, status, code):

@@ -54,9 +54,10 @@ check_denoising = Exercise(
     "ex-nonlocal-denoising", kind="Experiment", points=0,
     answers=("my_denoising_errors",), run=_noise_run,
     seed=93,
-    written="why does space-time denoise best, which scope is worst and "
-            "why, and when would time only be the right choice?",
+    written="which scope gave the lowest error and which the highest, "
+            "why, would other weights change that order, and when would "
+            "time only be the right choice?",
     written_points=4,
-    success="the measured errors are reproducible, the noisy clip's error "
-            "is right, and space-time averages the most look-alike patches.",
+    success="the measured errors are reproducible and the noisy clip's "
+            "error is right; the order of the scopes is yours to explain.",
     doc="Exercise 9.3: denoising the clip with each scope, measured.")
