@@ -47,8 +47,39 @@ def closed_form_squared(P):
     return sq - 2 * (P ** 3).sum(-1) + sq ** 2
 
 
+class OutOfTime(Exception):
+    """An answer past the work that fits in the grader's time limit."""
+
+
+def blocked_norm(P, budget=10 ** 9):
+    """The norm summed over blocks of rows of each Jacobian, never holding
+    it whole: O(n²) work, given up past ``budget`` entries (a few seconds
+    of NumPy, where the grader allows 30)."""
+    P = np.atleast_2d(P)
+    out, done = np.zeros(P.shape[:-1]), 0
+    for idx in np.ndindex(*P.shape[:-1]):
+        p = P[idx]
+        for start in range(0, len(p), 256):
+            block = p[start:start + 256]
+            J = np.diag(p)[start:start + 256] if len(p) <= 4096 else None
+            if J is None:
+                done += block.size * len(p)
+                if done > budget:
+                    raise OutOfTime(f"{done} entries of n × n")
+                J = -block[:, None] * p[None, :]
+                J[np.arange(len(block)), start + np.arange(len(block))] += \
+                    block
+            else:
+                J = J - block[:, None] * p[None, :]
+            out[idx] += (J ** 2).sum()
+    return np.sqrt(out)
+
+
 @pytest.mark.parametrize("answer, status, code", [
-    (jacobian_norm, "correct", None),
+    # Building each row's Jacobian answers the small rows; the wide row's
+    # would take 162 TB ("without building it", by cost).
+    (jacobian_norm, "wrong", "builds-the-jacobian"),
+    (blocked_norm, "wrong", "raised"),
     (lambda P: np.sqrt(np.clip(closed_form_squared(P), 0, None)),
      "correct", None),
     (None, "not done", "not-done"),
@@ -69,10 +100,20 @@ def test_jacobian_norm_check(answer, status, code):
     verdict(checks.check_jacobian_norm, [answer], status, code)
 
 
-def test_norm_cases_hold_one_hot_uniform_and_saturated_rows():
+def test_the_closed_form_reference_is_the_library_s_norm():
+    rng = np.random.default_rng(0)
+    P = library_softmax(3 * rng.standard_normal((5, 300)))
+    assert np.allclose(judges.jacobian_norm(P), scaling.jacobian_norm(P),
+                       rtol=1e-12)
+
+
+def test_norm_cases_hold_one_hot_uniform_saturated_and_wide_rows():
     for seed in range(3):
-        first, saturated = checks.check_jacobian_norm.draw(
+        first, saturated, wide = checks.check_jacobian_norm.draw(
             np.random.default_rng(seed))
+        P = checks.wide_row(wide["n"], wide["seed"])
+        assert P.shape == (1, checks.WIDE_ROW) and np.isclose(P.sum(), 1)
+        assert 8 * checks.WIDE_ROW ** 2 > 2 ** 47    # beyond any process
         rows = first["P"].reshape(-1, first["P"].shape[-1])
         assert any(np.allclose(r, 1 / len(r)) for r in rows)
         assert any(r.max() == 1.0 for r in rows)
@@ -91,6 +132,9 @@ def query_gradient(Q, K, V, G, jacobian=True, root=True):
 def test_the_reference_gradient_agrees_with_autograd():
     rng = np.random.default_rng(0)
     for case in checks.check_query_gradient.draw(rng):
+        if "seed" in case:
+            case = dict(zip("QKVG", checks.wide_gradient_case(
+                case["seed"], *case["sizes"])))
         Q = torch.tensor(case["Q"], requires_grad=True)
         K, V, G = (torch.tensor(case[k]) for k in "KVG")
         d_k = K.shape[1]
@@ -115,6 +159,40 @@ def test_the_reference_gradient_agrees_with_autograd():
 ])
 def test_query_gradient_check(answer, status, code):
     verdict(checks.check_query_gradient, [answer], status, code)
+
+
+def central_differences(Q, K, V, G, budget=1000):
+    """∂L/∂Q by central differences of a hand-written loss, one component
+    of every query at once (the rows of attention are independent): 2·d_k
+    forward passes, given up past ``budget`` (each pass of the wide case
+    costs about what the whole chain rule does)."""
+    d = np.sqrt(K.shape[1])
+
+    def rows(Qx):
+        S = Qx @ K.T / d
+        E = np.exp(S - S.max(axis=1, keepdims=True))
+        return (G * ((E / E.sum(axis=1, keepdims=True)) @ V)).sum(axis=1)
+
+    if 2 * Q.shape[1] > budget:
+        raise OutOfTime(f"{2 * Q.shape[1]} forward passes")
+    grad, h = np.zeros_like(Q), 1e-5
+    for j in range(Q.shape[1]):
+        E = np.zeros_like(Q)
+        E[:, j] = h
+        grad[:, j] = (rows(Q + E) - rows(Q - E)) / (2 * h)
+    return grad
+
+
+def test_finite_differences_do_not_answer_the_wide_case():
+    """Differences of the loss answer the small cases; the wide one needs
+    2·d_k = 8192 forward passes, far past the time limit."""
+    ex = checks.check_query_gradient
+    small = [c for c in ex.public_cases() if "seed" not in c]
+    fb = ex.assess(ex.attempt([central_differences], small), small)
+    assert fb.status == "correct", fb.message
+    verdict(ex, [central_differences], "wrong", "raised")
+    wide = [c for c in ex.public_cases() if "seed" in c]
+    assert wide and 2 * wide[0]["sizes"][2] > 1000
 
 
 def test_saturated_rows_pass_less_gradient_to_the_queries():

@@ -429,6 +429,12 @@ class Grader:
                     harvest.get(str(slot)), stop)
                 status, points, message = NOT_GRADED, 0.0, reason
                 code = status_code(NOT_GRADED)
+                slow = getattr(ex.grading(), "slow", None)
+                if slow and not why_none and \
+                        harvest.get(str(slot)) == "timeout":
+                    message = (f"its answer was still running after the "
+                               f"time limit per exercise: {slow}")
+                    code = "too-slow"
             else:
                 status, points, code = fb.status, fb.points, fb.code
                 message = clean_text(fb.message, 500)

@@ -649,6 +649,9 @@ def call(fn, *args, what: str = "your function"):
         out = fn(*args)
     except NotImplementedError:
         raise NotDone("the function still raises NotImplementedError") from None
+    except MemoryError:
+        raise Wrong(f"{what} ran out of memory: does it build an array "
+                    f"far larger than its inputs?", "out-of-memory") from None
     except Exception as err:  # the student's bug, reported not raised
         frames = traceback.extract_tb(err.__traceback__)
         where = (f" (line {frames[-1].lineno}: {frames[-1].line})"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 
-
-from .core import GRADIENTS, Exercise, call
+from .core import GRADIENTS, Exercise, Wrong, call
 
 __all__ = ["check_scale_factor", "check_jacobian_norm",
            "check_query_gradient", "check_saturation",
@@ -27,8 +27,36 @@ check_scale_factor = Exercise(
 
 
 # ------------------------------------------------------------------ 2.2
-def _norm_run(my_jacobian_norm, P):
-    return call(my_jacobian_norm, P, what="my_jacobian_norm")
+#: The keys of the wide row of 2.2: its Jacobian would take n² · 8 bytes,
+#: 162 TB, more than a process can address (so building it fails at
+#: once, on any machine), and even a sum over blocks of it takes 2 · 10¹³
+#: products; the closed form takes a few passes over 36 MB.
+WIDE_ROW = 4_500_000
+
+
+def wide_row(n, seed):
+    """The weights of one row of ``n`` keys, drawn from ``seed``: mostly
+    small, with a few large ones (a case of 2.2, built where it is used so
+    that it never travels)."""
+    rng = np.random.default_rng(seed)
+    w = rng.random(n)
+    w[rng.integers(0, n, 3)] = n / 4.0                  # three strong keys
+    return (w / w.sum())[None, :]                        # (1, n)
+
+
+def _norm_run(my_jacobian_norm, P=None, n=None, seed=None):
+    if P is None:
+        P = wide_row(n, seed)
+    try:
+        return call(my_jacobian_norm, P, what="my_jacobian_norm")
+    except Wrong as err:
+        if err.code != "out-of-memory" or P.shape[-1] < WIDE_ROW:
+            raise
+        raise Wrong(f"my_jacobian_norm ran out of memory on a row of "
+                    f"{P.shape[-1]:,} weights: its n × n Jacobian would "
+                    f"take {8 * P.shape[-1] ** 2 / 1e12:.0f} TB. Build no "
+                    f"n × n matrix: the closed form needs only sums of "
+                    f"powers of the p_i", "builds-the-jacobian") from None
 
 
 check_jacobian_norm = Exercise(
@@ -44,7 +72,27 @@ check_jacobian_norm = Exercise(
 
 
 # ------------------------------------------------------------------ 2.3
-def _gradient_run(my_query_gradient, Q, K, V, G):
+#: The sizes (n_q, n_k, d_k, d_v) of 2.3's wide case: the chain rule costs
+#: a few products of these matrices, a fraction of a second; differences
+#: of the loss need a pass per component of a query (2 · d_k = 8192
+#: central ones, even perturbing one component of every query at once),
+#: each costing as much as the answer.
+WIDE_GRADIENT = (32, 2048, 4096, 4096)
+
+
+def wide_gradient_case(seed, n_q, n_k, d_k, d_v):
+    """``Q, K, V, G`` of 2.3's wide case, drawn from ``seed`` (built where
+    it is used, so that it never travels): entries of variance 1."""
+    rng = np.random.default_rng(seed)
+    return tuple(np.sqrt(12.0) * (rng.random(shape) - 0.5)
+                 for shape in ((n_q, d_k), (n_k, d_k), (n_k, d_v),
+                               (n_q, d_v)))
+
+
+def _gradient_run(my_query_gradient, Q=None, K=None, V=None, G=None,
+                  seed=None, sizes=None):
+    if Q is None:
+        Q, K, V, G = wide_gradient_case(seed, *sizes)
     return call(my_query_gradient, Q, K, V, G, what="my_query_gradient")
 
 

@@ -81,6 +81,10 @@ class Judge:
     #: ``prepare(cases)``, called once before the cases of one answer are
     #: judged: work the judge can do for all of them at once.
     prepare: Callable | None = None
+    #: What a run past the time limit per exercise means, when the hidden
+    #: cases hold one that only the intended method answers in time (the
+    #: row reads "Not graded" with this message and the code ``too-slow``).
+    slow: str | None = None
 
 
 def judge_for(exercise) -> Judge:

@@ -17,8 +17,14 @@ from selfattention.exercises.core import (
     returned_array,
     type_name,
 )
+from selfattention.exercises.scaling import (
+    WIDE_GRADIENT,
+    WIDE_ROW,
+    wide_gradient_case,
+    wide_row,
+)
 from selfattention.patches import digit_patch_tokens
-from selfattention.scaling import jacobian_norm
+from selfattention.scaling import jacobian_norm as _built_norm
 
 from . import Judge
 
@@ -76,15 +82,29 @@ def _scale_judge(got, d_k, sigma):
 
 
 def _norm_cases(rng):
+    """Small rows (uniform, one-hot, saturated), then one row too wide for
+    its Jacobian to be built: "without building it" holds by cost."""
     n = int(rng.integers(5, 9))
     rows = softmax(3 * rng.standard_normal((4, 3, n)))
     rows[0, 0] = 1 / n                                   # a uniform row
     rows[0, 1] = np.eye(n)[int(rng.integers(n))]         # a one-hot row
     return [{"P": rows},
-            {"P": softmax(40 * rng.standard_normal((200, n)))}]  # saturated
+            {"P": softmax(40 * rng.standard_normal((200, n)))},  # saturated
+            {"n": WIDE_ROW, "seed": int(rng.integers(0, 2 ** 31))}]
 
 
-def _norm_judge(got, P):
+def jacobian_norm(P):
+    """‖diag(p) − p pᵀ‖_F of each row, in closed form (the library's
+    version builds the matrices, which the wide row does not allow)."""
+    if P.shape[-1] <= 64:
+        return _built_norm(P)
+    sq = (P ** 2).sum(axis=-1)
+    return np.sqrt(np.clip(sq - 2 * (P ** 3).sum(axis=-1) + sq ** 2, 0, None))
+
+
+def _norm_judge(got, P=None, n=None, seed=None):
+    if P is None:
+        P = wide_row(n, seed)
     got = returned_array(got, "my_jacobian_norm")
     ref = jacobian_norm(P)
     if got.shape == () and P.ndim > 1:
@@ -118,6 +138,9 @@ def _norm_judge(got, P):
 
 
 def _gradient_cases(rng):
+    """Soft and saturated rows, then a wide case: the chain rule answers it
+    in a fraction of a second, differences of the loss (8192 passes, each
+    as costly as the answer) not within the time limit."""
     cases = []
     for size in (1.0, 4.0):                      # soft rows, saturated rows
         n_q, n_k = int(rng.integers(3, 5)), int(rng.integers(5, 8))
@@ -126,6 +149,8 @@ def _gradient_cases(rng):
                       "K": rng.standard_normal((n_k, d_k)),
                       "V": rng.standard_normal((n_k, d_v)),
                       "G": rng.standard_normal((n_q, d_v))})
+    cases.append({"seed": int(rng.integers(0, 2 ** 31)),
+                  "sizes": WIDE_GRADIENT})
     return cases
 
 
@@ -139,7 +164,10 @@ def _query_gradient(Q, K, V, G, jacobian=True, root=True):
     return dS @ K * c                                     # (n_q, d_k)
 
 
-def _gradient_judge(got, Q, K, V, G):
+def _gradient_judge(got, Q=None, K=None, V=None, G=None, seed=None,
+                    sizes=None):
+    if Q is None:
+        Q, K, V, G = wide_gradient_case(seed, *sizes)
     got = returned_array(got, "my_query_gradient")
     if got.shape == K.shape and K.shape != Q.shape:
         raise Wrong(f"you return shape {got.shape}, the shape of K; the "
@@ -293,8 +321,17 @@ def _predict_judge(out, d_k, seed):
 
 JUDGES = {
     "ex-scaling-factor": Judge(cases=_scale_cases, judge=_scale_judge),
-    "ex-scaling-norm": Judge(cases=_norm_cases, judge=_norm_judge),
-    "ex-scaling-gradient": Judge(cases=_gradient_cases, judge=_gradient_judge),
+    "ex-scaling-norm": Judge(
+        cases=_norm_cases, judge=_norm_judge,
+        slow=f"the hidden cases hold a row of {WIDE_ROW:,} weights, whose "
+             f"n × n Jacobian no answer can build or sum in time; the "
+             f"closed form takes a few sums over the row"),
+    "ex-scaling-gradient": Judge(
+        cases=_gradient_cases, judge=_gradient_judge,
+        slow=f"the hidden cases hold queries of d_k = {WIDE_GRADIENT[2]}; "
+             f"the chain rule answers them in a fraction of a second, "
+             f"differences of the loss (a pass per component) not in "
+             f"time"),
     "ex-scaling-saturation": Judge(
         cases=_saturation_cases, judge=_saturation_judge),
     "ex-scaling-predict": Judge(cases=_predict_cases, judge=_predict_judge),
