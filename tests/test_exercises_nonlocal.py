@@ -28,8 +28,18 @@ def slip(change):
     return answer
 
 
+def expanded(case):
+    """A case with its arrays (the wide clip travels as a seed)."""
+    if "seed" not in case:
+        return case
+    arrays = checks.wide_gate_case(case["seed"], *case["sizes"])
+    return dict(zip(("x", "F", "W_g", "W_z", "target"), arrays),
+                gamma=case["gamma"])
+
+
 def test_the_reference_gradients_are_pytorch_s():
     for case in checks.check_gate_gradients.draw(np.random.default_rng(3)):
+        case = expanded(case)
         t = {k: torch.tensor(v, dtype=torch.float64) for k, v in case.items()}
         for k in ("W_g", "W_z", "gamma"):
             t[k].requires_grad_(True)
@@ -85,6 +95,47 @@ def test_the_gradients_reach_a_real_block_as_derived():
 ])
 def test_gate_gradient_check(answer, status, code):
     verdict(checks.check_gate_gradients, [answer], status, code)
+
+
+class OutOfTime(Exception):
+    """An answer past the work that fits in the grader's time limit."""
+
+
+def central_differences(x, F, W_g, W_z, gamma, target, budget=2000):
+    """The three gradients by central differences of the loss (exact: it
+    is quadratic in each parameter), one pass per entry, given up past
+    ``budget`` passes (each costs about what the whole chain rule does)."""
+    Fx = F @ x
+
+    def loss(g, Wg, Wz):
+        return np.mean((x + g * (Fx @ Wg) @ Wz - target) ** 2)
+
+    if 2 * (W_g.size + W_z.size + 1) > budget:
+        raise OutOfTime(f"{2 * (W_g.size + W_z.size + 1)} passes")
+    h = 1e-4
+    d_gamma = (loss(gamma + h, W_g, W_z) - loss(gamma - h, W_g, W_z)) / 2 / h
+    grads = []
+    for W, at in ((W_g, 0), (W_z, 1)):
+        D = np.zeros_like(W)
+        for i in np.ndindex(*W.shape):
+            E = np.zeros_like(W)
+            E[i] = h
+            plus = [W_g, W_z]
+            minus = [W_g, W_z]
+            plus[at], minus[at] = W + E, W - E
+            D[i] = (loss(gamma, *plus) - loss(gamma, *minus)) / 2 / h
+        grads.append(D)
+    return d_gamma, *grads
+
+
+def test_finite_differences_do_not_answer_the_wide_clip():
+    """Differences of the loss answer the small clips; the wide one needs a
+    pass per entry of W_g and W_z (2 · 163840 of them)."""
+    ex = checks.check_gate_gradients
+    small = [c for c in ex.public_cases() if "seed" not in c]
+    fb = ex.assess(ex.attempt([central_differences], small), small)
+    assert fb.status == "correct", fb.message
+    verdict(ex, [central_differences], "wrong", "raised")
 
 
 def test_a_gate_left_open_at_zero_is_named():

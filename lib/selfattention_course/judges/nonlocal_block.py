@@ -13,6 +13,8 @@ from selfattention.exercises.core import (
     returned_arrays,
 )
 
+from selfattention.exercises.nonlocal_block import WIDE_GATE, wide_gate_case
+
 from . import Judge
 
 
@@ -22,7 +24,10 @@ def _close(a, b, rtol=1e-6, atol=1e-9) -> bool:
 
 
 def _gate_cases(rng):
-    """Two clips: a gate already open (first) and a gate at zero."""
+    """Two clips: a gate already open (first) and a gate at zero; then a
+    wide clip with the gate open, which the chain rule answers in
+    milliseconds and differences of the loss (a pass per entry of W_g) not
+    within the time limit."""
     cases = []
     for gamma in (float(rng.choice([-1, 1]) * rng.uniform(0.3, 1.5)), 0.0):
         N, C, d = int(rng.integers(4, 8)), 5, 2     # C ≠ d: no transpose hides
@@ -32,6 +37,8 @@ def _gate_cases(rng):
                       "W_z": rng.standard_normal((d, C)),
                       "gamma": gamma,
                       "target": rng.standard_normal((N, C))})
+    cases.append({"gamma": float(rng.choice([-1, 1]) * rng.uniform(0.3, 1.5)),
+                  "seed": int(rng.integers(0, 2 ** 31)), "sizes": WIDE_GATE})
     return cases
 
 
@@ -49,7 +56,10 @@ def gate_gradients(x, F, W_g, W_z, gamma, target, at_x=False, FT=True):
     return np.sum(G * u), d_Wg, gamma * y.T @ G
 
 
-def _gate_judge(out, x, F, W_g, W_z, gamma, target):
+def _gate_judge(out, x=None, F=None, W_g=None, W_z=None, gamma=None,
+                target=None, seed=None, sizes=None):
+    if x is None:
+        x, F, W_g, W_z, target = wide_gate_case(seed, *sizes)
     d_gamma, d_Wg, d_Wz = returned_arrays(
         out, 3, "my_gate_gradients should return a triple (d_gamma, d_W_g, "
                 "d_W_z)")
@@ -221,7 +231,12 @@ def _noise_judge(out, seed, noise):
 
 
 JUDGES = {
-    "ex-nonlocal-gate-gradients": Judge(cases=_gate_cases, judge=_gate_judge),
+    "ex-nonlocal-gate-gradients": Judge(
+        cases=_gate_cases, judge=_gate_judge,
+        slow=f"the hidden cases hold a clip with C = {WIDE_GATE[1]} channels "
+             f"and d_v = {WIDE_GATE[2]}; the chain rule answers it in "
+             f"milliseconds, differences of the loss (a pass per entry of "
+             f"W_g) not in time"),
     "ex-nonlocal-subsampled": Judge(cases=_sub_cases, judge=_sub_judge),
     "ex-nonlocal-denoising": Judge(cases=_noise_cases, judge=_noise_judge),
 }
