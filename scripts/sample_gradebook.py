@@ -6,7 +6,7 @@ Seven students hand in chapter 1 (``make sample-gradebook``):
 - bob: the student notebook as given;
 - carol: the solutions, but an attention that does not subtract the row
   maximum before ``exp``;
-- dave: the solutions, but a ``my_limits`` that never returns;
+- dave: the solutions, but a ``my_tempered_attention`` that never returns;
 - erin: an answer that calls the library's ``attention``;
 - frank: a FIFO named ``homework.ipynb``;
 - gina: the student notebook with one written answer and nothing else.
@@ -55,8 +55,8 @@ def _class(folder: Path, student_nb: Path) -> None:
           "keepdims=True))", "np.exp(S)")
     hand_in("carol", nbformat.writes(nb))
     nb = nbformat.reads(solutions, as_version=4)
-    _edit(nb, "def my_limits", "    S = Q @ K.T", "    while True:\n"
-          "        pass\n    S = Q @ K.T")
+    _edit(nb, "def my_tempered_attention", "    S = Q @ np.swapaxes",
+          "    while True:\n        pass\n    S = Q @ np.swapaxes")
     hand_in("dave", nbformat.writes(nb))
     nb = nbformat.reads(given, as_version=4)
     (cell,) = [c for c in nb.cells if c.cell_type == "code"

@@ -113,6 +113,24 @@ def test_limits_check(answer, status, code):
     verdict(checks.check_limits, [answer], status, code)
 
 
+def test_a_limit_measured_by_construction_gets_no_auto_points():
+    """A softmax written by hand at inverse temperature 1e300 and at 0
+    answers every case (integer scores keep their ties exactly), so the
+    check gives feedback and the points are the derivation's, read by the
+    instructor."""
+    def measured(Q, K, V):
+        def soft(S):
+            E = np.exp(S - S.max(axis=1, keepdims=True))
+            return E / E.sum(axis=1, keepdims=True)
+        S = Q @ K.T
+        return soft(S * 1e300) @ V, soft(S * 0.0) @ V
+
+    verdict(checks.check_limits, [measured], "correct")
+    assert checks.check_limits.points == 0
+    assert checks.check_limits.written and \
+        checks.check_limits.written_points == 2
+
+
 def test_limits_cases_hold_a_tie_for_the_best_key():
     for seed in range(10):
         for case in checks.check_limits.draw(np.random.default_rng(seed)):

@@ -44,10 +44,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 LABELS = ["ex-definition-tempered", "ex-definition-limits",
           "ex-definition-moved", "ex-definition-noise"]
-WRITTEN = ["ex-definition-moved", "ex-definition-noise"]   # parts to be read
-#: The exercises that give auto-points (the Predict's and the noise
-#: Experiment's points are their written parts').
-AUTO = ["ex-definition-tempered", "ex-definition-limits"]
+WRITTEN = ["ex-definition-limits", "ex-definition-moved",
+           "ex-definition-noise"]                         # parts to be read
+#: The exercises that give auto-points (the limits', the Predict's and the
+#: noise Experiment's points are their written parts').
+AUTO = ["ex-definition-tempered"]
 ROWS = [row for label in LABELS for row in
         [label] + [f"{label} (written)"] * (label in WRITTEN)]
 MARKER = "hostile-marker-7f3a"

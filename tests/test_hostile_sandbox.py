@@ -79,24 +79,21 @@ def my_tempered_attention(Q, K, V, tau):
     path = os.path.join(h["out_dir"], f"result-{h['nonce']}.bin")
     with open(path, "wb") as out:
         out.write(forged_bytes(h))
-    return A.attention(Q / tau[..., None], K, V)
-def my_limits(Q, K, V):
-    h = harvest_frame()
-    os.mkdir(os.path.join(h["out_dir"], f"result-{h['nonce']}.bin"))
+    os.mkdir(os.path.join(h["out_dir"], f"result-{h['nonce']}.bin.d"))
     for name in ("0.bin", "1.bin", "1.part"):
         with open(os.path.join(h["out_dir"], name), "wb") as out:
             out.write(b"x")
-    return A.attention(Q * 1e6, K, V), A.attention(Q * 0, K, V)
+    return A.attention(Q / tau[..., None], K, V)
 ''',
         # The same without the frame, beside a right answer: results
         # written under every name in every harvest folder in /tmp.
         "forge-files": '''
 import os
 import numpy as np
-def my_limits(Q, K, V):
-    S = Q @ K.T
-    best = S == S.max(axis=1, keepdims=True)          # the tied best keys
-    cold = (best @ V) / best.sum(axis=1, keepdims=True)
+def my_tempered_attention(Q, K, V, tau):
+    S = Q @ np.swapaxes(K, -1, -2) / (np.sqrt(Q.shape[-1]) * tau[..., None])
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
     for folder in os.listdir("/tmp"):
         if folder.startswith("harvest"):
             for name in ("0.bin", "1.bin", "result-.bin", "result.bin"):
@@ -105,7 +102,7 @@ def my_limits(Q, K, V):
                         out.write(b"selfattention-wire 1\\nend\\n")
                 except OSError:
                     pass
-    return cold, np.tile(V.mean(axis=0), (len(Q), 1))
+    return A @ V, A
 ''',
         # A thread started by a cell rewrites every result file the
         # moment it appears, after its harvest wrote it.
@@ -256,8 +253,7 @@ def test_a_result_the_harvest_did_not_report_is_not_accepted(run):
     # Forged in place, blocked by a folder, littered: no result at all
     # (or "for review", where the source review sees the frames).
     for student, label in [("forge-results", LABELS[0]),
-                           ("forge-results", LABELS[1]),
-                           ("forge-files", LABELS[1])]:
+                           ("forge-files", LABELS[0])]:
         row = run["book"][student, label].feedback
         assert row.startswith("For review") or (
             row.startswith("Not graded") and
