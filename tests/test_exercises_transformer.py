@@ -5,12 +5,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from exercise_answers import own, verdict
+from exercise_answers import hidden, verdict
 from selfattention import interpret, vit
 from selfattention.exercises import transformer as checks
-
-rollout = own(interpret.rollout)
-
 
 # ------------------------------------------------------------ counts
 def counts(n, d, h, d_mlp):
@@ -79,34 +76,128 @@ def test_block_counts_draws_head_counts_that_divide_the_width():
             assert case["h"] != case["h_other"]
 
 
-# ------------------------------------------------------------ rollout
-def reversed_order(maps, residual):
-    N, L, h, m, _ = maps.shape
-    R = np.broadcast_to(np.eye(m), (N, m, m))
-    for layer in range(L):
-        A = (1 - residual) * maps[:, layer].mean(1) + residual * np.eye(m)
-        R = R @ (A / A.sum(-1, keepdims=True))
-    return R
+# ------------------------------------------------------------ rollout limit
+def layer(maps, residual):
+    m = maps.shape[-1]
+    return residual * np.eye(m) + (1 - residual) * maps.mean(axis=0)
 
 
-def heads_summed(maps, residual):
-    return rollout(maps * maps.shape[2], residual)
+def rollout_limit(maps, residual):
+    mu, V = np.linalg.eig(layer(maps, residual).T)
+    one = np.argmin(np.abs(mu - 1))
+    pi = V[:, one].real
+    return pi / pi.sum(), float(np.delete(np.abs(mu), one).max())
+
+
+def by_powers(maps, residual):
+    """Another derivation: the rows of Â^(2^k) for the limit, the
+    eigenvalues of Â minus the limit's projection for the rate."""
+    A = layer(maps, residual)
+    P = A
+    for _ in range(12):
+        P = P @ P
+    rest = A - np.ones((len(A), 1)) @ P[:1]       # the 1 removed
+    return P[0], float(np.abs(np.linalg.eigvals(rest)).max())
+
+
+def through_rollout(maps, residual):
+    """The limit from the library's rollout of many copies of the layer."""
+    deep = np.broadcast_to(maps, (1, 400) + maps.shape)
+    return interpret.rollout(deep, residual)[0, 0], 0.5
+
+
+def second(A):
+    mu = np.linalg.eigvals(A)
+    mu = np.delete(mu, np.argmin(np.abs(mu - 1)))
+    return mu[np.argmax(np.abs(mu))]
+
+
+def with_rate(rate):
+    return lambda maps, r: (rollout_limit(maps, r)[0], rate(maps, r))
+
+
+def with_limit(limit):
+    return lambda maps, r: (limit(maps, r), rollout_limit(maps, r)[1])
+
+
+def summed_heads(maps, r):
+    A = r * np.eye(maps.shape[-1]) + (1 - r) * maps.sum(axis=0)
+    return float(abs(second(A / A.sum(-1, keepdims=True))))
+
+
+def estimated(maps, r):
+    A = layer(maps, r)
+    P = np.linalg.matrix_power(A, 8)
+    pi = rollout_limit(maps, r)[0]
+    return float(np.abs(A @ P - pi).max() / np.abs(P - pi).max())
+
+
+def test_the_limit_is_where_deep_rollout_goes_at_the_derived_rate():
+    rng = np.random.default_rng(0)
+    for case in checks.check_rollout_limit.draw(rng):
+        maps, r = case["maps"], case["residual"]
+        pi, rate = rollout_limit(maps, r)
+        R = interpret.rollout(np.broadcast_to(maps, (1, 300) + maps.shape),
+                              r)[0]
+        assert np.allclose(R, pi, atol=1e-9)
+        gaps = [np.abs(interpret.rollout(np.broadcast_to(
+            maps, (1, L) + maps.shape), r)[0] - pi).max() for L in (40, 80)]
+        assert np.isclose((gaps[1] / gaps[0]) ** (1 / 40), rate, rtol=0.05)
+
+
+def test_the_residual_moves_the_rate_but_not_the_limit():
+    case = checks.check_rollout_limit.public_cases()[0]
+    maps = case["maps"]
+    (pi0, rate0), (pi1, rate1) = (rollout_limit(maps, r) for r in (0.2, 0.7))
+    assert np.allclose(pi0, pi1) and rate1 > rate0
 
 
 @pytest.mark.parametrize("answer, status, code", [
-    (rollout, "correct", None),
+    (rollout_limit, "correct", None),
+    (by_powers, "correct", None),
     (None, "not done", "not-done"),
     (lambda maps, r: None, "not done", "not-done"),
-    (reversed_order, "wrong", "layers-wrong-order"),
-    (lambda maps, r: rollout(maps, 0.0), "wrong", "identity-missing"),
-    (heads_summed, "wrong", "heads-summed"),
-    (lambda maps, r: rollout(maps[:, :, :1], r), "wrong", "first-head-only"),
-    (lambda maps, r: rollout(maps, r)[:, 0], "wrong", "shape"),
-    (lambda maps, r: rollout(maps, 1 - r), "wrong", "not-the-rollout"),
-    (interpret.rollout, "for review", "for-review"),
+    (lambda maps, r: rollout_limit(maps, r)[0], "wrong", "not-a-pair"),
+    (through_rollout, "for review", "for-review"),
+    (with_limit(lambda maps, r: np.tile(rollout_limit(maps, r)[0],
+                                        (maps.shape[-1], 1))),
+     "wrong", "shape"),
+    (with_limit(lambda maps, r: np.full(maps.shape[-1],
+                                        1 / maps.shape[-1])),
+     "wrong", "right-eigenvector"),
+    (with_limit(lambda maps, r: -3 * rollout_limit(maps, r)[0]), "wrong",
+     "not-normalised"),
+    (with_limit(lambda maps, r: rollout_limit(maps[:1], r)[0]), "wrong",
+     "first-head-only"),
+    (with_limit(lambda maps, r: np.linalg.matrix_power(layer(maps, r),
+                                                       6)[0]),
+     "wrong", "not-converged"),
+    (with_limit(lambda maps, r: layer(maps, r).mean(axis=0)), "wrong",
+     "not-the-limit"),
+    (with_rate(lambda maps, r: second(layer(maps, r))), "wrong",
+     "rate-not-modulus"),
+    (with_rate(lambda maps, r: float(second(layer(maps, r)).real)), "wrong",
+     "rate-not-modulus"),
+    (with_rate(lambda maps, r: float(abs(second(maps.mean(0))))), "wrong",
+     "identity-missing"),
+    (with_rate(lambda maps, r: r + (1 - r) * float(abs(second(
+        maps.mean(0))))), "wrong", "modulus-before-mixing"),
+    (with_rate(summed_heads), "wrong", "heads-summed"),
+    (with_rate(lambda maps, r: rollout_limit(maps[:1], r)[1]), "wrong",
+     "first-head-only"),
+    (with_rate(lambda maps, r: 1.0), "wrong", "largest-eigenvalue"),
+    (with_rate(estimated), "wrong", "rate-estimated"),
+    (with_rate(lambda maps, r: rollout_limit(maps, r)[1] ** 2), "wrong",
+     "not-the-rate"),
+    (with_rate(lambda maps, r: np.ones(2)), "wrong", "shape"),
 ])
-def test_rollout_check(answer, status, code):
-    verdict(checks.check_rollout, [answer], status, code)
+def test_rollout_limit_check(answer, status, code):
+    verdict(checks.check_rollout_limit, [answer], status, code)
+
+
+def test_rollout_limit_check_passes_the_answers_on_hidden_cases():
+    hidden(checks.check_rollout_limit, rollout_limit)
+    hidden(checks.check_rollout_limit, by_powers)
 
 
 # ------------------------------------------------------------ experiment

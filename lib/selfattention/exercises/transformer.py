@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .core import Exercise, call
 
-__all__ = ["check_block_counts", "check_rollout", "check_no_position"]
+__all__ = ["check_block_counts", "check_rollout_limit", "check_no_position"]
 
 
 # ------------------------------------------------------------------ 6.1
@@ -35,18 +35,23 @@ check_block_counts = Exercise(
 
 
 # ------------------------------------------------------------------ 6.2
-def _rollout_run(my_rollout, maps, residual):
-    return call(my_rollout, maps, residual, what="my_rollout")
+def _limit_run(rollout_limit, maps, residual):
+    return call(rollout_limit, maps, residual, what="rollout_limit")
 
 
-check_rollout = Exercise(
-    "ex-transformer-rollout", kind="Implement", points=2,
-    answers=("my_rollout",), run=_rollout_run,
+check_rollout_limit = Exercise(
+    "ex-transformer-rollout-limit", kind="Derive", points=2,
+    answers=("rollout_limit",), run=_limit_run,
+    # Rollout of many copies of the layer approaches the limit.
     references=("selfattention.interpret.rollout",),
     seed=62,
-    success="each layer's head average mixed with the identity, rows "
-            "renormalised, layers multiplied with the last on the left.",
-    doc="Exercise 6.2: attention rollout on random maps of any depth.")
+    written="why does the residual weight leave the limit where it is, "
+            "what does it change, and what does the limit say about the "
+            "rollout maps of a deep model?",
+    success="the row every row of deep rollout approaches, and how fast "
+            "it gets there.",
+    doc="Exercise 6.2: the row that rollout through many identical layers "
+        "approaches, and the rate at which it does.")
 
 
 # ------------------------------------------------------------------ 6.3

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 
 import numpy as np
-from selfattention.exercises.core import Wrong, expect_shape, returned_array
-from selfattention.interpret import rollout
+from selfattention.exercises.core import (
+    Wrong,
+    expect_shape,
+    returned_array,
+    type_name,
+)
 
 from . import Judge
 
@@ -98,57 +102,154 @@ def _counts_judge(out, n, d, h, d_mlp, h_other):
                     "not-the-macs")
 
 
-def _rollout_cases(rng):
-    cases = []
-    for L, h, m in [(2, 4, 5), (3, 2, 6), (1, 3, 4)]:
-        A = rng.random((2, L, h, m, m)) ** 3
-        cases.append({"maps": A / A.sum(-1, keepdims=True),
-                      "residual": float(np.round(rng.uniform(0.2, 0.8), 2))})
-    return cases
-
-
-def _product(A, last_on_left=True):
-    """The product of per-layer matrices A (N, L, m, m)."""
-    R = np.broadcast_to(np.eye(A.shape[-1]), A.shape[:1] + A.shape[2:])
-    for layer in range(A.shape[1]):
-        R = A[:, layer] @ R if last_on_left else R @ A[:, layer]
-    return R
-
-
-def _mixed(heads, residual):
-    """Each layer's (N, L, m, m) head summary mixed with the identity."""
-    A = (1 - residual) * heads + residual * np.eye(heads.shape[-1])
+def _stochastic(rng, h, m):
+    """h positive (m, m) maps whose rows sum to one."""
+    A = rng.random((h, m, m)) ** 3 + 1e-3
     return A / A.sum(-1, keepdims=True)
 
 
-def _rollout_judge(R, maps, residual):
-    R = returned_array(R, "my_rollout")
-    N, L, h, m, _ = maps.shape
-    expect_shape(R, "my_rollout's result", (N, m, m), "(N, 1+n, 1+n)",
-                 "one matrix per image")
-    if np.allclose(R, rollout.__wrapped__(maps, residual)):
-        return None
-    mean = maps.mean(axis=2)
-    if L > 1 and np.allclose(R, _product(_mixed(mean, residual), False)):
-        raise Wrong("the layers are multiplied in the wrong order: the last "
-                    "layer goes on the left, R = Â_L ··· Â_1, because the "
-                    "first layer acts first on the tokens",
-                    "layers-wrong-order")
-    if np.allclose(R, _product(mean)):
-        raise Wrong("the identity is missing: each layer's matrix is "
-                    "residual·I + (1 - residual)·(mean over heads)",
-                    "identity-missing")
-    if h > 1 and np.allclose(R, _product(_mixed(maps.sum(axis=2),
-                                                residual))):
-        raise Wrong("the heads are summed, not averaged: with the identity "
-                    "mixed in, the sum gives the heads h times the weight",
-                    "heads-summed")
-    if h > 1 and np.allclose(R, _product(_mixed(maps[:, :, 0], residual))):
-        raise Wrong("only the first head is used: average the heads of "
-                    "each layer (axis 2 of maps)", "first-head-only")
-    raise Wrong("R differs from the product of the layers' matrices; check "
-                "the mix with the identity and the row sums",
-                "not-the-rollout")
+def _limit_cases(rng):
+    """Positive maps of one layer; in one case the head mean follows a
+    cycle of the tokens, so that its second eigenvalue is complex."""
+    h, m = int(rng.integers(2, 5)), int(rng.integers(4, 10))
+    cases = [{"maps": _stochastic(rng, h, m),
+              "residual": float(np.round(rng.uniform(0.2, 0.8), 2))}]
+    h, m = int(rng.integers(2, 4)), int(rng.integers(5, 9))
+    cycle = np.roll(np.eye(m), 1, axis=1)         # token i reads i + 1
+    c = rng.uniform(0.6, 0.8, (h, 1, 1))
+    cases.append({"maps": c * cycle + (1 - c) * _stochastic(rng, h, m),
+                  "residual": float(np.round(rng.uniform(0.1, 0.5), 2))})
+    cases.append({"maps": _stochastic(rng, 1, int(rng.integers(3, 7))),
+                  "residual": 0.0})
+    cases.append({"maps": _stochastic(rng, int(rng.integers(2, 5)), 9),
+                  "residual": 0.9})
+    return cases
+
+
+def _layer(maps, residual):
+    """Â: the head mean mixed with the identity, rows renormalised."""
+    A = residual * np.eye(maps.shape[-1]) + (1 - residual) * maps.mean(0)
+    return A / A.sum(-1, keepdims=True)
+
+
+def _stationary(A):
+    """The row π with π A = π and entries summing to one."""
+    m = A.shape[-1]
+    lhs = np.vstack([A.T - np.eye(m), np.ones((1, m))])
+    rhs = np.zeros(m + 1)
+    rhs[-1] = 1.0
+    return np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+
+
+def _second(A):
+    """The eigenvalue of A that is largest in modulus after the 1."""
+    mu = np.linalg.eigvals(A)
+    mu = np.delete(mu, np.argmin(np.abs(mu - 1)))
+    return mu[np.argmax(np.abs(mu))]
+
+
+def _limit_judge(out, maps, residual):
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise Wrong("rollout_limit should return a pair (limit, rate)",
+                    "not-a-pair")
+    h, m, _ = maps.shape
+    A = _layer(maps, residual)
+    pi, rho = _stationary(A), float(np.abs(_second(A)))
+    where = f"for h = {h}, 1+n = {m}, residual = {residual}"
+    limit = returned_array(out[0], "rollout_limit",
+                           "an array (the limit) first")
+    expect_shape(limit, "the limit", (m,), "(1+n,)",
+                 "every row of deep rollout approaches the same row; "
+                 "return that one row")
+    if not np.allclose(limit, pi, rtol=1e-6, atol=1e-9):
+        _wrong_limit(limit, maps, residual, A, where)
+    if "complex" in type_name(out[1]):
+        raise Wrong(f"{where} your rate is a complex number: the distance "
+                    f"shrinks by the modulus of the eigenvalue",
+                    "rate-not-modulus")
+    rate = returned_array(out[1], "rollout_limit", "a number (the rate) "
+                                                   "second")
+    if rate.shape != ():
+        raise Wrong(f"the rate should be one number, got an array of shape "
+                    f"{rate.shape}", "shape")
+    rate = float(rate)
+    if not np.isclose(rate, rho, rtol=1e-6, atol=1e-12):
+        _wrong_rate(rate, rho, maps, residual, A, where)
+    return None
+
+
+def _wrong_limit(limit, maps, residual, A, where):
+    m = A.shape[-1]
+    if np.allclose(limit, 1 / m, atol=1e-9):
+        raise Wrong(f"{where} your limit is the uniform row: Â 1 = 1 says "
+                    f"that the rows of Â sum to one (the eigenvector on the "
+                    f"right); the rows of Âᴸ approach the eigenvector on "
+                    f"the left", "right-eigenvector")
+    pi = _stationary(A)
+    total = limit.sum()
+    if abs(total) > 1e-12 and np.allclose(limit / total, pi, atol=1e-9):
+        raise Wrong(f"{where} your limit points the right way but sums to "
+                    f"{total:.4g}: it is a row of rollout, a distribution "
+                    f"over the tokens", "not-normalised")
+    if maps.shape[0] > 1 and np.allclose(
+            limit, _stationary(_layer(maps[:1], residual)), atol=1e-9):
+        raise Wrong(f"{where} your limit comes from the first head only: "
+                    f"rollout averages the heads", "first-head-only")
+    R = np.eye(m)
+    for depth in range(1, 65):
+        R = A @ R
+        if np.isclose(R, limit, rtol=0, atol=1e-9).all(axis=1).any():
+            raise Wrong(f"{where} your limit is a row of the rollout of "
+                        f"{depth} layers; the limit is where the rows go "
+                        f"as the depth grows without end", "not-converged")
+    raise Wrong(f"{where} your limit is not the row that the rows of Âᴸ "
+                f"approach", "not-the-limit")
+
+
+def _wrong_rate(rate, rho, maps, residual, A, where):
+    h = maps.shape[0]
+    mean = maps.mean(0)
+    lam = _second(mean)
+    mu = _second(A)
+    guesses = []                      # (value, message, code); first wins
+    if abs(mu.real) != abs(mu):
+        guesses.append((mu.real, "you took the real part of the second "
+                                 "eigenvalue; the distance shrinks by its "
+                                 "modulus", "rate-not-modulus"))
+    if residual > 0:
+        guesses.append((abs(lam), "that is the rate without the residual "
+                                  "path: the layer's matrix is Â = αI + "
+                                  "(1 − α)·(head mean), and its "
+                                  "eigenvalues move with α",
+                        "identity-missing"))
+        guesses.append((residual + (1 - residual) * abs(lam),
+                        "mix first, then take the modulus: |α + (1 − α)λ| "
+                        "is not α + (1 − α)|λ| when λ is negative or "
+                        "complex", "modulus-before-mixing"))
+    if h > 1:
+        summed = residual / ((1 - residual) * h + residual)
+        guesses.append((float(np.abs(_second(
+            summed * np.eye(A.shape[-1]) + (1 - summed) * mean))),
+            "the heads are summed, not averaged, before the mix with the "
+            "identity", "heads-summed"))
+        guesses.append((float(np.abs(_second(_layer(maps[:1], residual)))),
+                        "that rate comes from the first head only: rollout "
+                        "averages the heads", "first-head-only"))
+    guesses.append((1.0, "1 is the eigenvalue of the limit itself; the "
+                         "distance to the limit shrinks by the next one",
+                    "largest-eigenvalue"))
+    for value, message, code in guesses:
+        if not np.isclose(value, rho, rtol=1e-6) and \
+                np.isclose(rate, value, rtol=1e-6, atol=1e-12):
+            raise Wrong(f"{where} your rate is {rate:.6g}: {message}", code)
+    if abs(rate - rho) < 0.02:
+        raise Wrong(f"{where} your rate {rate:.6g} is close to the rate but "
+                    f"not within one part in a million: a finite stack of "
+                    f"layers only estimates it; derive it from Â",
+                    "rate-estimated")
+    raise Wrong(f"{where} your rate is {rate:.6g}, not the factor by which "
+                f"the distance to the limit shrinks per layer",
+                "not-the-rate")
 
 
 #: Bounds that hold for the tiny ViT without position embeddings over
@@ -199,8 +300,8 @@ def _no_position_judge(out, seed):
 
 JUDGES = {
     "ex-transformer-counts": Judge(cases=_counts_cases, judge=_counts_judge),
-    "ex-transformer-rollout": Judge(
-        cases=_rollout_cases, judge=_rollout_judge),
+    "ex-transformer-rollout-limit": Judge(
+        cases=_limit_cases, judge=_limit_judge),
     "ex-transformer-no-position": Judge(
         cases=_no_position_cases, judge=_no_position_judge),
 }
