@@ -10,75 +10,138 @@ from selfattention.exercises import multihead as checks
 torch = pytest.importorskip("torch")
 
 
-# ------------------------------------------------------------ 3.1 counts
-def counts(d, d_c, h, n, m):
-    return (2 * d * d + 2 * d * d_c,
-            2 * n * d * d + 2 * m * d_c * d + 2 * n * m * d)
+# ----------------------------------------------------------- 3.1 grouped
+def grouped(d, h, g, n, m):
+    kv = g * (d // h)
+    return (2 * d * d + 2 * d * kv,
+            2 * n * d * d + 2 * m * d * kv + 2 * n * m * d,
+            2 * m * kv)
 
 
-@pytest.mark.slow
-def test_counts_formula_matches_pytorch_parameters_and_flops():
+def grouped_layer(d, h, g, n, m):
+    """A layer with grouped keys and values, built in PyTorch: its weights,
+    its multiply-adds (FlopCounterMode) and the keys and values it keeps."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    for d, d_c, h, n, m in [(16, 16, 4, 64, 64), (64, 32, 4, 10, 7),
-                            (48, 96, 3, 5, 9)]:
-        mha = torch.nn.MultiheadAttention(d, h, kdim=d_c, vdim=d_c,
-                                          bias=False, batch_first=True)
-        params, macs = checks.mha_counts(d, d_c, h, n, m)
-        assert sum(p.numel() for p in mha.parameters()) == params
-        x, c = torch.randn(1, n, d), torch.randn(1, m, d_c)
-        with torch.no_grad(), FlopCounterMode(display=False) as flops:
-            mha(x, c, c, need_weights=True)       # the explicit products
-        assert flops.get_total_flops() == 2 * macs
+    w = d // h
+    proj = torch.nn.ModuleDict({
+        "q": torch.nn.Linear(d, d, bias=False),
+        "k": torch.nn.Linear(d, g * w, bias=False),
+        "v": torch.nn.Linear(d, g * w, bias=False),
+        "o": torch.nn.Linear(d, d, bias=False)})
+    x, c = torch.randn(n, d), torch.randn(m, d)
+    with torch.no_grad(), FlopCounterMode(display=False) as flops:
+        q = proj["q"](x).reshape(n, h, w).transpose(0, 1)   # (h, n, w)
+        k = proj["k"](c).reshape(m, g, w).transpose(0, 1)   # (g, m, w)
+        v = proj["v"](c).reshape(m, g, w).transpose(0, 1)
+        group = torch.arange(h) * g // h                    # query head's KV
+        A = torch.softmax(q @ k[group].transpose(1, 2) / w ** 0.5, -1)
+        y = proj["o"]((A @ v[group]).transpose(0, 1).reshape(n, d))
+    assert y.shape == (n, d)
+    return (sum(p.numel() for p in proj.parameters()),
+            flops.get_total_flops() // 2, k.numel() + v.numel())
 
 
-def test_counts_check_accepts_the_formula_on_hidden_cases():
-    expect(checks.check_counts.feedback(counts), "correct")
-    hidden(checks.check_counts, counts)
+@pytest.mark.parametrize("d, h, g, n, m", [(16, 4, 1, 64, 64),
+                                           (64, 8, 4, 10, 7),
+                                           (96, 12, 3, 1, 50),
+                                           (48, 4, 4, 5, 9)])
+def test_grouped_formulas_count_what_a_built_layer_holds(d, h, g, n, m):
+    assert grouped(d, h, g, n, m) == grouped_layer(d, h, g, n, m)
+
+
+def test_grouped_with_as_many_key_heads_as_query_heads_is_multi_head():
+    for d, h, n in [(16, 4, 64), (64, 8, 10)]:
+        mha = torch.nn.MultiheadAttention(d, h, bias=False)
+        assert grouped(d, h, h, n, n)[0] == sum(
+            p.numel() for p in mha.parameters())
+
+
+def test_grouped_check_accepts_the_formulas_on_hidden_cases():
+    expect(checks.check_grouped.feedback(grouped), "correct")
+    hidden(checks.check_grouped, grouped)
+
+
+def test_grouped_cases_share_keys_between_query_heads():
+    for seed in range(30):
+        for case in checks.check_grouped.draw(np.random.default_rng(seed)):
+            assert case["d"] % case["h"] == 0 and case["h"] % case["g"] == 0
+            assert case["g"] < case["h"]
+
+
+def changed(which, value):
+    """The right triple with one count replaced by value(d, h, g, n, m)."""
+    def answer(d, h, g, n, m):
+        out = list(grouped(d, h, g, n, m))
+        out[which] = value(d, h, g, n, m)
+        return tuple(out)
+    return answer
+
+
+def kv(d, h, g):
+    return g * (d // h)
 
 
 @pytest.mark.parametrize("answer, status, code", [
     (None, "not done", "not-done"),
     (lambda *a: None, "not done", "not-done"),
-    (checks.mha_counts, "for review", "for-review"),
-    (lambda d, c, h, n, m: 7, "wrong", "not-a-pair"),
-    (lambda d, c, h, n, m: (4 * d * d, counts(d, c, h, n, m)[1]), "wrong",
-     "context-width-ignored"),
-    (lambda d, c, h, n, m: (d * d + 2 * d * c, 0), "wrong",
-     "output-projection-missing"),
-    (lambda d, c, h, n, m: (h * counts(d, c, h, n, m)[0], 0), "wrong",
-     "params-depend-on-h"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * m * d),
-     "wrong", "projections-missing"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0],
-                            2 * n * d * d + 2 * m * c * d), "wrong",
-     "products-missing"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
-                            + 2 * n * c * d + 2 * n * m * d), "wrong",
-     "keys-per-query"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], n * d * d
-                            + 2 * m * c * d + 2 * n * m * d), "wrong",
-     "output-projection-missing"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
-                            + 2 * m * c * d + 2 * n * m * d // h), "wrong",
-     "one-head-counted"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
-                            + 2 * m * c * d + 2 * n * m * d * h), "wrong",
-     "macs-depend-on-h"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
-                            + 2 * m * c * d + n * m * d), "wrong",
-     "one-product-counted"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0], 2 * n * d * d
-                            + 2 * m * c * d + 2 * n * n * d), "wrong",
-     "scores-n-by-n"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0] + 1, 0), "wrong",
-     "not-the-params"),
-    (lambda d, c, h, n, m: (counts(d, c, h, n, m)[0],
-                            counts(d, c, h, n, m)[1] + 1), "wrong",
-     "not-the-macs"),
+    # built in PyTorch and counted with FlopCounterMode, a reference
+    (grouped_layer, "for review", "for-review"),
+    (lambda d, h, g, n, m: grouped(d, h, g, n, m)[:2], "wrong",
+     "not-a-triple"),
+    (lambda d, h, g, n, m: (0.5, 1, 2), "wrong", "not-a-triple"),
+    # parameters
+    (changed(0, lambda d, h, g, n, m: 4 * d * d), "wrong", "kv-not-shared"),
+    (changed(0, lambda d, h, g, n, m: 2 * d * d + 2 * d * (d // h)),
+     "wrong", "one-kv-head"),
+    (changed(0, lambda d, h, g, n, m: 2 * d * d + 2 * d * (h // g)
+             * (d // h)), "wrong", "groups-inverted"),
+    (changed(0, lambda d, h, g, n, m: d * d + 2 * d * kv(d, h, g)),
+     "wrong", "output-projection-missing"),
+    (changed(0, lambda d, h, g, n, m: 2 * d * d + d * kv(d, h, g)),
+     "wrong", "one-of-k-v-missing"),
+    (changed(0, lambda d, h, g, n, m: grouped(d, h, g, n, m)[0] + 1),
+     "wrong", "not-the-params"),
+    # multiply-adds
+    (changed(1, lambda d, h, g, n, m: 2 * n * d * d + 2 * m * d * kv(d, h, g)
+             + 2 * n * m * d * g // h), "wrong", "products-shared"),
+    (changed(1, lambda d, h, g, n, m: 2 * n * d * d + 2 * n * d * kv(d, h, g)
+             + 2 * n * m * d), "wrong", "keys-per-query"),
+    (changed(1, lambda d, h, g, n, m: 2 * n * d * d + 2 * m * d * d
+             + 2 * n * m * d), "wrong", "kv-not-shared"),
+    (changed(1, lambda d, h, g, n, m: 2 * n * d * d + 2 * m * d * (d // h)
+             + 2 * n * m * d), "wrong", "one-kv-head"),
+    (changed(1, lambda d, h, g, n, m: 2 * n * d * d + 2 * m * d * (h // g)
+             * (d // h) + 2 * n * m * d), "wrong", "groups-inverted"),
+    (changed(1, lambda d, h, g, n, m: 2 * grouped(d, h, g, n, m)[1]),
+     "wrong", "macs-doubled"),
+    (changed(1, lambda d, h, g, n, m: 2 * n * m * d), "wrong",
+     "projections-missing"),
+    (changed(1, lambda d, h, g, n, m: 2 * n * d * d
+             + 2 * m * d * kv(d, h, g)), "wrong", "products-missing"),
+    (changed(1, lambda d, h, g, n, m: grouped(d, h, g, n, m)[1] - n * m * d),
+     "wrong", "one-product-counted"),
+    (changed(1, lambda d, h, g, n, m: grouped(d, h, g, n, m)[1] - n * d * d),
+     "wrong", "output-projection-missing"),
+    (changed(1, lambda d, h, g, n, m: grouped(d, h, g, n, m)[1] + 1),
+     "wrong", "not-the-macs"),
+    # cached keys and values
+    (changed(2, lambda d, h, g, n, m: 2 * m * d), "wrong", "kv-not-shared"),
+    (changed(2, lambda d, h, g, n, m: 2 * m * (d // h)), "wrong",
+     "one-kv-head"),
+    (changed(2, lambda d, h, g, n, m: 2 * m * (h // g) * (d // h)), "wrong",
+     "groups-inverted"),
+    (changed(2, lambda d, h, g, n, m: m * kv(d, h, g)), "wrong",
+     "cache-keys-only"),
+    (changed(2, lambda d, h, g, n, m: 2 * n * kv(d, h, g)), "wrong",
+     "cache-per-query"),
+    (changed(2, lambda d, h, g, n, m: 8 * m * kv(d, h, g)), "wrong",
+     "cache-in-bytes"),
+    (changed(2, lambda d, h, g, n, m: 2 * m * kv(d, h, g) + 1), "wrong",
+     "not-the-cache"),
 ])
-def test_counts_check_names_the_problem(answer, status, code):
-    expect(checks.check_counts.feedback(answer), status, code)
+def test_grouped_check_names_the_problem(answer, status, code):
+    expect(checks.check_grouped.feedback(answer), status, code)
 
 
 # ------------------------------------------------------- 3.2 equivalent

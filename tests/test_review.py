@@ -318,6 +318,15 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
      "import torch.nn.functional as F\n"
      "def my_bilinear_lookup(C, flow, radius):\n"
      "    return F.grid_sample(C, flow, align_corners=True)"),
+    ("03_multihead", "ex-multihead-grouped",
+     "from torch.utils.flop_counter import FlopCounterMode\n"
+     "def grouped_counts(d, h, g, n, m):\n"
+     "    return FlopCounterMode"),
+    ("06_transformer", "ex-transformer-rollout-limit",
+     "import numpy as np\nfrom selfattention import interpret\n"
+     "def rollout_limit(maps, residual):\n"
+     "    deep = np.broadcast_to(maps, (1, 400) + maps.shape)\n"
+     "    return interpret.rollout(deep, residual)[0, 0], 0.5"),
     ("06_transformer", "ex-transformer-counts",
      "from selfattention.cost import msa_macs\n"
      "def block_counts(n, d, h, d_mlp):\n"

@@ -6,45 +6,29 @@ import numpy as np
 
 from .core import Exercise, call
 
-__all__ = ["check_counts", "check_equivalent", "check_heads", "mha_counts",
+__all__ = ["check_grouped", "check_equivalent", "check_heads",
            "retrieval_task"]
 
 
 # ------------------------------------------------------------------ 3.1
-def mha_counts(d: int, d_c: int, h: int, n: int, m: int) -> tuple[int, int]:
-    """Parameters and multiply-adds of a bias-free multi-head layer.
-
-    ``n`` queries of width ``d`` attend, in ``h`` heads of width ``d/h``, to
-    ``m`` context tokens of width ``d_c`` (``nn.MultiheadAttention(d, h,
-    kdim=d_c, vdim=d_c, bias=False)``; :ref:`ch-multihead`). ``h`` does not
-    appear.
-
-    Returns
-    -------
-    parameters, macs : int
-        ``2d² + 2d·d_c`` weights; ``2nd² + 2m·d_c·d + 2nmd`` multiply-adds
-        (four projections, ``Q Kᵀ`` and ``A V``).
-    """
-    return (2 * d * d + 2 * d * d_c,
-            2 * n * d * d + 2 * m * d_c * d + 2 * n * m * d)
+def _grouped_run(grouped_counts, d, h, g, n, m):
+    return call(grouped_counts, d, h, g, n, m, what="grouped_counts")
 
 
-def _counts_run(my_counts, d, d_c, h, n, m):
-    return call(my_counts, d, d_c, h, n, m, what="my_counts")
-
-
-check_counts = Exercise(
-    "ex-multihead-counts", kind="Derive", points=2,
-    answers=("my_counts",), run=_counts_run,
-    references=("selfattention.exercises.multihead.mha_counts",
-                "selfattention.flops.count_flops",
+check_grouped = Exercise(
+    "ex-multihead-grouped", kind="Derive", points=2,
+    answers=("grouped_counts",), run=_grouped_run,
+    references=("selfattention.flops.count_flops",
                 "torch.utils.flop_counter.FlopCounterMode",
-                "torch.nn.MultiheadAttention"), seed=31,
-    written="why does the number of heads h appear in neither count?",
-    success="2d² + 2d·d_c weights and 2nd² + 2m·d_c·d + 2nmd multiply-adds, "
-            "whatever h is.",
-    doc="Exercise 3.1: parameters and multiply-adds of a multi-head layer "
-        "as functions of (d, d_c, h, n, m).")
+                "torch.nn.MultiheadAttention",
+                "torch.nn.functional.scaled_dot_product_attention"),
+    seed=31,
+    written="which part of the cost does sharing leave unchanged, and why "
+            "does h now appear in the counts?",
+    success="the weights, the multiply-adds and the cached keys and values "
+            "of a layer whose h query heads share g key and value heads.",
+    doc="Exercise 3.1: weights, multiply-adds and cached numbers of a layer "
+        "whose h query heads share g key and value heads.")
 
 
 # ------------------------------------------------------------------ 3.2

@@ -12,89 +12,143 @@ from selfattention.attention import multi_head_attention
 from selfattention.exercises.core import (
     Opaque,
     Wrong,
-    int_pair,
     returned_arrays,
     type_name,
 )
-from selfattention.exercises.multihead import mha_counts
 
 from . import Judge
 
 
-def _counts_cases(rng):
-    fixed = [(512, 512, 8, 196, 196),       # the base width, ViT's tokens
-             (16, 16, 4, 64, 64),           # the running example
-             (64, 32, 4, 10, 7),            # cross-attention, d_c != d
-             (48, 96, 1, 5, 9), (48, 96, 16, 5, 9)]
+def grouped_counts(d, h, g, n, m):
+    """Weights, multiply-adds and cached numbers of a bias-free layer whose
+    h query heads of width d/h share g key and value heads of that width:
+    n queries of width d attend to m context tokens of width d."""
+    kv = g * (d // h)                             # width of K and of V
+    return (2 * d * d + 2 * d * kv,
+            2 * n * d * d + 2 * m * d * kv + 2 * n * m * d,
+            2 * m * kv)
+
+
+def _grouped_cases(rng):
+    fixed = [(768, 12, 4, 197, 197),      # ViT-B: width, heads, tokens
+             (16, 4, 1, 64, 64),          # the running example, one K, V
+             (64, 8, 4, 10, 7),           # cross-attention, n != m
+             (96, 12, 3, 1, 50)]          # one new query, 50 kept tokens
     drawn = []
     for _ in range(2):
-        h = int(rng.integers(2, 13))
-        drawn.append((h * int(rng.integers(2, 33)), int(rng.integers(2, 200)),
-                      h, int(rng.integers(1, 300)), int(rng.integers(1, 300))))
-    return [dict(zip(("d", "d_c", "h", "n", "m"), c)) for c in fixed + drawn]
+        h = int(rng.integers(2, 17))
+        below = [g for g in range(1, h) if h % g == 0]
+        g = int(rng.choice(below))
+        n, m = (int(x) for x in rng.choice(np.arange(1, 300), 2,
+                                           replace=False))
+        drawn.append((h * int(rng.integers(2, 33)), h, g, n, m))
+    return [dict(zip(("d", "h", "g", "n", "m"), c)) for c in fixed + drawn]
 
 
-def _counts_judge(out, d, d_c, h, n, m):
-    params, macs = int_pair(out, "my_counts should return a pair "
-                                 "(parameters, multiply_adds) of integers")
-    want_p, want_m = mha_counts(d, d_c, h, n, m)
-    where = f"for d = {d}, d_c = {d_c}, h = {h}, n = {n}, m = {m}"
-    if params != want_p:
-        _wrong_parameters(params, where, d, d_c, h)
-    if macs != want_m:
-        _wrong_macs(macs, where, d, d_c, h, n, m)
+def _int_triple(out):
+    wrong = ("grouped_counts should return three integers (parameters, "
+             "multiply_adds, cached)")
+    if not (isinstance(out, (tuple, list)) and len(out) == 3):
+        raise Wrong(f"{wrong}, got {type_name(out)}", "not-a-triple")
+    try:
+        values = []
+        for v in out:
+            if isinstance(v, (str, Opaque, bool)) or v is None:
+                raise TypeError
+            x = float(np.asarray(v, dtype=float))
+            if not math.isfinite(x) or x != round(x):
+                raise ValueError
+            values.append(int(round(x)))
+    except (TypeError, ValueError):
+        raise Wrong(f"{wrong}; one of yours is not a whole number",
+                    "not-a-triple") from None
+    return tuple(values)
+
+
+def _grouped_judge(out, d, h, g, n, m):
+    params, macs, cached = _int_triple(out)
+    want = grouped_counts(d, h, g, n, m)
+    where = f"for d = {d}, h = {h}, g = {g}, n = {n}, m = {m}"
+    w = d // h
+    kv = g * w
+    if params != want[0]:
+        _diagnose(params, where, "parameters", [
+            (2 * d * d + d * kv, "count both W_K and W_V",
+             "one-of-k-v-missing"),
+            (d * d + 2 * d * kv, "the output projection W_O (d × d) is "
+                                 "missing", "output-projection-missing"),
+            (4 * d * d, "you count W_K and W_V at the full width d; with g "
+                        "key heads of width d/h each is d × g·d/h",
+             "kv-not-shared"),
+            (2 * d * d + 2 * d * (h // g) * w,
+             "g is the number of key and value heads, not the number of "
+             "query heads in a group", "groups-inverted"),
+            (2 * d * d + 2 * d * w, "that is one key head and one value "
+                                    "head (g = 1); there are g of each",
+             "one-kv-head"),
+        ], "count the weights of W_Q, W_K, W_V and W_O", "not-the-params")
+    if macs != want[1]:
+        proj = 2 * n * d * d + 2 * m * d * kv
+        attend = 2 * n * m * d
+        _diagnose(macs, where, "multiply-adds", [
+            (2 * want[1], "that is twice the multiply-adds: count a "
+                          "multiply-add once, not as two operations",
+             "macs-doubled"),
+            (attend, "you counted only Q Kᵀ and A V; the projections cost "
+                     "multiply-adds too", "projections-missing"),
+            (proj, "you counted only the projections; Q Kᵀ and A V cost "
+                   "multiply-adds too", "products-missing"),
+            (2 * n * d * d + 2 * m * d * d + attend,
+             "you project the keys and values at the full width d; only g "
+             "heads of width d/h are computed", "kv-not-shared"),
+            (2 * n * d * d + 2 * m * d * w + attend,
+             "that is one key head and one value head (g = 1); there are g "
+             "of each", "one-kv-head"),
+            (2 * n * d * d + 2 * m * d * (h // g) * w + attend,
+             "g is the number of key and value heads, not the number of "
+             "query heads in a group", "groups-inverted"),
+            (2 * n * d * d + 2 * n * d * kv + attend,
+             "keys and values are computed for the m context tokens, not "
+             "for the n queries", "keys-per-query"),
+            (proj + attend * g // h,
+             "sharing a key head does not share its products: each of the "
+             "h query heads still scores its n queries against all m keys "
+             "and averages the values itself", "products-shared"),
+            (proj + attend // 2, "count both products, Q Kᵀ and A V, each "
+                                 "n·m·d", "one-product-counted"),
+            (n * d * d + 2 * m * d * kv + attend,
+             "the output projection W_O is missing",
+             "output-projection-missing"),
+        ], "add up the four projections, Q Kᵀ and A V", "not-the-macs")
+    if cached != want[2]:
+        _diagnose(cached, where, "cached numbers", [
+            (4 * want[2], "count numbers, not bytes", "cache-in-bytes"),
+            (8 * want[2], "count numbers, not bytes", "cache-in-bytes"),
+            (2 * n * kv, "the keys and values to keep are the m context "
+                         "tokens', not the n queries'", "cache-per-query"),
+            (m * kv, "keep the values as well as the keys",
+             "cache-keys-only"),
+            (2 * m * d, "you keep keys and values at the full width d; "
+                        "only g heads of width d/h are computed",
+             "kv-not-shared"),
+            (2 * m * (h // g) * w, "g is the number of key and value heads, "
+                                   "not the number of query heads in a "
+                                   "group", "groups-inverted"),
+            (2 * m * w, "that is one key head and one value head (g = 1); "
+                        "there are g of each", "one-kv-head"),
+        ], "count the keys and values of the m context tokens",
+            "not-the-cache")
     return None
 
 
-def _wrong_parameters(got, where, d, d_c, h):
-    right = 2 * d * d + 2 * d * d_c
-    if got == 4 * d * d and d != d_c:
-        raise Wrong(f"{where} you count 4d² = {got} parameters: W_K and W_V "
-                    f"read the context tokens, so each is d_c × d",
-                    "context-width-ignored")
-    if got == d * d + 2 * d * d_c:
-        raise Wrong(f"{where} you count {got} parameters: the output "
-                    f"projection W_O (d × d) is missing",
-                    "output-projection-missing")
-    if got == h * right or got == right // h:
-        raise Wrong(f"{where} you count {got} parameters: the h heads share "
-                    f"out the width (each d × d/h), so the total does not "
-                    f"depend on h", "params-depend-on-h")
-    raise Wrong(f"{where} you count {got} parameters; count the weights of "
-                f"the four projections W_Q, W_K, W_V, W_O", "not-the-params")
-
-
-def _wrong_macs(got, where, d, d_c, h, n, m):
-    proj = 2 * n * d * d + 2 * m * d_c * d
-    attend = 2 * n * m * d
-    guesses = [
-        (attend, "you counted only Q Kᵀ and A V; the four projections cost "
-                 "multiply-adds too", "projections-missing"),
-        (proj, "you counted only the projections; forming Q Kᵀ and A V "
-               "costs multiply-adds too", "products-missing"),
-        (2 * n * d * d + 2 * n * d_c * d + attend,
-         "keys and values are computed for the m context tokens, not for "
-         "the n queries", "keys-per-query"),
-        (n * d * d + 2 * m * d_c * d + attend,
-         "the output projection W_O (n rows times a d × d matrix) is "
-         "missing", "output-projection-missing"),
-        (proj + attend // h, "each head costs n·m·d/h for Q Kᵀ and as much "
-                             "for A V, and there are h heads",
-         "one-head-counted"),
-        (proj + attend * h, "a head's scores cost n·m·d/h, not n·m·d: the "
-                            "total does not depend on h", "macs-depend-on-h"),
-        (proj + attend // 2, "count both products, Q Kᵀ and A V, each n·m·d",
-         "one-product-counted"),
-        (proj + 2 * n * n * d, "the score matrix is n × m: every query meets "
-                               "every context token, not every query",
-         "scores-n-by-n"),
-    ]
-    # Where two values coincide, the later entry names the mistake.
-    for value, message, code in reversed(guesses):
+def _diagnose(got, where, what, guesses, hint, code):
+    """Raise the Wrong of the first guess equal to ``got`` (the later entry
+    where two coincide), else the generic one."""
+    for value, message, guess_code in reversed(guesses):
         if got == value:
-            raise Wrong(f"{where}: {message}", code)
-    raise Wrong(f"{where} you count {got} multiply-adds; add up the four "
-                f"projections, Q Kᵀ and A V", "not-the-macs")
+            raise Wrong(f"{where} you count {got} {what}: {message}",
+                        guess_code)
+    raise Wrong(f"{where} you count {got} {what}; {hint}", code)
 
 
 def _invertible(rng, h: int, w: int) -> np.ndarray:
@@ -259,7 +313,8 @@ def _heads_judge(out, h, seed):
 
 
 JUDGES = {
-    "ex-multihead-counts": Judge(cases=_counts_cases, judge=_counts_judge),
+    "ex-multihead-grouped": Judge(cases=_grouped_cases,
+                                  judge=_grouped_judge),
     "ex-multihead-equivalent": Judge(
         cases=_equivalent_cases, judge=_equivalent_judge),
     "ex-multihead-heads": Judge(cases=_heads_cases, judge=_heads_judge),
