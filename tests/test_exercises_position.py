@@ -3,12 +3,11 @@
 import numpy as np
 import pytest
 
-from exercise_answers import expect, own, verdict
+from exercise_answers import expect, hidden, verdict
 from selfattention import position as lib
 from selfattention.exercises import position as checks
 from selfattention_course.judges import position as judges
 
-sinusoidal_1d = own(lib.sinusoidal_1d)
 
 
 def relative_position_bias(table, rows, cols):
@@ -17,103 +16,81 @@ def relative_position_bias(table, rows, cols):
                  c[:, None] - c[None, :] + cols - 1]
 
 
-
-def halves(n, d):
-    E = sinusoidal_1d(n, d)
-    return np.concatenate([E[:, 0::2], E[:, 1::2]], axis=1)
-
-
-def swapped(n, d):
-    E = sinusoidal_1d(n, d)
-    return E[:, [i + 1 if i % 2 == 0 else i - 1 for i in range(d)]]
-
-
-def first_pair_only(n, d):
-    """Right in columns 0 and 1, the base 1000 instead of 10000 after."""
-    E = sinusoidal_1d(n, d)
-    angle = np.arange(n)[:, None] / 1000.0 ** (2 * np.arange(d // 2) / d)
-    E[:, 2::2], E[:, 3::2] = np.sin(angle[:, 1:]), np.cos(angle[:, 1:])
-    return E
+# ------------------------------------------------------------------ shift
+def shift_matrix(d, k, base):
+    """Pair i turns by k·ω_i; the code is a column on the right."""
+    omega = base ** (-np.arange(0, d, 2) / d)            # (d/2,)
+    c, s = np.cos(k * omega), np.sin(k * omega)
+    M = np.zeros((d, d))
+    i = np.arange(0, d, 2)
+    M[i, i], M[i, i + 1], M[i + 1, i], M[i + 1, i + 1] = c, s, -s, c
+    return M
 
 
-def exponent_i_over_d(n, d):
-    angle = np.arange(n)[:, None] / 10000.0 ** (np.arange(d // 2) / d)
-    E = np.empty((n, d))
-    E[:, 0::2], E[:, 1::2] = np.sin(angle), np.cos(angle)
-    return E
+def fitted_shift(d, k, base):
+    """M from codes at random real positions, by least squares."""
+    t = np.random.default_rng(0).uniform(0, 1000, 4 * d)
+    omega = base ** (-np.arange(0, d, 2) / d)
+
+    def codes(t):
+        E = np.empty((t.size, d))
+        E[:, 0::2], E[:, 1::2] = (np.sin(np.outer(t, omega)),
+                                  np.cos(np.outer(t, omega)))
+        return E
+
+    return np.linalg.lstsq(codes(t), codes(t + k), rcond=None)[0].T
 
 
-@pytest.mark.parametrize("answer, status, code", [
-    (sinusoidal_1d, "correct", None),
-    (None, "not done", "not-done"),
-    (lambda n, d: None, "not done", "not-done"),
-    (lambda n, d: sinusoidal_1d(n, d).T, "wrong", "shape-transposed"),
-    (lambda n, d: np.zeros((n, d + 2)), "wrong", "shape"),
-    (halves, "wrong", "sines-then-cosines"),
-    (swapped, "wrong", "sin-cos-swapped"),
-    (lambda n, d: sinusoidal_1d(n + 1, d)[1:], "wrong",
-     "positions-from-one"),
-    (exponent_i_over_d, "wrong", "exponent-i-over-d"),
-    (first_pair_only, "wrong", "later-pairs-wrong"),
-    (lambda n, d: np.ones((n, d)), "wrong", "not-the-encoding"),
-    (lambda n, d: 1 / 0, "wrong", "raised"),
-    (lib.sinusoidal_1d, "for review", "for-review"),
-])
-def test_sinusoidal_check(answer, status, code):
-    verdict(checks.check_sinusoidal, [answer], status, code)
+def halves_shift(d, k, base):
+    order = np.r_[np.arange(0, d, 2), np.arange(1, d, 2)]
+    return shift_matrix(d, k, base)[np.ix_(order, order)]   # sines first
 
 
-def right_unshuffle(Y_shuffled, A_shuffled, perm):
-    inv = np.argsort(perm)
-    return Y_shuffled[inv], A_shuffled[inv][:, inv]
-
-
-def scatter_unshuffle(Y_shuffled, A_shuffled, perm):
-    Y, A = np.empty_like(Y_shuffled), np.empty_like(A_shuffled)
-    Y[perm] = Y_shuffled                     # row k came from token perm[k]
-    A[np.ix_(perm, perm)] = A_shuffled
-    return Y, A
-
-
-def rows_only(Y, A, perm):
-    inv = np.argsort(perm)
-    return Y[inv], A[inv]
-
-
-def columns_only(Y, A, perm):
-    inv = np.argsort(perm)
-    return Y[inv], A[:, inv]
+def mixing_shift(d, k, base):
+    M = shift_matrix(d, k, base)
+    M[0, -1] = 0.5
+    return M
 
 
 @pytest.mark.parametrize("answer, status, code", [
-    (right_unshuffle, "correct", None),
-    (scatter_unshuffle, "correct", None),
+    (shift_matrix, "correct", None),
+    (fitted_shift, "correct", None),
     (None, "not done", "not-done"),
-    (lambda Y, A, perm: None, "not done", "not-done"),
-    (lambda Y, A, perm: Y[np.argsort(perm)], "wrong", "type"),
-    (lambda Y, A, perm: (Y, A), "wrong", "still-shuffled"),
-    (lambda Y, A, perm: (Y[perm], A), "wrong", "permuted-twice"),
-    (lambda Y, A, perm: (Y[:5], A), "wrong", "shape"),
-    (lambda Y, A, perm: (2 * Y[np.argsort(perm)], A), "wrong",
-     "rows-changed"),
-    (rows_only, "wrong", "columns-not-restored"),
-    (columns_only, "wrong", "rows-not-restored"),
-    (lambda Y, A, perm: (Y[np.argsort(perm)], A[perm][:, perm]), "wrong",
-     "permuted-twice"),
-    (lambda Y, A, perm: (Y[np.argsort(perm)], A.T), "wrong",
-     "weights-changed"),
+    (lambda d, k, base: None, "not done", "not-done"),
+    (lambda d, k, base: shift_matrix(d, -k, base), "wrong", "transposed"),
+    (lambda d, k, base: shift_matrix(d, k, base).T, "wrong", "transposed"),
+    (lambda d, k, base: shift_matrix(d, 1, base), "wrong", "k-missing"),
+    (lambda d, k, base: shift_matrix(d, k, np.sqrt(base)), "wrong",
+     "exponent-i-over-d"),
+    (lambda d, k, base: shift_matrix(d, k, 10000.0), "wrong",
+     "base-ignored"),
+    (halves_shift, "wrong", "halves-layout"),
+    (mixing_shift, "wrong", "mixes-pairs"),
+    (lambda d, k, base: np.eye(d), "wrong", "not-the-shift"),
+    (lambda d, k, base: np.eye(d + 1), "wrong", "shape"),
+    (lambda d, k, base: "M", "wrong", "type"),
+    (lambda d, k, base: 1 / 0, "wrong", "raised"),
+    (lambda d, k, base: (lib.sinusoidal_1d(2, d), shift_matrix(d, k, base))[1],
+     "for review", "for-review"),
 ])
-def test_unshuffle_check(answer, status, code):
-    verdict(checks.check_unshuffle, [answer], status, code)
+def test_shift_check(answer, status, code):
+    verdict(checks.check_shift, [answer], status, code)
 
 
-def test_unshuffle_case_is_equivariant():
-    X, perm, f = checks.unshuffle_case()
-    Y, A = f(X)
-    Y_s, A_s = f(X[perm])
-    assert np.allclose(Y_s, Y[perm]) and np.allclose(A_s, A[perm][:, perm])
-    assert not np.array_equal(perm, np.arange(len(perm)))
-    assert checks.check_unshuffle.written
+def test_the_shift_moves_the_library_s_codes():
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        d, k = 2 * int(rng.integers(1, 20)), int(rng.integers(-30, 30))
+        base = float(10 ** rng.uniform(1, 5))
+        E = lib.sinusoidal_1d(80, d, base=base)
+        t = np.arange(max(0, -k), min(80, 80 - k))
+        assert np.allclose(E[t + k], E[t] @ judges.shift_reference(
+            d, k, base).T)
+        assert checks.check_shift.feedback(shift_matrix).passed
+
+
+def test_the_shift_gets_full_marks_on_hidden_cases():
+    hidden(checks.check_shift, [shift_matrix])
 
 
 def transposed_bias(table, rows, cols):
@@ -143,6 +120,83 @@ def unshifted_bias(table, rows, cols):
 ])
 def test_bias_check(answer, status, code):
     verdict(checks.check_bias, [answer], status, code)
+
+
+# ------------------------------------------------------------ equivariance
+def still_equivariant(table, rows, cols, perm):
+    B = relative_position_bias(table, rows, cols)
+    back = np.argsort(perm)
+    return bool(np.allclose(B[back][:, back], B))
+
+
+def by_attention(table, rows, cols, perm):
+    """A run of attention with the bias on random tokens, by hand."""
+    n = rows * cols
+    rng = np.random.default_rng(0)
+    X, W = rng.standard_normal((n, n)), rng.standard_normal((3, n, n))
+    B = relative_position_bias(table, rows, cols)
+
+    def f(X):
+        S = (X @ W[0]) @ (X @ W[1]).T + B
+        A = np.exp(S - S.max(axis=1, keepdims=True))
+        return (A / A.sum(axis=1, keepdims=True)) @ (X @ W[2])
+
+    return bool(np.allclose(f(X[perm]), f(X)[perm]))
+
+
+def torus(table, rows, cols, perm):
+    """Believes that a cyclic shift keeps every offset."""
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    dr, dc = r[perm] - r, c[perm] - c
+    return bool(still_equivariant(table, rows, cols, perm)
+                or (np.all(dr % rows == dr[0] % rows)
+                    and np.all(dc % cols == dc[0] % cols)))
+
+
+@pytest.mark.parametrize("answer, status, code", [
+    (still_equivariant, "correct", None),
+    (lambda t, r, c, p: still_equivariant(t, r, c, np.argsort(p)),
+     "correct", None),
+    (by_attention, "correct", None),
+    (None, "not done", "not-done"),
+    (lambda t, r, c, p: False, "wrong", "identity"),
+    (lambda t, r, c, p: still_equivariant(t, r, c, p)
+     and not np.array_equal(p, np.arange(r * c)), "wrong", "identity"),
+    (lambda t, r, c, p: True, "wrong", "broken-missed"),
+    (lambda t, r, c, p: bool(np.array_equal(p, np.arange(r * c))), "wrong",
+     "symmetry-missed"),
+    (torus, "wrong", "not-a-torus"),
+    (lambda t, r, c, p: 1, "wrong", "type"),
+    (lambda t, r, c, p: np.bool_(still_equivariant(t, r, c, p)), "correct",
+     None),
+    (lambda t, r, c, p: [True], "wrong", "type"),
+])
+def test_bias_equivariance_check(answer, status, code):
+    verdict(checks.check_bias_equivariance, [answer], status, code)
+
+
+def test_the_cases_agree_with_attention_and_mix_both_answers():
+    """The judge's truth is what attention with the bias does, and every
+    draw holds shuffles that keep equivariance and shuffles that break it."""
+    for seed in range(3):
+        cases = checks.check_bias_equivariance.draw(
+            np.random.default_rng(seed))
+        truths = [still_equivariant(**case) for case in cases]
+        assert truths == [by_attention(**case) for case in cases]
+        assert 4 <= sum(truths) <= len(truths) - 4
+
+
+def test_a_stateful_answer_cannot_replay_the_order_of_the_cases():
+    ex = checks.check_bias_equivariance
+    orders = {tuple(still_equivariant(**case) for case in
+                    ex.draw(np.random.default_rng(seed)))
+              for seed in range(5)}
+    assert len(orders) > 1
+
+
+def test_bias_equivariance_gets_full_marks_on_hidden_cases():
+    hidden(checks.check_bias_equivariance, [still_equivariant])
+    assert checks.check_bias_equivariance.written
 
 
 # ------------------------------------------------------------ experiment

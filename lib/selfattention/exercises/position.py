@@ -2,70 +2,31 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..attention import attention
 from .core import Exercise, call
 
-__all__ = ["check_sinusoidal", "check_unshuffle", "check_bias",
-           "check_positions", "unshuffle_case"]
+__all__ = ["check_shift", "check_bias", "check_bias_equivariance",
+           "check_positions"]
 
 
 # ------------------------------------------------------------------ 5.1
-def _sinusoidal_run(my_sinusoidal, n, d):
-    return call(my_sinusoidal, n, d, what="my_sinusoidal")
+def _shift_run(shift_matrix, d, k, base):
+    return call(shift_matrix, d, k, base, what="shift_matrix")
 
 
-check_sinusoidal = Exercise(
-    "ex-position-sinusoidal", kind="Implement", points=1,
-    answers=("my_sinusoidal",),
-    run=_sinusoidal_run,
+check_shift = Exercise(
+    "ex-position-shift", kind="Derive", points=2,
+    answers=("shift_matrix",),
+    run=_shift_run,
     references=("selfattention.position.sinusoidal_1d",
                 "selfattention.position.sinusoidal_2d"), seed=51,
-    success="sin in the even columns, cos in the odd ones, wavelengths "
-            "growing as 10000^(2i/d).",
-    doc="Exercise 5.1: the sinusoidal encoding of positions 0 … n-1.")
+    success="M turns every column pair by k times its frequency: M E_t = "
+            "E_(t+k) for every t, whatever the width, the offset and the "
+            "base.",
+    doc="Exercise 5.1: the matrix that moves a sinusoidal code by k "
+        "positions.")
 
 
 # ------------------------------------------------------------------ 5.2
-def _unshuffle_arrays(rng, n: int = 12, d: int = 6):
-    X = rng.standard_normal((n, d))
-    W_q, W_k, W_v = (rng.standard_normal((d, d)) / np.sqrt(d)
-                     for _ in range(3))
-    perm = rng.permutation(n)
-
-    def f(X):
-        return attention(X @ W_q, X @ W_k, X @ W_v)   # outputs, weights
-
-    return X, perm, f
-
-
-def unshuffle_case():
-    """The arrays of :ref:`ex-position-unshuffle`: ``(X, perm, f)``.
-
-    ``X`` holds 12 random tokens of width 6, ``perm`` a permutation of them
-    and ``f`` a self-attention layer with fixed random weights, returning
-    its outputs (n, d) and its weights (n, n).
-    """
-    return _unshuffle_arrays(np.random.default_rng(52))
-
-
-def _unshuffle_run(unshuffle, Y_shuffled, A_shuffled, perm):
-    return call(unshuffle, Y_shuffled, A_shuffled, perm, what="unshuffle")
-
-
-check_unshuffle = Exercise(
-    "ex-position-unshuffle", kind="Prove", points=2,
-    answers=("unshuffle",), run=_unshuffle_run,
-    seed=52,
-    written="prove f(PX) = P f(X) and A(PX) = P A(X) Pᵀ for one head",
-    written_points=2,
-    success="the outputs and the weights of the shuffled tokens, put back "
-            "in place, are exactly those of f(X).",
-    doc="Exercise 5.2: recover f(X) and its weights from f(X[perm]).")
-
-
-# ------------------------------------------------------------------ 5.3
 def _bias_run(my_bias, table, rows, cols):
     return call(my_bias, table, rows, cols, what="my_bias")
 
@@ -78,7 +39,32 @@ check_bias = Exercise(
                 "selfattention.position.relative_position_index"), seed=53,
     success="every pair of patches reads the table entry of its own "
             "offset.",
-    doc="Exercise 5.3: expand a table of per-offset biases into B.")
+    doc="Exercise 5.2: expand a table of per-offset biases into B.")
+
+
+# ------------------------------------------------------------------ 5.3
+def _equivariance_run(still_equivariant, table, rows, cols, perm):
+    return call(still_equivariant, table, rows, cols, perm,
+                what="still_equivariant")
+
+
+check_bias_equivariance = Exercise(
+    "ex-position-bias-equivariance", kind="Prove", points=2,
+    answers=("still_equivariant",), run=_equivariance_run,
+    references=("selfattention.attention.attention",
+                "selfattention.attention.multi_head_attention",
+                "selfattention.attention.softmax",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention"), seed=52,
+    written="prove your rule, sufficient and necessary; which shuffles "
+            "does a table without symmetry allow, and why not a cyclic "
+            "shift?",
+    written_points=2,
+    success="a shuffle keeps the layer equivariant exactly when every pair"
+            " of tokens lands at an offset with the same table entry: "
+            "PᵀBP = B.",
+    doc="Exercise 5.3: which shuffles of the patches a relative position "
+        "bias lets through.")
 
 
 # ------------------------------------------------------------------ 5.4

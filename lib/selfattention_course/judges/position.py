@@ -11,101 +11,75 @@ from selfattention.exercises.core import (
     expect_shape,
     returned_array,
     returned_arrays,
+    type_name,
 )
-from selfattention.exercises.position import _unshuffle_arrays
-from selfattention.position import relative_position_bias, sinusoidal_1d
+from selfattention.position import relative_position_bias
 
 from . import Judge
 
 
-def _sinusoidal_cases(rng):
-    drawn = (int(rng.integers(3, 13)), 2 * int(rng.integers(2, 9)))
-    return [{"n": n, "d": d} for n, d in [(7, 10), drawn]]
+def _shift_cases(rng):
+    drawn = {"d": 2 * int(rng.integers(2, 17)),
+             "k": int(rng.choice([-1, 1]) * rng.integers(2, 60)),
+             "base": float(10.0 ** rng.uniform(1, 5))}
+    return [{"d": 8, "k": 3, "base": 10000.0}, drawn]
 
 
-def _sinusoidal_judge(E, n, d):
-    E = returned_array(E, "my_sinusoidal")
-    ref = sinusoidal_1d(n, d)
-    if E.shape == (d, n) and d != n:
-        raise Wrong(f"the encoding has shape {E.shape}; expected (n, d) = "
-                    f"{(n, d)}, one row per position", "shape-transposed")
-    if E.shape != (n, d):
-        raise Wrong(f"the encoding has shape {E.shape}; expected (n, d) = "
-                    f"{(n, d)}", "shape")
-    if np.allclose(E, ref):
-        return None
-    halves = np.concatenate([ref[:, 0::2], ref[:, 1::2]], axis=1)
-    if np.allclose(E, halves):
-        raise Wrong("you put all sines first and all cosines after; the "
-                    "transformer interleaves them: sin in columns 0, 2, 4 "
-                    "..., cos in columns 1, 3, 5 ...", "sines-then-cosines")
-    if np.allclose(E[:, 0::2], ref[:, 1::2]) and \
-            np.allclose(E[:, 1::2], ref[:, 0::2]):
-        raise Wrong("sin and cos are swapped: even columns hold sin, odd "
-                    "columns cos", "sin-cos-swapped")
-    if np.allclose(E, sinusoidal_1d(n + 1, d)[1:]):
-        raise Wrong("positions start at 0, not 1: row 0 is sin(0) = 0 and "
-                    "cos(0) = 1", "positions-from-one")
+def shift_reference(d, k, base, exponent=2.0, layout="pairs"):
+    """The (d, d) matrix that takes the code of position t to that of t + k.
+
+    Pair i turns by k·ω_i, ω_i = base^(-exponent·i/d): sin(a + b) = sin a
+    cos b + cos a sin b, cos(a + b) = cos a cos b - sin a sin b. ``layout``
+    ``"halves"`` is the same map for codes with all sines first.
+    """
     i = np.arange(d // 2)
-    wrong_exp = np.arange(n)[:, None] / 10000.0 ** (i / d)
-    alt = np.empty((n, d))
-    alt[:, 0::2], alt[:, 1::2] = np.sin(wrong_exp), np.cos(wrong_exp)
-    if np.allclose(E, alt):
-        raise Wrong("the exponent should be 2i/d for column pair i (i = 0 "
-                    "… d/2-1), not i/d: the longest wavelength is then about "
-                    "2π·10000", "exponent-i-over-d")
-    if np.allclose(E[0], ref[0]) and np.allclose(E[:, :2], ref[:, :2]):
-        raise Wrong("the first column pair is right but later ones are not: "
-                    "the angle of pair i is pos / 10000**(2i/d)",
-                    "later-pairs-wrong")
-    raise Wrong("the values differ from sin/cos(pos / 10000**(2i/d)); row 0 "
-                "should alternate 0 and 1", "not-the-encoding")
+    angle = k * float(base) ** (-exponent * i / d)         # (d/2,)
+    cos, sin = np.cos(angle), np.sin(angle)
+    s_, c_ = ((2 * i, 2 * i + 1) if layout == "pairs"
+              else (i, i + d // 2))                      # sine, cosine rows
+    M = np.zeros((d, d))
+    M[s_, s_], M[s_, c_] = cos, sin
+    M[c_, s_], M[c_, c_] = -sin, cos
+    return M
 
 
-def _unshuffle_cases(rng):
-    cases = []
-    for n in (12, int(rng.integers(5, 20))):
-        X, perm, f = _unshuffle_arrays(rng, n=n)
-        Y_shuffled, A_shuffled = f(X[perm])
-        cases.append({"Y_shuffled": Y_shuffled, "A_shuffled": A_shuffled,
-                      "perm": perm})
-    return cases
-
-
-def _unshuffle_judge(out, Y_shuffled, A_shuffled, perm):
-    Y_out, A_out = returned_arrays(out, 2, "unshuffle should return the "
-                                           "pair (Y, A)")
-    inv = np.argsort(perm)                 # row k of f(X[perm]) is token
-    Y, A = Y_shuffled[inv], A_shuffled[inv][:, inv]      # perm[k] of f(X)
-    expect_shape(Y_out, "Y", Y.shape, "(n, d)")
-    expect_shape(A_out, "A", A.shape, "(n, n)")
-    if not np.allclose(Y_out, Y):
-        if np.allclose(Y_out, Y_shuffled):
-            raise Wrong("Y is still in shuffled order: row k of "
-                        "f(X[perm]) belongs to token perm[k]",
-                        "still-shuffled")
-        if np.allclose(Y_out, Y_shuffled[perm]):
-            raise Wrong("you applied perm a second time to Y; undo it "
-                        "instead: place row k at position perm[k] (or index "
-                        "with np.argsort(perm))", "permuted-twice")
-        raise Wrong("the rows of Y are not those of f(X); each output row "
-                    "should only move, never change", "rows-changed")
-    if np.allclose(A_out, A):
+def _shift_judge(M, d, k, base):
+    M = returned_array(M, "shift_matrix")
+    expect_shape(M, "M", (d, d), "(d, d)")
+    ref = shift_reference(d, k, base)
+    if np.allclose(M, ref, rtol=0, atol=1e-8):
         return None
-    if np.allclose(A_out, A_shuffled[inv]):
-        raise Wrong("the rows of A are back in place but its columns are "
-                    "not: the keys were shuffled too, A' = P A Pᵀ",
-                    "columns-not-restored")
-    if np.allclose(A_out, A_shuffled[:, inv]):
-        raise Wrong("the columns of A are back in place but its rows are "
-                    "not: the queries were shuffled too, A' = P A Pᵀ",
-                    "rows-not-restored")
-    if np.allclose(A_out, A_shuffled[perm][:, perm]):
-        raise Wrong("you applied perm a second time to A; undo it with "
-                    "np.argsort(perm) on both axes", "permuted-twice")
-    raise Wrong("A is not f(X)'s weights: each weight only moves, to the "
-                "row of its query and the column of its key",
-                "weights-changed")
+    case = f"for d={d}, k={k}, base={base:.6g}"
+    if np.allclose(M, ref.T, rtol=0, atol=1e-8):
+        raise Wrong(f"{case} your matrix moves codes by -k: M E_t is "
+                    f"E_(t-k). The new sine of a pair is sin(a + b) = sin a "
+                    f"cos b + cos a sin b, with the code as a column on the "
+                    f"right of M", "transposed")
+    if np.allclose(M, shift_reference(d, 1, base), rtol=0, atol=1e-8):
+        raise Wrong(f"{case} your matrix moves codes by one position: pair "
+                    f"i turns by k·ω_i, not by ω_i", "k-missing")
+    if np.allclose(M, shift_reference(d, k, base, exponent=1.0), rtol=0,
+                   atol=1e-8):
+        raise Wrong(f"{case} the frequencies are base^(-i/d); pair i of the "
+                    f"encoding turns at ω_i = base^(-2i/d)",
+                    "exponent-i-over-d")
+    if base != 10000.0 and np.allclose(M, shift_reference(d, k, 10000.0),
+                                       rtol=0, atol=1e-8):
+        raise Wrong(f"{case} your matrix uses the base 10000, not the base "
+                    f"it is given", "base-ignored")
+    if np.allclose(M, shift_reference(d, k, base, layout="halves"), rtol=0,
+                   atol=1e-8):
+        raise Wrong(f"{case} your matrix acts on codes with all sines first; "
+                    f"the encoding interleaves them: column 2i holds the sine"
+                    f" of pair i, column 2i + 1 its cosine", "halves-layout")
+    pair = np.arange(d) // 2
+    if np.abs(M[pair[:, None] != pair[None, :]]).max() > 1e-8:
+        raise Wrong(f"{case} your matrix mixes different column pairs; each"
+                    f" pair turns on its own circle, so M is zero outside "
+                    f"the 2 × 2 blocks on its diagonal", "mixes-pairs")
+    raise Wrong(f"{case} M E_t is not E_(t+k): the 2 × 2 block of pair i "
+                f"should turn (sin ω_i t, cos ω_i t) by the angle k·ω_i",
+                "not-the-shift")
 
 
 def _bias_cases(rng):
@@ -137,6 +111,137 @@ def _bias_judge(B, table, rows, cols):
     raise Wrong("B[i, i] should be the table's centre, table[rows-1, cols-1]"
                 ": shift each offset by rows-1 and cols-1 to index the table",
                 "offset-not-shifted")
+
+
+# The cases of 5.3: tables with some symmetry (or none), each with a shuffle
+# of the grid that it allows or not.
+def _grid_perm(rows, cols, where):
+    """The shuffle that puts in slot (r, c) the token of ``where(r, c)``."""
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    src_r, src_c = where(r, c)
+    return (src_r * cols + src_c).astype(np.int64)
+
+
+def _table(rng, rows, cols, kind):
+    dr, dc = np.meshgrid(np.arange(1 - rows, rows), np.arange(1 - cols, cols),
+                         indexing="ij")                 # (2R-1, 2C-1)
+    T = rng.standard_normal(dr.shape)
+    if kind == "point":                                 # T(-Δ) = T(Δ)
+        return (T + T[::-1, ::-1]) / 2
+    if kind == "rows":                                  # T(-Δr, Δc) = T(Δ)
+        return (T + T[::-1, :]) / 2
+    if kind == "swap":                                  # T(Δc, Δr) = T(Δ)
+        return (T + T.T) / 2
+    if kind == "radial":                                # a function of |Δ|²
+        values = rng.standard_normal(2 * rows ** 2 + 1)
+        return values[dr ** 2 + dc ** 2]
+    if kind == "constant":
+        return np.full(dr.shape, rng.standard_normal())
+    if kind == "rows-only":                             # h(Δr)
+        return rng.standard_normal(2 * rows - 1)[dr + rows - 1]
+    if kind == "diagonals-only":                        # h(Δr + Δc)
+        return rng.standard_normal(2 * (rows + cols) - 3)[
+            dr + dc + rows + cols - 2]
+    return T                                            # no symmetry
+
+
+def _within(rng, groups):
+    """A shuffle that keeps every token in its group and moves some."""
+    while True:
+        perm = np.arange(groups.size)
+        for g in np.unique(groups):
+            members = np.flatnonzero(groups == g)
+            perm[members] = rng.permutation(members)
+        if not np.array_equal(perm, np.arange(groups.size)):
+            return perm
+
+
+def _equivariance_cases(rng):
+    def side():
+        return int(rng.integers(2, 6))
+
+    cases = []
+
+    def add(rows, cols, table, perm):
+        cases.append({"table": _table(rng, rows, cols, table),
+                      "rows": rows, "cols": cols,
+                      "perm": np.asarray(perm, dtype=np.int64)})
+
+    R, C = side(), side()
+    add(R, C, "none", np.arange(R * C))                          # identity
+    R, C = side(), side() + 1
+    add(R, C, "none", rng.permutation(R * C))                    # random
+    R, C = side(), side()
+    s = int(rng.integers(1, C))
+    add(R, C, "none", _grid_perm(R, C, lambda r, c: (r, (c - s) % C)))
+    R, C = side(), side()
+    add(R, C, "point", np.arange(R * C)[::-1])                   # half-turn
+    R, C = side(), side()
+    add(R, C, "rows", _grid_perm(R, C, lambda r, c: (R - 1 - r, c)))
+    add(R, C, "rows", _grid_perm(R, C, lambda r, c: (r, C - 1 - c)))
+    R, C = side(), side()
+    add(R, C, "point", _grid_perm(R, C, lambda r, c: (R - 1 - r, c)))
+    N = side()
+    add(N, N, "swap", _grid_perm(N, N, lambda r, c: (c, r)))     # transpose
+    add(N, N, "swap", _grid_perm(N, N, lambda r, c: (c, N - 1 - r)))
+    add(N, N, "radial", _grid_perm(N, N, lambda r, c: (c, N - 1 - r)))
+    R, C = side(), side()
+    add(R, C, "constant", rng.permutation(R * C))
+    R, C = side(), side()
+    r, c = np.divmod(np.arange(R * C), C)
+    add(R, C, "rows-only", _within(rng, r))                      # in rows
+    order = _within(rng, np.zeros(R, dtype=int))                 # rows moved
+    add(R, C, "rows-only", _grid_perm(R, C, lambda r, c: (order[r], c)))
+    R, C = side(), side()
+    r, c = np.divmod(np.arange(R * C), C)
+    add(R, C, "diagonals-only", _within(rng, r + c))
+    # The identity first; the others in a drawn order, which an answer
+    # that counts its calls cannot know.
+    return cases[:1] + [cases[1 + k] for k in rng.permutation(len(cases) - 1)]
+
+
+def equivariance_change(table, rows, cols, perm):
+    """PᵀBP - B for the bias B of ``table`` and the shuffle ``perm``
+    (``X[perm]``): the change of the bias seen from the tokens."""
+    B = relative_position_bias(table, (rows, cols))     # (n, n)
+    back = np.argsort(perm)                             # slot of each token
+    return B[back][:, back] - B
+
+
+def _equivariance_judge(out, table, rows, cols, perm):
+    if type(out) is not bool:
+        raise Wrong(f"still_equivariant should return True or False, got "
+                    f"{type_name(out)}", "type")
+    D = equivariance_change(table, rows, cols, perm)
+    truth = bool(np.abs(D).max() < 1e-6)
+    if out == truth:
+        return None
+    n = rows * cols
+    grid = f"on a {rows} × {cols} grid"
+    if not out:
+        if np.array_equal(perm, np.arange(n)):
+            raise Wrong(f"{grid} with perm the identity, nothing moves: the "
+                        f"layer stays equivariant", "identity")
+        raise Wrong(f"{grid} the layer stays equivariant under this shuffle:"
+                    f" every pair of tokens lands at an offset where the "
+                    f"table holds the same number, so PᵀBP = B",
+                    "symmetry-missed")
+    i, j = np.unravel_index(np.argmax(np.abs(D)), D.shape)
+    back = np.argsort(perm)                             # slot of each token
+    pos = np.stack(np.divmod(np.arange(n), cols), axis=1)
+    before = tuple(int(v) for v in pos[i] - pos[j])
+    after = tuple(int(v) for v in pos[back[i]] - pos[back[j]])
+    moved = (f"tokens {i} and {j} go from offset {before} to {after}, where "
+             f"the table holds another number")
+    torus = any(np.array_equal(perm, _grid_perm(
+        rows, cols, lambda r, c, a=a, b=b: ((r - a) % rows, (c - b) % cols)))
+        for a in range(rows) for b in range(cols))
+    if torus:
+        raise Wrong(f"{grid} this cyclic shift breaks equivariance: it keeps "
+                    f"offsets only on a torus, and the bias is not circular "
+                    f"({moved})", "not-a-torus")
+    raise Wrong(f"{grid} this shuffle breaks equivariance: {moved}",
+                "broken-missed")
 
 
 KINDS = ("learned", "sinusoidal", "none")
@@ -193,11 +298,10 @@ def _positions_judge(out, kind, seed):
 
 
 JUDGES = {
-    "ex-position-sinusoidal": Judge(
-        cases=_sinusoidal_cases, judge=_sinusoidal_judge),
-    "ex-position-unshuffle": Judge(
-        cases=_unshuffle_cases, judge=_unshuffle_judge),
+    "ex-position-shift": Judge(cases=_shift_cases, judge=_shift_judge),
     "ex-position-bias": Judge(cases=_bias_cases, judge=_bias_judge),
+    "ex-position-bias-equivariance": Judge(
+        cases=_equivariance_cases, judge=_equivariance_judge),
     "ex-position-experiment": Judge(
         cases=_positions_cases, judge=_positions_judge),
 }
