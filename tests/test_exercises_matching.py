@@ -16,31 +16,114 @@ lookup = own(lib.lookup)
 
 
 # ------------------------------------------------------------ 10.1
-def disp(A, grid):
-    rows, cols = grid
-    n = rows * cols
-    best = np.argmax(A, axis=1)
-    return np.stack(np.divmod(best, cols), 1) \
-        - np.stack(np.divmod(np.arange(n), cols), 1)
+def lr_check(C):
+    """The check as the chapter's solution writes it: the right pixels'
+    choices gathered from the same volume."""
+    H, W, K = C.shape
+    d = np.argmax(C, axis=-1)
+    x = np.arange(W)
+    cols = x[:, None] + np.arange(K)
+    R = np.where(cols < W, C[:, np.minimum(cols, W - 1), np.arange(K)],
+                 -np.inf)
+    match = x - d
+    back = match + np.take_along_axis(np.argmax(R, axis=-1), match, axis=1)
+    return np.abs(back - x) <= 1
 
 
-@pytest.mark.parametrize("answer, status, words", [
-    (disp, "correct", []),
-    (lambda A, g: displacements(A, g, periodic=False), "correct", []),
-    (lambda A, g: disp(A, g)[:, ::-1], "wrong", "columns-first"),
-    (lambda A, g: -disp(A, g), "wrong", "sign-flipped"),
-    (lambda A, g: np.stack(np.divmod(np.argmax(A, 1), g[1]), 1), "wrong",
-     "positions-not-displacements"),
-    (lambda A, g: disp(A.T, g), "wrong", "argmax-over-queries"),
-    (lambda A, g: np.argmax(A, 1), "wrong", "shape"),
-    (lambda A, g: disp(A, g) + (np.arange(len(A))[:, None] == 0), "wrong",
-     "not-the-displacements"),
-    (None, "not done", []),
-    (lambda A, g: lib.displacements(A, g, periodic=False), "for review",
-     ["displacements"]),
+def by_scores(C):
+    """Another honest route: each row's masked score matrix Q Kᵀ (keys are
+    right columns), the best key of each query and the best query of that
+    key, its column."""
+    H, W, K = C.shape
+    out = np.zeros((H, W), bool)
+    for y in range(H):
+        S = np.full((W, W), -np.inf)
+        for d in range(K):
+            S[np.arange(d, W), np.arange(W - d)] = C[y, d:, d]
+        key = np.argmax(S, axis=1)
+        out[y] = np.abs(np.argmax(S[:, key], axis=0) - np.arange(W)) <= 1
+    return out
+
+
+def test_the_reference_is_mutual_matching_on_the_row_s_scores():
+    """On the features of drawn scenes, the check on the volume is the
+    round trip through each row's masked Q Kᵀ, and the right image's
+    choices are those of the volume built with the images swapped (and
+    mirrored, so that the right image's matches lie to its right)."""
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        F_l, F_r, _, D = judges.scene_rows(rng)
+        C = stereo.disparity_volume(F_l, F_r, D)
+        ref = judges.consistent(C)
+        assert np.array_equal(ref, by_scores(C))
+        C_right = stereo.disparity_volume(F_r[:, ::-1], F_l[:, ::-1],
+                                          D)[:, ::-1]
+        x = np.arange(C.shape[1])
+        for y in range(len(C)):
+            S = stereo.masked_row_attention_scores(F_l[y], F_r[y], D)
+            key = np.argmax(S, axis=1)                  # right columns
+            back = key + np.argmax(C_right[y], axis=-1)[key]
+            assert np.array_equal(ref[y], np.abs(back - x) <= 1)
+
+
+def test_the_check_flags_occluded_pixels():
+    """In the drawn scenes, most pixels that the near surfaces hide fail
+    the check, and few of the others do."""
+    rng = np.random.default_rng(4)
+    hidden_fail, visible_fail = [], []
+    for _ in range(30):
+        F_l, F_r, truth, D = judges.scene_rows(rng)
+        ok = judges.consistent(stereo.disparity_volume(F_l, F_r, D))
+        hidden = stereo.occluded(truth)
+        hidden_fail.append((~ok)[hidden])
+        visible_fail.append((~ok)[~hidden])
+    hidden_fail, visible_fail = (np.concatenate(a) for a in
+                                 (hidden_fail, visible_fail))
+    assert len(hidden_fail) > 500
+    assert hidden_fail.mean() > 0.5 and visible_fail.mean() < 0.15
+
+
+def test_every_draw_tells_each_slip_from_the_check():
+    """The border and the tolerance matter on few pixels; each draw holds a
+    case where every slip the check names gives another map."""
+    for seed in range(10):
+        cases = checks.check_consistency.draw(np.random.default_rng(seed))
+        told = [[not np.array_equal(judges.consistent(c["C"]), other)
+                 for _, other, _ in judges._consistency_slips(c["C"])]
+                for c in cases]
+        assert np.any(told, axis=0).all()
+
+
+slip = own(judges.consistent)
+
+
+@pytest.mark.parametrize("answer, status, code", [
+    (lr_check, "correct", None),
+    (by_scores, "correct", None),
+    (lambda C: lr_check(C).astype(int), "correct", None),
+    (None, "not done", None),
+    (lambda C: ~lr_check(C), "wrong", "inverted"),
+    (lambda C: slip(C, at_own_column=True), "wrong", "own-column"),
+    (lambda C: slip(C, left_winners=True), "wrong", "left-winners"),
+    (lambda C: slip(C, back=-1), "wrong", "back-sign"),
+    (lambda C: slip(C, tolerance=0), "wrong", "exact-only"),
+    (lambda C: slip(C, tolerance=2), "wrong", "too-lenient"),
+    (lambda C: slip(C, clipped=True), "wrong", "off-image"),
+    (lambda C: ~stereo.occluded(np.argmax(C, -1).astype(float)), "wrong",
+     "one-map"),
+    (lambda C: np.abs(np.argmax(C, -1) - 1.5), "wrong", "not-boolean"),
+    (lambda C: lr_check(C)[:, :-1], "wrong", "shape"),
+    (lambda C: "consistent", "wrong", "type"),
+    (lambda C: lr_check(C) ^ (np.arange(C.shape[1]) == 3), "wrong",
+     "not-the-check"),
 ])
-def test_displacement_check(answer, status, words):
-    verdict(checks.check_displacements, [answer], status, words)
+def test_consistency_check(answer, status, code):
+    verdict(checks.check_consistency, [answer], status, code)
+
+
+@pytest.mark.parametrize("answer", [lr_check, by_scores])
+def test_honest_consistency_checks_pass_hidden_cases(answer):
+    hidden(checks.check_consistency, answer)
 
 
 # ------------------------------------------------------------ 10.2 pyramid

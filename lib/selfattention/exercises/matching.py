@@ -6,24 +6,23 @@ from __future__ import annotations
 
 from .core import (Exercise, answered, call)
 
-__all__ = ["check_displacements", "check_pyramid", "check_bilinear_lookup",
+__all__ = ["check_consistency", "check_pyramid", "check_bilinear_lookup",
            "check_soft_argmax", "check_window", "check_landing"]
 
 
 # ------------------------------------------------------------------ 10.1
-def _displacement_run(my_displacements, A, grid):
-    return call(my_displacements, A, grid, what="my_displacements")
+def _consistency_run(my_consistent, C):
+    return call(my_consistent, C, what="my_consistent")
 
 
-check_displacements = Exercise(
-    "ex-matching-displacement", kind="Implement", points=1,
-    answers=("my_displacements",),
-    run=_displacement_run,
-    references=("selfattention.matching.displacements",
-                "selfattention.matching.argmax_flow"), seed=91,
-    success="each query's strongest key, minus the query's own place, "
-            "as (row, col).",
-    doc="Exercise 10.1: displacement of each query's strongest key.")
+check_consistency = Exercise(
+    "ex-matching-consistency", kind="Implement", points=2,
+    answers=("my_consistent",),
+    run=_consistency_run, seed=98,
+    success="each left pixel's match, asked in turn from the right image's "
+            "side of the same volume, points back within one pixel.",
+    doc="Exercise 10.1: the left-right consistency check, on rows of "
+        "made-up scenes with occlusions.")
 
 
 # ------------------------------------------------------------------ 10.2

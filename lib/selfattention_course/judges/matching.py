@@ -39,49 +39,165 @@ def _number(value, what: str) -> float:
                     f"{type_name(value)}", "not-a-number") from None
 
 
-def _displacement_cases(rng):
-    drawn_rows = int(rng.integers(2, 6))
-    drawn = (drawn_rows, drawn_rows + int(rng.integers(1, 4)))
-    cases = []
-    for rows, cols in [(3, 5), drawn]:    # not square: (row, col) order matters
-        n = rows * cols
-        A = rng.random((n, n))
-        targets = rng.permutation(n)
-        A[np.arange(n), targets] += 2.0    # a clear winner per query
-        cases.append({"A": A / A.sum(axis=1, keepdims=True),
-                      "grid": (rows, cols)})
-    return cases
+def _texture(rng, channels=6, waves=8):
+    """A smooth random texture along a row: ``u`` (any shape) -> features
+    (..., channels), a sum of waves, so that neighbours look alike."""
+    freq = rng.uniform(0.2, 1.6, waves)
+    amp = rng.standard_normal((channels, waves))
+    phase = rng.uniform(0, 2 * np.pi, (channels, waves))
+    return lambda u: np.einsum(
+        "cm,...cm->...c", amp,
+        np.cos(np.asarray(u)[..., None, None] * freq + phase))
 
 
-def _displacement_judge(D, A, grid):
-    D = _array(D, "my_displacements")
-    rows, cols = grid
-    n = rows * cols
-    if D.shape != (n, 2):
-        raise Wrong(f"got shape {D.shape}, expected (n, 2) = {(n, 2)}: one "
-                    f"(d_row, d_col) per query", "shape")
-    ref = displacements(A, (rows, cols), periodic=False)
-    if np.array_equal(D, ref):
+def row_scene(rng, W, max_disp, noise=0.15):
+    """One row of a made-up scene seen by two rectified cameras.
+
+    A far surface fills the row; one or two near ones, narrower, stand in
+    front of it, at real-valued disparities. Each camera sees, at each
+    pixel, the nearest surface there: left pixel ``x`` sees the surface
+    point at ``x``, right pixel ``x'`` the point that lands there, at
+    ``x' + d``. -> features ``(W, 6)`` of the left and right row, centred,
+    unit length, with noise; the true disparity ``(W,)`` of the left row.
+    """
+    far = rng.uniform(1, max_disp / 3)
+    layers = [(far, -np.inf, np.inf, _texture(rng))]
+    for _ in range(int(rng.integers(1, 3))):
+        width = rng.uniform(5, W / 3)
+        start = rng.uniform(0, W - width)
+        layers.append((rng.uniform(far + 3, max_disp - 0.5), start,
+                       start + width, _texture(rng)))
+    layers.sort(key=lambda layer: layer[0])          # far to near
+    x = np.arange(W, dtype=float)
+
+    def seen(right):
+        F, depth = np.zeros((W, 6)), np.full(W, -1.0)
+        for d, start, stop, texture in layers:
+            u = x + d if right else x                  # point's left column
+            on = (u >= start) & (u < stop)             # later layers: nearer
+            F[on], depth[on] = texture(u[on]), d
+        F = F + noise * rng.standard_normal(F.shape)
+        F = F - F.mean(axis=-1, keepdims=True)
+        return F / np.linalg.norm(F, axis=-1, keepdims=True), depth
+
+    (F_left, truth), (F_right, _) = seen(False), seen(True)
+    return F_left, F_right, truth
+
+
+def scene_rows(rng):
+    """Rows of made-up scenes -> (F_left, F_right) (H, W, 6), the true
+    disparity (H, W) and d_max."""
+    H, W = int(rng.integers(2, 5)), int(rng.integers(30, 61))
+    max_disp = int(rng.integers(8, 17))
+    rows = [row_scene(rng, W, max_disp) for _ in range(H)]
+    F_left, F_right, truth = (np.stack(r) for r in zip(*rows))
+    return F_left, F_right, truth, max_disp
+
+
+def consistent(C, tolerance=1, back=1, at_own_column=False,
+               left_winners=False, clipped=False):
+    """The left-right check on a volume ``C`` (H, W, d_max + 1): left pixel
+    ``x`` picks ``d``, right pixel ``x' = x - d`` picks ``d'`` among the
+    left pixels ``x' + d'`` (read from the same volume, at
+    ``C[y, x' + d', d']``), and ``x`` passes if ``x' + d'`` is within
+    ``tolerance`` of it -> bool (H, W).
+
+    The other settings are mistakes the check names: ``back=-1`` (back to
+    ``x' - d'``), ``at_own_column`` (the right winner of column ``x``, not
+    ``x - d``), ``left_winners`` (the left image's winners stand in for the
+    right's), ``clipped`` (candidates off the right edge read at column
+    W - 1 instead of left out).
+    """
+    H, W, K = C.shape
+    d = np.argmax(C, axis=-1)                          # (H, W) left winners
+    x = np.arange(W)
+    cols = x[:, None] + np.arange(K)                   # (W, K): x' + d'
+    R = C[:, np.minimum(cols, W - 1), np.arange(K)]    # (H, W, K)
+    if not clipped:
+        R = np.where(cols < W, R, -np.inf)
+    d_right = d if left_winners else np.argmax(R, axis=-1)
+    target = x - d                                     # (H, W) right pixel
+    asked = np.broadcast_to(x, d.shape) if at_own_column else target
+    lands = target + back * np.take_along_axis(d_right, asked, axis=1)
+    return np.abs(lands - x) <= tolerance
+
+
+def _consistency_slips(C):
+    """(code, what the slip returns, message) for each slip the check
+    names, in the order it tries them."""
+    occluded = stereo.occluded(np.argmax(C, axis=-1).astype(float))
+    return [
+        ("inverted", ~consistent(C), "True marks the pixels that fail; "
+         "return True where the match points back (the book's masks: True "
+         "= keep)"),
+        ("own-column", consistent(C, at_own_column=True), "you asked the "
+         "right pixel in the left pixel's own column x; ask the one its "
+         "match lands on, x - d"),
+        ("left-winners", consistent(C, left_winners=True), "you reused the "
+         "left image's disparities at the right pixel; the right pixel "
+         "must choose among the left pixels it could match, from its own "
+         "side of the volume"),
+        ("back-sign", consistent(C, back=-1), "right pixel x' at disparity "
+         "d' points back to left pixel x' + d', to the right of it"),
+        ("exact-only", consistent(C, tolerance=0), "that asks the match to "
+         "point back exactly; within one pixel, |x - (x' + d')| <= 1, "
+         "passes too"),
+        ("too-lenient", consistent(C, tolerance=2), "that lets a match "
+         "point back two pixels away; within one pixel passes, two do not"),
+        ("off-image", consistent(C, clipped=True), "near the right edge "
+         "some left pixels x' + d' fall off the image: leave them out of "
+         "the right pixel's choice rather than reading column W - 1"),
+        ("one-map", ~occluded, "that is the occlusion of the left "
+         "disparities alone; the check asks the right image for its own "
+         "matches"),
+        ("one-map", occluded, "that is the occlusion of the left "
+         "disparities alone; the check asks the right image for its own "
+         "matches")]
+
+
+def _consistency_case(rng, every_slip=False):
+    # Redraw (a few times at most) until every slip the check names gives
+    # another map than the check: the border and the tolerance matter on
+    # few pixels, and a case where they do not tells nothing about them.
+    for _ in range(100):
+        F_left, F_right, _, max_disp = scene_rows(rng)
+        C = stereo.disparity_volume(F_left, F_right, max_disp)
+        want = consistent(C)
+        if not every_slip or all(not np.array_equal(want, slip)
+                                 for _, slip, _ in _consistency_slips(C)):
+            break
+    return {"C": C}
+
+
+def _consistency_cases(rng):
+    return [_consistency_case(rng), _consistency_case(rng, every_slip=True)]
+
+
+def _consistency_judge(out, C):
+    if isinstance(out, (str, Opaque)) or out is None:
+        raise Wrong(f"my_consistent should return a boolean array, got "
+                    f"{type_name(out)}", "type")
+    got = np.asarray(out)
+    expect_shape(got, "my_consistent(C)", C.shape[:2], "(H, W)",
+                 "one answer per left pixel")
+    if got.dtype != bool:
+        if got.dtype.kind not in "biuf" or not np.isin(got, (0, 1)).all():
+            raise Wrong("return True or False for each left pixel: whether "
+                        "its match points back within one pixel",
+                        "not-boolean")
+        got = got.astype(bool)
+    want = consistent(C)
+    if np.array_equal(got, want):
         return None
-    if np.array_equal(D, ref[:, ::-1]):
-        raise Wrong("you return (d_col, d_row); give (d_row, d_col)",
-                    "columns-first")
-    if np.array_equal(D, -ref):
-        raise Wrong("the signs are flipped: subtract the query's place from "
-                    "the key's place", "sign-flipped")
-    targets = np.argmax(A, axis=1)
-    if np.array_equal(D, np.stack(np.divmod(targets, cols), axis=1)):
-        raise Wrong("these are the positions of the best keys; subtract the "
-                    "position of each query to get a displacement",
-                    "positions-not-displacements")
-    wrong_axis = displacements(A.T, (rows, cols), periodic=False)
-    if np.array_equal(D, wrong_axis):
-        raise Wrong("you took the argmax over queries (axis 0); each query "
-                    "is a row, so take the argmax along axis 1",
-                    "argmax-over-queries")
-    raise Wrong("some displacements are wrong: for row i take "
-                "j = argmax(A[i]), then divmod(j, cols) - divmod(i, cols)",
-                "not-the-displacements")
+    for code, slip, message in _consistency_slips(C):
+        if np.array_equal(got, slip):
+            raise Wrong(message, code)
+    wrong = int((got != want).sum())
+    raise Wrong(f"{wrong} of the {got.size} left pixels get another answer "
+                f"than the check: left pixel x picks d, right pixel x - d "
+                f"picks among the left pixels that could match it, and x "
+                f"passes if that one is within one pixel of x",
+                "not-the-check")
 
 
 def pyramid_entries(H, W, levels, floor=True, frame1=True, first=0):
@@ -462,8 +578,8 @@ def _landing_judge(out, seed, dy, dx):
 
 
 JUDGES = {
-    "ex-matching-displacement": Judge(
-        cases=_displacement_cases, judge=_displacement_judge),
+    "ex-matching-consistency": Judge(
+        cases=_consistency_cases, judge=_consistency_judge),
     "ex-matching-pyramid": Judge(cases=_pyramid_cases, judge=_pyramid_judge),
     "ex-matching-bilinear": Judge(
         cases=_bilinear_cases, judge=_bilinear_judge),
