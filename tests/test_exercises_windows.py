@@ -127,15 +127,15 @@ def test_swin_macs_passes_hidden_cases(seed):
 
 # ------------------------------------------------------------------ padding
 def padded(x, W_q, W_k, W_v, W_o, h, M, shift, table, mask_keys=True,
-           bias=True):
+           bias=True, fill=0.0):
     H, W, _ = x.shape
     pad = [(M - shift, shift), (M - shift, shift), (0, 0)]
     real = np.pad(np.ones((H, W, 1), dtype=bool), pad)
     keys = partition(real, M)[..., 0]
     B = position.relative_position_bias(table, (M, M)) if bias else None
     Y, A = attention.multi_head_attention(
-        partition(np.pad(x, pad), M), W_q, W_k, W_v, W_o, h,
-        mask=keys[:, None, None, :] if mask_keys else None, bias=B)
+        partition(np.pad(x, pad, constant_values=fill), M), W_q, W_k, W_v,
+        W_o, h, mask=keys[:, None, None, :] if mask_keys else None, bias=B)
     Y = reverse(Y, (H + M, W + M), M)
     return Y[M - shift:M - shift + H, M - shift:M - shift + W], A
 
@@ -162,6 +162,19 @@ def loose_mask(*args):
     return padded(*args, mask_keys=False)
 
 
+def made_up_maps(x, W_q, W_k, W_v, W_o, h, M, shift, table):
+    # the right Y with maps that only look right: the right shape, rows
+    # summing to one and no weight on padding (uniform over real keys)
+    Y, A = padded(x, W_q, W_k, W_v, W_o, h, M, shift, table)
+    real = A.max(axis=(1, 2), keepdims=True) > 0
+    return Y, np.broadcast_to(real / real.sum(-1, keepdims=True), A.shape)
+
+
+def padded_with_ones(*args):
+    # what fills the padding changes only the padded queries' rows
+    return padded(*args, fill=1.0)
+
+
 @pytest.mark.parametrize("answer, status, code", [
     (padded, "correct", None),
     (None, "not done", "not-done"),
@@ -174,6 +187,7 @@ def loose_mask(*args):
      "not-the-attention"),
     (lambda *a: (padded(*a)[0], 2 * padded(*a)[1]), "wrong",
      "rows-not-normalised"),
+    (made_up_maps, "wrong", "maps-not-the-attention"),
     (lib.window_attention, "for review", "for-review"),
 ])
 def test_padding_check(answer, status, code):
@@ -193,6 +207,7 @@ def test_padding_on_the_wrong_side_is_named():
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_padding_passes_hidden_cases(seed):
     assert run(checks.check_padding, padded, seed).passed
+    assert run(checks.check_padding, padded_with_ones, seed).passed
 
 
 # ------------------------------------------------------------------ spread

@@ -13,7 +13,9 @@ from selfattention.exercises.core import (
     returned_arrays,
     type_name,
 )
+from selfattention.attention import multi_head_attention
 from selfattention.masks import window_ids
+from selfattention.position import relative_position_bias
 from selfattention.windows import (
     padded_window_ids,
     window_attention,
@@ -144,6 +146,19 @@ def _padding_cases(rng):
     return cases
 
 
+def _padded_maps(x, W_q, W_k, W_v, W_o, h, M, shift, table):
+    """The maps of the windows of the grid padded with zeros, M - shift
+    patches before and shift after, padded keys masked."""
+    H, W, _ = x.shape
+    pad = [(M - shift, shift), (M - shift, shift), (0, 0)]
+    real = window_partition(np.pad(np.ones((H, W, 1), bool), pad), M)[..., 0]
+    _, A = multi_head_attention(
+        window_partition(np.pad(x, pad), M), W_q, W_k, W_v, W_o, h,
+        mask=real[:, None, None, :],
+        bias=relative_position_bias(table, (M, M)))
+    return A                                   # (windows, h, M², M²)
+
+
 def _padding_judge(out, x, W_q, W_k, W_v, W_o, h, M, shift, table):
     Y, A = returned_arrays(out, 2, "my_padded_attention should return a "
                            "pair (Y, A)")
@@ -162,7 +177,16 @@ def _padding_judge(out, x, W_q, W_k, W_v, W_o, h, M, shift, table):
     padded_keys = (A * ~real[:, None, None, :]).max() > 1e-12
     want, _ = window_attention(x, *Ws, h, M, shift, table)
     if np.allclose(Y, want, atol=1e-10) and not padded_keys:
-        return None
+        # The maps of the real queries, whatever fills the padding: their
+        # padded keys are masked, so only the grid's tokens decide them.
+        maps = _padded_maps(x, *Ws, h, M, shift, table)
+        rows = np.broadcast_to(real[:, None, :, None], A.shape)
+        if np.allclose(A[rows], maps[rows], rtol=0, atol=1e-10):
+            return None
+        raise Wrong("Y is right but A is not the weights of the padded "
+                    "windows: return the (windows, h, M², M²) maps that "
+                    "produced Y, which the real queries' rows must match",
+                    "maps-not-the-attention")
     if 2 * shift != M and np.allclose(
             Y, window_attention(x, *Ws, h, M, M - shift, table)[0]):
         raise Wrong(f"these are the windows shifted by M - shift = "
