@@ -36,7 +36,9 @@ check_swin_macs = Exercise(
     references=("selfattention.cost.window_msa_macs",
                 "selfattention.cost.msa_macs",
                 "selfattention.flops.count_flops",
-                "torch.utils.flop_counter.FlopCounterMode"),
+                "torch.utils.flop_counter.FlopCounterMode",
+                # profile(with_flops=True) counts the FLOPs as well
+                "torch.profiler", "torch.autograd.profiler"),
     written="why is 4HWC² the same in every stage, and what does the "
             "64-fold ratio of chapter 8 count besides score entries?",
     written_points=1, seed=82,
@@ -60,6 +62,7 @@ check_padding = Exercise(
                 "selfattention.windows.cyclic_shift",
                 "selfattention.windows.reverse_cyclic_shift",
                 "selfattention.windows.region_labels",
+                "selfattention.windows.padded_window_ids",
                 "selfattention.windows.rolled_window_masks",
                 "selfattention.windows.shifted_window_mask",
                 "selfattention.windows.shifted_window_bias"),
