@@ -21,6 +21,8 @@ check_block_counts = Exercise(
     seed=61,
     references=("selfattention.flops.count_flops",
                 "torch.utils.flop_counter.FlopCounterMode",
+                # profile(with_flops=True) counts the FLOPs as well
+                "torch.profiler", "torch.autograd.profiler",
                 "torch.nn.MultiheadAttention",
                 # the attention sublayer's multiply-adds, 4nd² + 2n²d
                 "selfattention.cost.msa_macs",
