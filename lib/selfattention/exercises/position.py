@@ -18,7 +18,9 @@ check_shift = Exercise(
     answers=("shift_matrix",),
     run=_shift_run,
     references=("selfattention.position.sinusoidal_1d",
-                "selfattention.position.sinusoidal_2d"), seed=51,
+                "selfattention.position.sinusoidal_2d",
+                # a least-squares fit of codes at t and t + k measures M
+                "numpy.linalg", "scipy.linalg", "torch.linalg"), seed=51,
     success="M turns every column pair by k times its frequency: M E_t = "
             "E_(t+k) for every t, whatever the width, the offset and the "
             "base.",
@@ -54,6 +56,8 @@ check_bias_equivariance = Exercise(
     references=("selfattention.attention.attention",
                 "selfattention.attention.multi_head_attention",
                 "selfattention.attention.softmax",
+                "scipy.special.softmax", "torch.softmax",
+                "torch.nn.functional.softmax", "torch.Tensor.softmax",
                 "torch.nn.functional.scaled_dot_product_attention",
                 "torch.nn.MultiheadAttention"), seed=52,
     written="prove your rule, sufficient and necessary; which shuffles "
