@@ -21,6 +21,8 @@ check_same_output_row = Exercise(
     "ex-misconceptions-same-output", kind="Prove", points=2,
     answers=("same_output_row",),
     run=_same_output_run, seed=111,
+    # a linear program's vertex is such a row, found without the step
+    references=("scipy.optimize",),
     written="why does such a row exist whenever n > d_v + 1, and what does "
             "that mean for the class token's 17 weights per head of "
             "width 8?",
