@@ -322,6 +322,29 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
      "from torch.utils.flop_counter import FlopCounterMode\n"
      "def grouped_counts(d, h, g, n, m):\n"
      "    return FlopCounterMode"),
+    ("03_multihead", "ex-multihead-grouped",
+     "from torch.profiler import profile\n"
+     "def grouped_counts(d, h, g, n, m):\n"
+     "    with profile(with_flops=True) as prof:\n"
+     "        pass\n"
+     "    return 0, sum(e.flops for e in prof.key_averages()) // 2, 0"),
+    ("05_position", "ex-position-shift",
+     "import numpy as np\n"
+     "def shift_matrix(d, k, base):\n"
+     "    E = np.ones((d, 50))\n"
+     "    return np.linalg.lstsq(E.T, E.T, rcond=None)[0].T"),
+    ("05_position", "ex-position-bias-equivariance",
+     "from scipy.special import softmax\n"
+     "def still_equivariant(table, rows, cols, perm):\n"
+     "    return bool(softmax(table).all())"),
+    ("08_windows", "ex-windows-padding",
+     "from selfattention.windows import padded_window_ids\n"
+     "def my_padded_attention(x, W_q, W_k, W_v, W_o, h, M, shift, table):\n"
+     "    return padded_window_ids(x.shape[:2], M, shift)"),
+    ("11_misconceptions", "ex-misconceptions-same-output",
+     "from scipy.optimize import linprog\n"
+     "def same_output_row(a, V):\n"
+     "    return linprog(-a, A_eq=V.T, b_eq=a @ V, bounds=(0, None)).x"),
     ("06_transformer", "ex-transformer-rollout-limit",
      "import numpy as np\nfrom selfattention import interpret\n"
      "def rollout_limit(maps, residual):\n"
