@@ -115,6 +115,28 @@ def test_depth_passes_hidden_cases(seed):
     assert run(cost.check_conv_depth, depth, seed).passed
 
 
+def watched(grid, k):
+    # stacks the convolutions on the grid and watches the receptive field
+    # of a corner grow: right on small grids, measured rather than derived
+    seen = np.zeros(grid, bool)
+    seen[0, 0] = True
+    layers, r = 0, (k - 1) // 2
+    while not seen.all():
+        rows, cols = np.nonzero(seen)
+        seen[:rows.max() + r + 1, :cols.max() + r + 1] = True
+        layers += 1
+    return layers
+
+
+def test_depth_cannot_be_watched_on_the_last_case():
+    small = [c for c in cost.check_conv_depth.public_cases()
+             if max(c["grid"]) < 100]
+    fb = cost.check_conv_depth.assess(
+        cost.check_conv_depth.attempt([watched], small), small)
+    assert fb.passed                              # the route is right...
+    expect(run(cost.check_conv_depth, watched), "wrong", "out-of-memory")
+
+
 def test_depth_diagnoses_floor_on_a_grid_that_needs_rounding():
     fb = cost.check_conv_depth.assess(
         cost.check_conv_depth.attempt(

@@ -83,11 +83,19 @@ def _merge_judge(out, S, V, allowed, parts, order):
     return None
 
 
+#: The sides of the last case of 7.2: a grid of 10¹⁶ pixels or more, which
+#: no answer that stacks the convolutions and watches the receptive field
+#: grow can hold (a boolean per pixel takes 10 PB); the depth is one line.
+HUGE_SIDES = (10**8, 10**9)
+
+
 def _depth_cases(rng):
     drawn = [(int(rng.integers(2, 80)), int(rng.integers(2, 80)),
               int(rng.choice([3, 5, 7, 9]))) for _ in range(3)]
+    huge = (int(rng.integers(*HUGE_SIDES)), int(rng.integers(*HUGE_SIDES)),
+            int(rng.choice([5, 7, 9])))
     return [{"grid": (H, W), "k": k} for H, W, k in
-            [(56, 56, 3), (8, 20, 5)] + drawn]
+            [(56, 56, 3), (8, 20, 5)] + drawn + [huge]]
 
 
 def _depth_judge(out, grid, k):
