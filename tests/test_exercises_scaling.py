@@ -35,6 +35,20 @@ def test_scale_factor_check(answer, status, code):
     verdict(checks.check_scale_factor, [answer], status, code)
 
 
+def test_a_measured_factor_is_told_apart_from_the_right_one():
+    # a factor measured on samples is off by their noise: the message must
+    # not read "standard deviation 1, not 1"
+    def measured(d_k, s):
+        rng = np.random.default_rng(0)
+        q, k = rng.normal(0, s, (2, 20_000, d_k))
+        return 1 / np.std((q * k).sum(axis=1))
+
+    with pytest.raises(judges.Wrong) as err:
+        judges._scale_judge(measured(16, 1.0), 16, 1.0)
+    assert err.value.code == "not-unit-variance"
+    assert ", not 1" not in str(err.value) and "derive it" in str(err.value)
+
+
 # ------------------------------------------------------------ norm
 def jacobian_norm(P):                      # the norm, from the matrices
     J = P[..., :, None] * np.eye(P.shape[-1]) - P[..., :, None] * \

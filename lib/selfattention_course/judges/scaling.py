@@ -75,9 +75,15 @@ def _scale_judge(got, d_k, sigma):
     for value, message, code in guesses:
         if math.isclose(got, value, rel_tol=1e-9):
             raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g}: {message}", code)
+    sd = got * sigma ** 2 * math.sqrt(d_k)
+    if abs(sd - 1) < 0.01:
+        raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g} you return {got:.6g};"
+                    f" the scores then have standard deviation {sd:.6g}, "
+                    f"close to 1 but not 1: a factor measured on samples "
+                    f"is off by their noise, derive it from d_k and σ",
+                    "not-unit-variance")
     raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g} you return {got:.4g}; the "
-                f"scores then have standard deviation "
-                f"{got * sigma ** 2 * math.sqrt(d_k):.3g}, not 1",
+                f"scores then have standard deviation {sd:.3g}, not 1",
                 "not-unit-variance")
 
 
