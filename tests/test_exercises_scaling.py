@@ -17,34 +17,58 @@ from selfattention_course.judges import scaling as judges
 softmax = own(library_softmax)
 
 
-# ------------------------------------------------------------ scale factor
+# ------------------------------------------------------------ two factors
+def right(d_k, s, m):
+    return (1 / math.sqrt(d_k * s * s * (s * s + 2 * m * m)),
+            1 / math.sqrt(d_k * s * s * (s * s + m * m)))
+
+
 @pytest.mark.parametrize("answer, status, code", [
-    (lambda d_k, s: 1 / (s ** 2 * math.sqrt(d_k)), "correct", None),
-    (lambda d_k, s: 1 / (s * s * d_k ** 0.5), "correct", None),
+    (right, "correct", None),
+    (lambda d_k, s, m: np.array(right(d_k, s, m)), "correct", None),
     (None, "not done", "not-done"),
-    (lambda d_k, s: None, "not done", "not-done"),
-    (lambda d_k, s: 1 / math.sqrt(d_k), "wrong", "sigma-ignored"),
-    (lambda d_k, s: 1 / (s * math.sqrt(d_k)), "wrong", "sigma-not-squared"),
-    (lambda d_k, s: 1 / d_k, "wrong", "divides-by-variance"),
-    (lambda d_k, s: 1 / (s ** 4 * d_k), "wrong", "divides-by-variance"),
-    (lambda d_k, s: s ** 2 * math.sqrt(d_k), "wrong", "not-inverted"),
-    (lambda d_k, s: 0.1, "wrong", "not-unit-variance"),
-    (lambda d_k, s: "x", "wrong", "not-a-number"),
+    (lambda d_k, s, m: None, "not done", "not-done"),
+    (lambda d_k, s, m: right(d_k, s, m)[::-1], "wrong", "swapped"),
+    (lambda d_k, s, m: (1 / (s * s * d_k ** 0.5),) * 2, "wrong",
+     "mean-ignored"),
+    (lambda d_k, s, m: (right(d_k, s, m)[1],) * 2, "wrong", "row-for-all"),
+    (lambda d_k, s, m: (right(d_k, s, m)[0],) * 2, "wrong", "all-for-row"),
+    (lambda d_k, s, m: (1 / (d_k ** 0.5 * (s * s + m * m)),
+                        right(d_k, s, m)[1]), "wrong", "second-moment"),
+    (lambda d_k, s, m: (right(d_k, s, m)[0] ** 2, right(d_k, s, m)[1]),
+     "wrong", "divides-by-variance"),
+    (lambda d_k, s, m: (right(d_k, s, m)[0], 1 / right(d_k, s, m)[1]),
+     "wrong", "not-inverted"),
+    (lambda d_k, s, m: (0.1, 0.1), "wrong", "not-unit-variance"),
+    (lambda d_k, s, m: 0.1, "wrong", "not-a-pair"),
+    (lambda d_k, s, m: ("x", 1.0), "wrong", "not-a-number"),
 ])
-def test_scale_factor_check(answer, status, code):
-    verdict(checks.check_scale_factor, [answer], status, code)
+def test_scale_factors_check(answer, status, code):
+    verdict(checks.check_scales, [answer], status, code)
+
+
+def test_the_factors_give_unit_variance_on_samples():
+    # what the formulas claim, measured: all pairs, and one query's row
+    rng = np.random.default_rng(0)
+    d_k, s, m = 16, 1.5, 0.7
+    q, k = rng.normal(m, s, (2, 3000, d_k))
+    c_all, c_row = right(d_k, s, m)
+    S = q @ k.T                                   # (queries, keys)
+    assert abs(np.var(c_all * S) - 1) < 0.03
+    assert abs(np.mean(np.var(c_row * S, axis=1)) - 1) < 0.03
 
 
 def test_a_measured_factor_is_told_apart_from_the_right_one():
-    # a factor measured on samples is off by their noise: the message must
+    # factors measured on samples are off by their noise: the message must
     # not read "standard deviation 1, not 1"
-    def measured(d_k, s):
+    def measured(d_k, s, m):
         rng = np.random.default_rng(0)
-        q, k = rng.normal(0, s, (2, 20_000, d_k))
-        return 1 / np.std((q * k).sum(axis=1))
+        q, k = rng.normal(m, s, (2, 400, d_k))
+        S = q @ k.T
+        return 1 / np.std(S), 1 / np.sqrt(np.mean(np.var(S, axis=1)))
 
     with pytest.raises(judges.Wrong) as err:
-        judges._scale_judge(measured(16, 1.0), 16, 1.0)
+        judges._scale_judge(measured(16, 1.0, 0.5), 16, 1.0, 0.5)
     assert err.value.code == "not-unit-variance"
     assert ", not 1" not in str(err.value) and "derive it" in str(err.value)
 

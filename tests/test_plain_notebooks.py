@@ -98,10 +98,10 @@ def test_an_unknown_label_or_citation_is_an_error():
 
 def test_directives_become_headed_blocks_and_quotes():
     text = plain_markdown(
-        ":::{exercise} Derive: something (1 point)\n:label: ex-scaling-factor"
+        ":::{exercise} Derive: something (1 point)\n:label: ex-scaling-mean"
         "\n\nBody with $x$.\n\n```{note} Careful\nInner.\n```\n:::",
         INDEX, "chapters/02_scaling")
-    number = INDEX.targets["ex-scaling-factor"].number
+    number = INDEX.targets["ex-scaling-mean"].number
     assert text.startswith(f"### Exercise {number}: Derive: something")
     assert "> **Careful**" in text and "> Inner." in text
     assert ":::" not in text and "```" not in text

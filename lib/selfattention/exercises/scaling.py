@@ -6,24 +6,30 @@ import numpy as np
 
 from .core import GRADIENTS, Exercise, Wrong, call
 
-__all__ = ["check_scale_factor", "check_jacobian_norm",
+__all__ = ["check_scales", "check_jacobian_norm",
            "check_query_gradient", "check_saturation",
            "check_predict_max_weight"]
 
 
 # ------------------------------------------------------------------ 2.1
-def _scale_run(my_scale, d_k, sigma):
-    return call(my_scale, d_k, sigma, what="my_scale")
+def _scales_run(my_scales, d_k, sigma, mu):
+    return call(my_scales, d_k, sigma, mu, what="my_scales")
 
 
-check_scale_factor = Exercise(
-    "ex-scaling-factor", kind="Derive", points=1,
-    answers=("my_scale",), run=_scale_run,
+check_scales = Exercise(
+    "ex-scaling-mean", kind="Derive", points=2,
+    answers=("my_scales",), run=_scales_run,
     seed=21,
-    success="c = 1 / (σ² √d_k) gives the scores unit variance for every "
-            "d_k and σ.",
-    doc="Exercise 2.1: the factor that gives q·k unit variance when the "
-        "components of q and k have standard deviation σ.")
+    written="which of the two factors should attention divide by, and why "
+            "does the softmax not see the rest of the variance?",
+    written_points=1,
+    success="c_all = 1 / √(d_k σ² (σ² + 2μ²)) and c_row = "
+            "1 / √(d_k σ² (σ² + μ²)): the scores of all queries together "
+            "also spread by their row means μ Σ q_i, one query's scores "
+            "do not.",
+    doc="Exercise 2.1: the factors that give q·k unit variance, over all "
+        "pairs and within one query's row, when the components have mean "
+        "μ and standard deviation σ.")
 
 
 # ------------------------------------------------------------------ 2.2

@@ -44,47 +44,81 @@ def _as_number(value, what: str) -> float:
 
 
 def _scale_cases(rng):
-    fixed = [(16, 1.0), (64, 2.0), (9, 0.5), (256, 3.0)]
-    drawn = [(int(rng.integers(2, 1025)), float(rng.uniform(0.2, 4.0)))
-             for _ in range(2)]
-    return [{"d_k": d_k, "sigma": sigma} for d_k, sigma in fixed + drawn]
+    fixed = [(16, 1.0, 0.0), (64, 2.0, 1.0), (9, 0.5, -0.5),
+             (256, 3.0, 0.2)]
+    drawn = [(int(rng.integers(2, 1025)), float(rng.uniform(0.2, 4.0)),
+              float(rng.uniform(-2.0, 2.0))) for _ in range(2)]
+    return [{"d_k": d_k, "sigma": sigma, "mu": mu}
+            for d_k, sigma, mu in fixed + drawn]
 
 
-def _scale_judge(got, d_k, sigma):
-    got = _as_number(got, "my_scale")
-    want = 1 / (sigma ** 2 * math.sqrt(d_k))
-    if math.isclose(got, want, rel_tol=1e-9):
+def _scale_factors(d_k, sigma, mu):
+    """(c_all, c_row): Var(q·k) = d_k σ² (σ² + 2μ²) over all pairs; one
+    query's scores spread by E_q Var_k(q·k | q) = d_k σ² (σ² + μ²)."""
+    return (1 / math.sqrt(d_k * sigma ** 2 * (sigma ** 2 + 2 * mu ** 2)),
+            1 / math.sqrt(d_k * sigma ** 2 * (sigma ** 2 + mu ** 2)))
+
+
+def _scale_judge(got, d_k, sigma, mu):
+    if isinstance(got, (str, Opaque)) or not hasattr(got, "__len__") \
+            or len(got) != 2:
+        raise Wrong(f"my_scales should return a pair (c_all, c_row), got "
+                    f"{type_name(got)}", "not-a-pair")
+    c_all = _as_number(got[0], "c_all of my_scales")
+    c_row = _as_number(got[1], "c_row of my_scales")
+    want_all, want_row = _scale_factors(d_k, sigma, mu)
+    where = f"for d_k = {d_k}, σ = {sigma:.4g}, μ = {mu:.4g}"
+
+    def near(x, y):
+        return math.isclose(x, y, rel_tol=1e-9)
+
+    if near(c_all, want_all) and near(c_row, want_row):
         return None
-    guesses = [
-        (1 / math.sqrt(d_k), "your factor ignores σ. Each product q_i k_i "
-                             "has variance σ²·σ² = σ⁴, so the sum has "
-                             "variance d_k σ⁴", "sigma-ignored"),
-        (1 / (sigma * math.sqrt(d_k)), "divide by σ², not σ: q_i k_i has "
-                                       "variance σ⁴, so its standard "
-                                       "deviation is σ²", "sigma-not-squared"),
-        (1 / d_k, "you divided by the variance d_k; to get unit variance "
-                  "divide by the standard deviation, √d_k (times σ²)",
-         "divides-by-variance"),
-        (1 / (sigma ** 4 * d_k), "you divided by the variance d_k σ⁴; "
-                                 "divide by its square root, σ² √d_k",
-         "divides-by-variance"),
-        (math.sqrt(d_k) * sigma ** 2, "this is the standard deviation "
-                                      "itself; the factor is its inverse",
-         "not-inverted"),
-    ]
-    for value, message, code in guesses:
-        if math.isclose(got, value, rel_tol=1e-9):
-            raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g}: {message}", code)
-    sd = got * sigma ** 2 * math.sqrt(d_k)
-    if abs(sd - 1) < 0.01:
-        raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g} you return {got:.6g};"
-                    f" the scores then have standard deviation {sd:.6g}, "
-                    f"close to 1 but not 1: a factor measured on samples "
-                    f"is off by their noise, derive it from d_k and σ",
-                    "not-unit-variance")
-    raise Wrong(f"for d_k = {d_k}, σ = {sigma:.4g} you return {got:.4g}; the "
-                f"scores then have standard deviation {sd:.3g}, not 1",
-                "not-unit-variance")
+    if near(c_all, want_row) and near(c_row, want_all) and mu != 0:
+        raise Wrong(f"{where}: the two factors are swapped: the spread over "
+                    f"all pairs is the larger one", "swapped")
+    no_mean = 1 / (sigma ** 2 * math.sqrt(d_k))
+    if mu != 0 and (near(c_all, no_mean) or near(c_row, no_mean)):
+        raise Wrong(f"{where}: your factor ignores the mean μ. With a mean, "
+                    f"q_i k_i has E[(q_i k_i)²] = (σ² + μ²)² and mean μ²",
+                    "mean-ignored")
+    for c, want, name in ((c_all, want_all, "c_all"),
+                          (c_row, want_row, "c_row")):
+        if near(c, want):
+            continue
+        if near(c, want ** 2):
+            raise Wrong(f"{where}: {name} divides by a variance; to get unit "
+                        f"variance divide by its square root",
+                        "divides-by-variance")
+        if near(c, 1 / want):
+            raise Wrong(f"{where}: {name} is the standard deviation itself; "
+                        f"the factor is its inverse", "not-inverted")
+    if near(c_all, 1 / (math.sqrt(d_k) * (sigma ** 2 + mu ** 2))):
+        raise Wrong(f"{where}: c_all takes E[(q_i k_i)²] = (σ² + μ²)² as the "
+                    f"variance of one product; subtract its squared mean μ⁴",
+                    "second-moment")
+    if mu != 0 and near(c_all, want_row):
+        raise Wrong(f"{where}: c_all is the factor of one query's row. Over "
+                    f"all pairs the scores also differ from query to query: "
+                    f"each row is shifted by its own mean μ Σ q_i",
+                    "row-for-all")
+    if mu != 0 and near(c_row, want_all):
+        raise Wrong(f"{where}: c_row is the factor over all pairs. For one "
+                    f"query, μ Σ q_i is the same for every key and does not "
+                    f"spread its scores", "all-for-row")
+    for c, want, name in ((c_all, want_all, "c_all"),
+                          (c_row, want_row, "c_row")):
+        if near(c, want):
+            continue
+        sd = c / want
+        if abs(sd - 1) < 0.01:
+            raise Wrong(f"{where}: {name} = {c:.6g} gives standard deviation "
+                        f"{sd:.6g}, close to 1 but not 1: a factor measured "
+                        f"on samples is off by their noise, derive it from "
+                        f"d_k, σ and μ", "not-unit-variance")
+        raise Wrong(f"{where}: {name} = {c:.4g} gives the scores standard "
+                    f"deviation {sd:.3g}, not 1", "not-unit-variance")
+    return None
 
 
 def _norm_cases(rng):
@@ -326,7 +360,7 @@ def _predict_judge(out, d_k, seed):
 
 
 JUDGES = {
-    "ex-scaling-factor": Judge(cases=_scale_cases, judge=_scale_judge),
+    "ex-scaling-mean": Judge(cases=_scale_cases, judge=_scale_judge),
     "ex-scaling-norm": Judge(
         cases=_norm_cases, judge=_norm_judge,
         slow=f"the hidden cases hold a row of {WIDE_ROW:,} weights, whose "
