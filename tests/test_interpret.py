@@ -98,6 +98,52 @@ def test_head_ablation_is_accuracy_with_one_head_kept_out():
     assert out[1, 2] == vit.accuracy(model, X, y, keep)
 
 
+def test_pair_ablation_is_accuracy_with_two_heads_kept_out():
+    model = fresh_model()
+    rng = np.random.default_rng(4)
+    X, y = rng.random((30, 16, 4)), rng.integers(0, 10, 30)
+    out = interpret.pair_ablation(model, X, y)
+    assert out.shape == (2, 6)                     # pairs (0, 1), (0, 2), ...
+    keep = np.ones((2, 4))
+    keep[1, [1, 3]] = 0                            # the fifth pair: (1, 3)
+    assert out[1, 4] == vit.accuracy(model, X, y, keep)
+
+
+def test_occlusion_is_one_forward_pass_per_blanked_patch():
+    model = fresh_model(seed=6)
+    rng = np.random.default_rng(6)
+    X = rng.random((7, 16, 4))
+    X[rng.random((7, 16)) < 0.4] = 0.0             # some patches blank
+    drop, label = interpret.occlusion(model, X)
+    logits = vit.forward(model, X)[0]
+    rows, pred = np.arange(7), logits.argmax(1)
+    for j in range(16):
+        X_j = X.copy()
+        X_j[:, j] = 0.0
+        out = vit.forward(model, X_j)[0]
+        assert np.allclose(drop[:, j], logits[rows, pred] - out[rows, pred],
+                           rtol=0, atol=1e-12)
+        assert np.array_equal(label[:, j], out.argmax(1))
+    blank = ~X.any(-1)
+    assert blank.any() and np.all(drop[blank] == 0)
+    assert np.all(label[blank] == np.broadcast_to(pred[:, None], X.shape[:2])[
+        blank])
+    other, _ = interpret.occlusion(model, X, value=0.5)   # another fill
+    assert not np.allclose(other, drop)
+
+
+def test_removal_curve_counts_what_remove_patches_leaves_right():
+    model = fresh_model(seed=7)
+    rng = np.random.default_rng(7)
+    X, scores = rng.random((25, 16, 4)), rng.random((25, 16))
+    y = vit.predict(model, X)                      # all right at k = 0
+    curve = interpret.removal_curve(model, X, y, scores, [0, 3, 16])
+    assert curve[0] == 25 and curve.dtype.kind == "i"
+    for k, count in zip((3, 16), curve[1:]):
+        left = interpret.remove_patches(X, scores, k)
+        assert count == np.sum(vit.predict(model, left) == y)
+
+
 @pytest.mark.slow
 def test_logit_gradient_matches_finite_differences():
     model = fresh_model()

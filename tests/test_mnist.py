@@ -1,11 +1,13 @@
 """Chapter 6's real handwriting: the split, the recipe's pieces, the CNN,
-the relative position bias, post-LN blocks and the trained files."""
+the relative position bias, post-LN blocks, the trained files and what
+chapter 11 measures on them."""
 
 import numpy as np
 import pytest
 import torch
 
-from selfattention import data, mnist, patches, position, vit
+from selfattention import (data, interpret, mnist, patches, position, trained,
+                           vit)
 from selfattention_course.judges.transformer import (block_macs,
                                                    block_parameters)
 
@@ -185,3 +187,50 @@ def test_the_trained_vits_load_and_read_digits(name, split):
     assert np.mean(logits.argmax(1) == split.y_test[:200]) > 0.8
     with pytest.raises(ValueError, match="name"):
         mnist.load_vit("vit-unknown")
+
+
+# ------------------------------------------------------------ chapter 11
+@pytest.fixture(scope="module")
+def measured():
+    return trained.load("vit-mnist-misconceptions")
+
+
+def test_the_misconceptions_file_is_the_chapter_models(measured, split):
+    model, few = mnist.load_vit("vit-mnist"), slice(None, None, 100)
+    X = split.X_test[few]                        # one digit of each class
+    drop, label = interpret.occlusion(model, X)
+    assert np.allclose(drop, measured["occlusion"][few], rtol=0, atol=1e-9)
+    assert np.array_equal(label, measured["occluded_label"][few])
+    ixg = (X * interpret.logit_gradient(model, X)).sum(-1)
+    assert np.allclose(ixg, measured["in_x_grad"][few], rtol=0, atol=1e-9)
+    blank = X.sum(-1) == 0                       # blanking them changes nothing
+    assert np.all(drop[blank] == 0) and np.all(ixg[blank] == 0)
+
+
+def test_the_misconceptions_counts_fit_together(measured, split):
+    N, n = len(split.y_test), split.X_test.shape[1]
+    removal, pairs = measured["removal"], measured["pairs"]
+    assert removal.shape == (len(mnist.RANKINGS), len(mnist.BLANKED))
+    assert np.array_equal(measured["blanked"], mnist.BLANKED)
+    assert pairs.shape == (4, 6)
+    assert np.all((0 <= removal) & (removal <= N))
+    assert np.all((0 <= pairs) & (pairs <= N))
+    # A digit that survives each single patch blanked survives occlusion's
+    # first patch blanked.
+    survive = (measured["occluded_label"] == split.y_test[:, None]).all(1)
+    first = mnist.RANKINGS.index("occlusion")
+    assert survive.sum() <= removal[first, 0]
+    assert measured["occlusion"].shape == (N, n)
+
+
+@pytest.mark.slow
+def test_a_misconceptions_count_is_what_the_library_computes(measured, split):
+    model = mnist.load_vit("vit-mnist")
+    X, y = split.X_test, split.y_test
+    ink = mnist.RANKINGS.index("ink")
+    again = interpret.removal_curve(model, X, y, X.sum(-1), [16])
+    assert again[0] == measured["removal"][ink, -1]
+    keep = np.ones((4, 4))
+    keep[3, [2, 3]] = 0.0                        # layer 4, heads 3 and 4
+    assert round(vit.accuracy(model, X, y, keep) * len(y)) == \
+        measured["pairs"][3, -1]

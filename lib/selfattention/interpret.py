@@ -1,4 +1,5 @@
-"""Reading a trained tiny ViT: where it attends, what it uses (6 and 11).
+"""Reading a trained tiny ViT: where it attends, what it uses
+(:ref:`ch-transformer`, :ref:`ch-misconceptions`).
 
 ``maps`` is always the stack :func:`selfattention.vit.forward` returns,
 shape (N, L, h, 1+n, 1+n): token 0 is the class token, token ``1 + j`` the
@@ -7,17 +8,21 @@ patch ``j`` of a row-major ``grid`` of ``patch``-pixel patches.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import torch
 
+from . import vit
 from ._relations import (maps_fit_grid, one_per_image, same_shape,
                          tokens_fit_model, two_items_per_row)
 from ._validate import (boundary, floats, grid, integer, ints, number,
-                        optional, positive_int)
+                        optional, positive_int, sequence)
 from .vit import _MODEL, _tensor, accuracy
 
 __all__ = ["patch_distances", "mean_attention_distance", "cls_attention",
-           "rollout", "head_ablation", "logit_gradient", "remove_patches",
+           "rollout", "head_ablation", "pair_ablation", "logit_gradient",
+           "occlusion", "remove_patches", "removal_curve",
            "rank_correlation"]
 
 
@@ -82,6 +87,24 @@ def head_ablation(model, X, y):
     return out
 
 
+@boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
+          checks=(tokens_fit_model, one_per_image.using(values="y")))
+def pair_ablation(model, X, y):
+    """Accuracy with two heads of one layer removed, shape (L, h(h-1)/2).
+
+    The pairs of each layer come in the order of
+    ``itertools.combinations(range(h), 2)``.
+    """
+    L, h = len(model.blocks), model.blocks[0].h
+    pairs = list(itertools.combinations(range(h), 2))
+    out = np.empty((L, len(pairs)))
+    for layer, (p, (a, b)) in itertools.product(range(L), enumerate(pairs)):
+        keep = np.ones((L, h))
+        keep[layer, [a, b]] = 0.0                    # both heads out
+        out[layer, p] = vit.accuracy(model, X, y, keep)
+    return out
+
+
 @boundary(model=_MODEL, X=floats(ndim=3), target=optional(ints(ndim=1)),
           checks=(tokens_fit_model,
                   one_per_image.using(values="target")))
@@ -93,6 +116,31 @@ def logit_gradient(model, X, target=None):
     t = logits.argmax(1) if target is None else torch.from_numpy(target)
     logits.gather(1, t[:, None]).sum().backward()
     return x.grad.numpy()
+
+
+@boundary(model=_MODEL, X=floats(ndim=3), value=floats(ndim=0),
+          checks=(tokens_fit_model,))
+def occlusion(model, X, value=0.0):
+    """Each patch set to ``value`` in turn: logit drops, new labels.
+
+    Returns the drop of the predicted class's logit and the class
+    predicted then, each (N, n). A patch already equal to ``value`` is not
+    run again: setting it changes nothing (a drop of exactly 0, the same
+    class).
+    """
+    logits = vit.forward(model, X)[0]                    # (N, classes)
+    pred = logits.argmax(axis=1)                         # (N,)
+    drop = np.zeros(X.shape[:2])                         # (N, n)
+    label = np.repeat(pred[:, None], X.shape[1], axis=1)     # (N, n)
+    i, j = np.nonzero((X != value).any(axis=-1))         # patches to set
+    for part in np.array_split(np.arange(len(i)), max(1, len(i) // 500)):
+        ii, jj, rows = i[part], j[part], np.arange(len(part))
+        X_one = X[ii].copy()                             # (B, n, d_in)
+        X_one[rows, jj] = value                          # one patch each
+        out = vit.forward(model, X_one)[0]               # (B, classes)
+        drop[ii, jj] = logits[ii, pred[ii]] - out[rows, pred[ii]]
+        label[ii, jj] = out.argmax(axis=1)
+    return drop, label
 
 
 @boundary(X=floats(ndim=3), scores=floats(ndim=2), k=integer(0),
@@ -107,6 +155,21 @@ def remove_patches(X, scores, k, value=0.0):
     X = X.copy()
     X[np.arange(len(X))[:, None], order] = value
     return X
+
+
+@boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
+          scores=floats(ndim=2), ks=sequence(integer(0)),
+          value=floats(ndim=0),
+          checks=(tokens_fit_model, one_per_image.using(values="y"),
+                  one_per_image.using(values="scores")))
+def removal_curve(model, X, y, scores, ks, value=0.0):
+    """Images still right after :func:`remove_patches`, a count per ``k``.
+
+    Counts the images still classified as ``y`` once their ``k``
+    top-scoring patches are set to ``value``, for each ``k`` of ``ks``.
+    """
+    return np.array([int((vit.predict(model, remove_patches(
+        X, scores, k, value)) == y).sum()) for k in ks])
 
 
 @boundary(a=floats(min_ndim=1), b=floats(min_ndim=1),

@@ -44,7 +44,8 @@ from ._validate import boundary, integer, one_of
 from .data import mnist_digits
 from .flops import count_flops
 from .patches import patchify
-from .vit import TinyViT, accuracy, load_weight_arrays, weight_arrays
+from .vit import (TinyViT, accuracy, forward, load_weight_arrays,
+                  weight_arrays)
 
 __all__ = ["MnistSplit", "mnist_split", "SmallCNN", "shift", "tokens",
            "fit", "correct", "multiply_adds", "parameters", "build_vit",
@@ -315,6 +316,59 @@ def vit_mnist_ablation():
             layers.append(accuracy(model, split.X_test, split.y_test, keep))
     return {"heads": np.round(heads * N).astype(np.int64),
             "layers": np.round(np.array(layers) * N).astype(np.int64)}
+
+
+# The rankings of the blanking test of :ref:`ch-misconceptions`, in the order
+# of the rows of ``removal`` in ``vit-mnist-misconceptions``: the class
+# token's map in each layer (head mean), rollout, |input × gradient|, ink and
+# occlusion, then two random orders of all 49 patches and the same two orders
+# with the ink patches first.
+RANKINGS = ("layer 1", "layer 2", "layer 3", "layer 4", "rollout",
+            "in×grad", "ink", "occlusion", "random", "random",
+            "random ink", "random ink")
+BLANKED = (1, 2, 4, 8, 16)                 # patches blanked per digit, k
+
+
+@trained.recipe("vit-mnist-misconceptions")
+def vit_mnist_misconceptions():
+    """What :ref:`ch-misconceptions` measures on the chapter's ViT over the
+    1,000 test digits, float64 on one thread (about 60,000 images through
+    the model, a few minutes).
+
+    ``in_x_grad`` (1000, 49): each patch's pixels times the predicted
+    logit's gradient, summed over the patch (signed); ``occlusion`` and
+    ``occluded_label`` (1000, 49): the drop of the predicted logit and the
+    class predicted when that one patch is set to 0
+    (:func:`~selfattention.interpret.occlusion`); ``removal`` (12, 5): the
+    digits still right after blanking each digit's k first patches under
+    each ranking of :data:`RANKINGS`, for k in :data:`BLANKED`
+    (:func:`~selfattention.interpret.removal_curve`, random orders from
+    ``default_rng(11)``); ``pairs`` (L, 6): the digits still right with two
+    heads of one layer removed
+    (:func:`~selfattention.interpret.pair_ablation`).
+    """
+    model, split = load_vit("vit-mnist"), mnist_split()
+    X, y = split.X_test, split.y_test
+    N = len(y)
+    with trained.torch_threads(1):              # no waiting at barriers
+        maps = forward(model, X)[1]              # (N, L, h, 1+n, 1+n)
+        in_x_grad = (X * interpret.logit_gradient(model, X)).sum(-1)
+        drop, label = interpret.occlusion(model, X)
+        ink = X.sum(-1)                          # (N, n)
+        draws = np.random.default_rng(11).random((2, *ink.shape))
+        scores = [*(interpret.cls_attention(maps, layer)
+                    for layer in range(maps.shape[1])),
+                  interpret.rollout(maps)[:, 0, 1:], np.abs(in_x_grad),
+                  ink, drop, *draws, *(d + (ink > 0) for d in draws)]
+        del maps                                 # 320 MB
+        removal = [interpret.removal_curve(model, X, y, s, BLANKED)
+                   for s in scores]
+        pairs = interpret.pair_ablation(model, X, y)
+    return {"in_x_grad": in_x_grad, "occlusion": drop,
+            "occluded_label": label.astype(np.int8),
+            "removal": np.array(removal, dtype=np.int64),
+            "blanked": np.array(BLANKED),
+            "pairs": np.round(pairs * N).astype(np.int64)}
 
 
 # The comparisons train a pair with about a seventh of the parameters of the
