@@ -33,6 +33,17 @@ def test_every_exercise_has_its_judge_with_the_grader():
         assert callable(ex.grading().judge), label
 
 
+def test_a_judge_with_a_case_too_slow_for_a_wrong_method_marks_it_wide():
+    """``Judge.wide`` lets the full-marks test judge such cases on a few
+    draws: a judge that times out on a wide case must say which it is."""
+    for label, (_, _, ex) in EXERCISES.items():
+        judge = ex.grading()
+        assert (judge.slow is not None) == (judge.wide > 0), label
+        if judge.wide:
+            draw = ex.draw(np.random.default_rng(0))
+            assert 0 < judge.wide < len(draw), label
+
+
 def test_each_judges_module_judges_only_its_own_chapter():
     for stem in judges.modules():
         table = __import__(f"selfattention_course.judges.{stem}",

@@ -85,6 +85,12 @@ class Judge:
     #: cases hold one that only the intended method answers in time (the
     #: row reads "Not graded" with this message and the code ``too-slow``).
     slow: str | None = None
+    #: How many of the last cases of one draw are there for their cost: a
+    #: size that only the intended method answers in time or memory (the
+    #: cases that ``slow`` speaks of). An honest answer's result on them
+    #: does not hang on the draw, so the test of the book's own solutions
+    #: judges them on a few draws only (``tests/test_exercises.py``).
+    wide: int = 0
 
 
 def judge_for(exercise) -> Judge:

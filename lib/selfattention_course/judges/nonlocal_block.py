@@ -232,7 +232,7 @@ def _noise_judge(out, seed, noise):
 
 JUDGES = {
     "ex-nonlocal-gate-gradients": Judge(
-        cases=_gate_cases, judge=_gate_judge,
+        cases=_gate_cases, judge=_gate_judge, wide=1,
         slow=f"the hidden cases hold a clip with C = {WIDE_GATE[1]} channels "
              f"and d_v = {WIDE_GATE[2]}; the chain rule answers it in "
              f"milliseconds, differences of the loss (a pass per entry of "

@@ -362,12 +362,12 @@ def _predict_judge(out, d_k, seed):
 JUDGES = {
     "ex-scaling-mean": Judge(cases=_scale_cases, judge=_scale_judge),
     "ex-scaling-norm": Judge(
-        cases=_norm_cases, judge=_norm_judge,
+        cases=_norm_cases, judge=_norm_judge, wide=1,
         slow=f"the hidden cases hold a row of {WIDE_ROW:,} weights, whose "
              f"n × n Jacobian no answer can build or sum in time; the "
              f"closed form takes a few sums over the row"),
     "ex-scaling-gradient": Judge(
-        cases=_gradient_cases, judge=_gradient_judge,
+        cases=_gradient_cases, judge=_gradient_judge, wide=1,
         slow=f"the hidden cases hold queries of d_k = {WIDE_GRADIENT[2]}; "
              f"the chain rule answers them in a fraction of a second, "
              f"differences of the loss (a pass per component) not in "
