@@ -58,12 +58,12 @@ lint: $(STAMP)  ## Check the code style: ruff (Python), Biome (the figures' JS)
 	$(VENV)/bin/biome lint --error-on-warnings lib/selfattention/static _static
 
 unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
-	$(PY) -m pytest tests -q -n 2 --dist loadfile -m "not slow" \
+	$(PY) -m pytest tests -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow" \
 	  --durations=10 \
 	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
 
 test: lint book  ## Every check: ruff, strict build, library, links, browser, nbval
-	$(PY) -m pytest tests chapters appendices -n 2 --dist loadfile \
+	$(PY) -m pytest tests chapters appendices -n 2 --dist loadfile --no-loadscope-reorder \
 	  --durations=15 --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg; \
 	status=$$?; \

@@ -35,6 +35,31 @@ RAW = re.compile(r"\{(numref|cite|eq|ref|doc|py:\w+)[^}]*\}|^:{3,}|^`{3,}\{"
                  r"|^\([\w.:-]+\)=|^:(label|class|name):", re.M)
 # The chapter whose explorer's arrow keys are tried after Run All.
 KEYS = "01_definition.ipynb"
+
+
+def _figure_kinds(path: Path) -> set[str]:
+    """The kinds of kernel-free figure in a notebook's stored outputs
+    (``sa-explorer``, ``sa-bars``, ...: the second class of ``sa-fig``)."""
+    return set(re.findall(r'class="sa-fig (sa-[\w-]+)', path.read_text(
+        ).replace('\\"', '"')))
+
+
+def _run_all_set(notebooks: list[Path]) -> list[Path]:
+    """The notebooks Run All is tried on in JupyterLab: the one whose arrow
+    keys are tried, then, in order, each that brings a kind of figure not
+    yet run. nbval runs every notebook's code and compares its outputs,
+    stderr included; what only the client adds is the figures' scripts, so
+    running each script once in the client covers it."""
+    chosen = [p for p in notebooks if p.name == KEYS]
+    seen = set().union(*map(_figure_kinds, chosen))
+    for path in notebooks:
+        if not _figure_kinds(path) <= seen:
+            chosen.append(path)
+            seen |= _figure_kinds(path)
+    return sorted(chosen)
+
+
+RUN_ALL = _run_all_set(NOTEBOOKS)
 # The chapter whose student notebook (make assignments) the client opens.
 STUDENT = "01_definition.ipynb"
 
@@ -237,10 +262,18 @@ def test_a_student_sees_prose_maths_and_figures(lab, browser, path):
         _shut_kernels(lab)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_run_all_tries_every_kind_of_figure():
+    kinds = set().union(*map(_figure_kinds, NOTEBOOKS))
+    assert {"sa-explorer", "sa-bars"} <= kinds       # the pattern still reads
+    assert set().union(*map(_figure_kinds, RUN_ALL)) == kinds
+    assert len(RUN_ALL) < len(NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", RUN_ALL, ids=lambda p: p.name)
 def test_run_all_ends_without_an_error_or_a_warning(lab, browser, path):
-    """Every chapter, as the client runs it (nbval compares the outputs;
-    this is the student's view of the same run)."""
+    """A chapter as the client runs it, for each kind of figure (nbval runs
+    every notebook and compares its outputs; this is the student's view of
+    the figures' scripts running)."""
     page = _open(browser, lab, path.name)
     try:
         _run_all(page, path)

@@ -187,6 +187,10 @@ HIDDEN_DRAWS = 200
 #: second or so each for the intended method) are judged too; the other
 #: draws keep their small cases, where rounding and saturation vary.
 WIDE_DRAWS = 5
+#: Exercises whose every case runs a trained model (a pass per patch, a
+#: gradient): fewer draws, as many cases in all as the others take time.
+MODEL_DRAWS = {"ex-misconceptions-faithfulness": 50,
+               "ex-misconceptions-gradient": 50}
 HIDDEN_SEED = int(os.environ.get("HIDDEN_SEED", secrets.randbits(32)))
 
 
@@ -196,12 +200,18 @@ def _without_wide(draw: list, wide: int, k: int) -> list:
     return draw if k < WIDE_DRAWS or not wide else draw[:-wide]
 
 
+def test_fewer_draws_name_exercises_with_auto_points():
+    for label, draws in MODEL_DRAWS.items():
+        assert EXERCISES[label][2].points > 0 and 0 < draws < HIDDEN_DRAWS
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_the_chapter_s_solutions_get_full_marks_on_hidden_cases(path):
     """No honest answer marked wrong: the answers a chapter's solutions
     define get full marks on 200 draws of hidden cases of every exercise
-    that gives auto-points, judged (and replayed) as the grader judges."""
+    that gives auto-points (50 where a case runs a model), judged (and
+    replayed) as the grader judges."""
     print(f"HIDDEN_SEED={HIDDEN_SEED}")
     nb = nbformat.read(path, as_version=4)
     made = make_assignment(path, EXERCISES)
@@ -221,7 +231,8 @@ def test_the_chapter_s_solutions_get_full_marks_on_hidden_cases(path):
         rng = np.random.default_rng(np.random.SeedSequence(
             HIDDEN_SEED, spawn_key=[zlib.crc32(ex.label.encode())]))
         wide = ex.grading().wide
-        cases = [case for k in range(HIDDEN_DRAWS)
+        draws = MODEL_DRAWS.get(ex.label, HIDDEN_DRAWS)
+        cases = [case for k in range(draws)
                  for case in _without_wide(ex.draw(rng), wide, k)]
         fb = ex.assess(ex.attempt(answers, cases), cases)
         assert fb.passed and fb.points == ex.points, \
