@@ -4,12 +4,19 @@ recipe in the library, write the weights and curves into
 
     python scripts/train.py            # every recipe
     python scripts/train.py NAME ...   # only these
+
+Two recipes run at a time, each in a worker process of its own (most
+recipes pin PyTorch to one thread); a recipe that reads another's file
+(``after=`` in its ``trained.recipe``) starts once that file is written.
+The rows come in the order the recipes finish.
 """
 
 import sys
 import time
 
 from selfattention import trained
+
+JOBS = 2
 
 
 def main(names: list[str]) -> int:
@@ -20,14 +27,15 @@ def main(names: list[str]) -> int:
               file=sys.stderr)
         return 2
     start = time.perf_counter()
-    print(f"{'recipe':32s} {'seconds':>8s} {'bytes':>10s}  sha256")
-    # Sorted, as the full run is: a recipe that reads another's file
-    # (vit-mnist-ablation reads vit-mnist) comes after it.
-    for name in sorted(names) or known:
-        arrays, seconds = trained.retrain(name)
+    print(f"{'recipe':32s} {'seconds':>8s} {'bytes':>10s}  sha256",
+          flush=True)
+
+    def done(name, arrays, seconds):
         entry = trained.write(name, arrays)
         print(f"{name:32s} {seconds:8.1f} {entry['bytes']:10d}  "
               f"{entry['sha256'][:16]}", flush=True)
+
+    trained.retrain_all(sorted(names) or list(known), JOBS, done)
     print(f"make train: {time.perf_counter() - start:.0f} s in all")
     return 0
 

@@ -75,3 +75,71 @@ def test_torch_threads_are_put_back_even_after_an_error():
     with pytest.raises(KeyError), trained.torch_threads(1):
         raise KeyError("x")
     assert torch.get_num_threads() == before
+
+
+def test_every_recipe_reads_only_recipes_that_exist():
+    for name, entry in RECIPES.items():
+        assert set(entry.after) <= set(RECIPES) - {name}, name
+    assert RECIPES["vit-mnist-ablation"].after == ("vit-mnist",)
+    assert RECIPES["vit-mnist-misconceptions"].after == ("vit-mnist",)
+    assert RECIPES["stereo-matcher"].after == ("stereo-encoder",)
+    assert RECIPES["vit-mnist"].threads == 2
+
+
+def _fake_recipes(monkeypatch, events, after, threads=None):
+    """Recipes that log when they start and end, and sleep a little."""
+    import time
+
+    fakes = {}
+    for name, seconds in (("a", 0.2), ("b", 0.0), ("c", 0.05), ("d", 0.0)):
+        def train(name=name, seconds=seconds):
+            events.append(("start", name))
+            time.sleep(seconds)
+            events.append(("end", name))
+            return {"x": np.zeros(1)}
+        fakes[name] = trained.Recipe(name, train, "fake",
+                                     after=after.get(name, ()),
+                                     threads=(threads or {}).get(name, 1))
+    monkeypatch.setattr(trained, "recipes", lambda: dict(fakes))
+
+
+def test_a_recipe_starts_only_after_the_files_it_reads_are_written(
+        monkeypatch):
+    """Two at a time, and b (which reads a) starts only after a's file
+    was written, though b comes first and a takes longest; c and d, which
+    read nothing, do not wait for a."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    events = []
+    _fake_recipes(monkeypatch, events, {"b": ("a",)})
+
+    def done(name, arrays, seconds):
+        events.append(("written", name))
+
+    trained.retrain_all(["b", "a", "c", "d"], 2, done,
+                        ThreadPoolExecutor(2))
+    assert events.index(("written", "a")) < events.index(("start", "b"))
+    assert events.index(("written", "c")) < events.index(("written", "a"))
+    assert {e for e in events if e[0] == "written"} == {
+        ("written", n) for n in "abcd"}
+
+
+def test_recipes_that_wait_for_each_other_are_refused(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    _fake_recipes(monkeypatch, [], {"a": ("b",), "b": ("a",)})
+    with pytest.raises(ValueError, match="wait for each other"):
+        trained.retrain_all(["a", "b"], 2, None, ThreadPoolExecutor(2))
+    with pytest.raises(KeyError):
+        trained.retrain_all(["a", "zz"], 2, None, ThreadPoolExecutor(2))
+
+
+def test_a_recipe_on_two_threads_runs_alone(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    events = []
+    _fake_recipes(monkeypatch, events, {}, {"c": 2})
+    trained.retrain_all(["a", "b", "c", "d"], 2, None,
+                        ThreadPoolExecutor(2))
+    start, end = events.index(("start", "c")), events.index(("end", "c"))
+    assert end == start + 1, events

@@ -280,7 +280,7 @@ def _vit_recipe(**model_args):
                                              split.y_test))}
 
 
-@trained.recipe("vit-mnist")
+@trained.recipe("vit-mnist", threads=2)
 def vit_mnist():
     """The chapter's ViT: learned position embeddings, 20 epochs over 4,000
     digits, float32 on two threads."""
@@ -297,13 +297,13 @@ def vit_mnist_local():
                        threads=1)
 
 
-@trained.recipe("vit-mnist-ablation", retrained_by_test=True)
+@trained.recipe("vit-mnist-ablation", retrained_by_test=True,
+                after=("vit-mnist",))
 def vit_mnist_ablation():
     """Test digits (of 1,000) that the chapter's ViT still gets right with
     one head removed, ``heads`` (L, h), and with every head of one layer
     removed, ``layers`` (L,): 20 float64 passes over the test set, from
-    the file of ``vit-mnist`` (``make train`` runs the names in sorted
-    order, so that file is written first)."""
+    the file of ``vit-mnist`` (which ``make train`` writes first)."""
     model, split = load_vit("vit-mnist"), mnist_split()
     N = len(split.y_test)
     with trained.torch_threads(1):              # no waiting at barriers
@@ -329,7 +329,7 @@ RANKINGS = ("layer 1", "layer 2", "layer 3", "layer 4", "rollout",
 BLANKED = (1, 2, 4, 8, 16)                 # patches blanked per digit, k
 
 
-@trained.recipe("vit-mnist-misconceptions")
+@trained.recipe("vit-mnist-misconceptions", after=("vit-mnist",))
 def vit_mnist_misconceptions():
     """What :ref:`ch-misconceptions` measures on the chapter's ViT over the
     1,000 test digits, float64 on one thread (about 60,000 images through

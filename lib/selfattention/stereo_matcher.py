@@ -268,7 +268,7 @@ def train_encoder(steps: int = 300) -> dict:
     return {**_state(model), "losses": losses}
 
 
-@trained.recipe("stereo-matcher")
+@trained.recipe("stereo-matcher", after=("stereo-encoder",))
 def train_matcher() -> dict:
     """The self-/cross-attention matcher, its encoder started from the
     trained ``stereo-encoder``: 600 steps, float32, one thread."""

@@ -4,16 +4,20 @@ chapters.
 A *recipe* is a function of no arguments that trains one model from fixed
 seeds and returns its weights and curves as a flat ``dict`` of NumPy arrays.
 It is registered with :func:`recipe`; ``make train`` (``scripts/train.py``)
-runs every recipe and writes ``trained/<name>.npz`` beside this file with a
-SHA-256 in ``trained/MANIFEST.json``. The chapters call :func:`load`, which
-refuses a file whose checksum is not the manifest's, so what a chapter shows
-always comes from the file that the scripts wrote. The files are package
-data: an install from the repository (Colab, Binder) carries them.
+runs every recipe, two at a time (:func:`retrain_all`), and writes
+``trained/<name>.npz`` beside this file with a SHA-256 in
+``trained/MANIFEST.json``; a recipe that reads another's file names it in
+``after``, and starts only once that file is written. The chapters call
+:func:`load`, which refuses a file whose checksum is not the manifest's, so
+what a chapter shows always comes from the file that the scripts wrote.
+The files are package data: an install from the repository (Colab,
+Binder) carries them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import concurrent.futures
 import hashlib
 import importlib
 import io
@@ -25,8 +29,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Recipe", "recipe", "recipes", "load", "retrain", "write",
-           "TRAINED_DIR", "MANIFEST"]
+__all__ = ["Recipe", "recipe", "recipes", "load", "retrain", "retrain_all",
+           "write", "TRAINED_DIR", "MANIFEST"]
 
 TRAINED_DIR = Path(__file__).resolve().parent / "trained"
 MANIFEST = TRAINED_DIR / "MANIFEST.json"
@@ -43,8 +47,9 @@ RECIPE_MODULES: tuple[str, ...] = (
 @dataclass(frozen=True)
 class Recipe:
     """A registered recipe: its ``name``, the function that trains, where
-    that function lives and how closely a retrain must reproduce the file
-    (``rtol``, ``atol``: 0 means bit for bit)."""
+    that function lives, how closely a retrain must reproduce the file
+    (``rtol``, ``atol``: 0 means bit for bit), the recipes whose files it
+    reads (``after``) and the threads it pins PyTorch to (``threads``)."""
 
     name: str
     train: Callable[[], dict]
@@ -52,22 +57,32 @@ class Recipe:
     rtol: float = 0.0
     atol: float = 0.0
     retrained_by_test: bool = False
+    after: tuple[str, ...] = ()
+    threads: int = 1
 
 
 _RECIPES: dict[str, Recipe] = {}
 
 
 def recipe(name: str, rtol: float = 0.0, atol: float = 0.0,
-           retrained_by_test: bool = False):
+           retrained_by_test: bool = False, after: tuple[str, ...] = (),
+           threads: int = 1):
     """Register the decorated function as the recipe ``name``;
     ``retrained_by_test`` marks a recipe cheap enough for ``make test`` to
-    retrain and compare with its file, within ``rtol`` and ``atol``."""
+    retrain and compare with its file, within ``rtol`` and ``atol``;
+    ``after`` names the recipes whose files it reads, which ``make train``
+    writes before it starts; ``threads`` says how many threads it trains
+    on, and so how many of ``make train``'s slots it takes."""
+    if isinstance(after, str):
+        raise TypeError(f"after is a tuple of recipe names, got {after!r}")
+
     def register(fn):
         if name in _RECIPES:
             raise ValueError(f"recipe {name!r} is registered twice")
         _RECIPES[name] = Recipe(name, fn, f"{fn.__module__}:{fn.__name__}",
                                 float(rtol), float(atol),
-                                bool(retrained_by_test))
+                                bool(retrained_by_test), tuple(after),
+                                int(threads))
         return fn
     return register
 
@@ -142,6 +157,62 @@ def retrain(name: str) -> tuple[dict[str, np.ndarray], float]:
     start = time.perf_counter()
     arrays = _checked(recipes()[name].train())
     return arrays, time.perf_counter() - start
+
+
+def retrain_all(names, jobs: int = 2, done=None, executor=None) -> None:
+    """Retrain the recipes ``names`` in ``jobs`` slots, each recipe in a
+    fresh worker process taking as many slots as its ``threads`` (at most
+    all of them), so that no thread waits for a core; a recipe starts only
+    after every recipe of its ``after`` that is among ``names`` has
+    finished and ``done`` has returned for it.
+
+    ``done(name, arrays, seconds)`` runs in this process as each recipe
+    finishes (``make train`` writes the file there). Ready recipes start
+    in the order of ``names``, those that others wait for first; one that
+    needs more slots than are free holds back those after it.
+    ``executor`` replaces the process pool (the tests pass threads).
+    """
+    known = recipes()
+    names = list(dict.fromkeys(names))
+    unknown = sorted(set(names) - set(known))
+    unknown += sorted({a for n in names if n in known
+                       for a in known[n].after if a not in known})
+    if unknown:
+        raise KeyError(f"unknown recipe(s) {unknown}")
+    waits = {n: {a for a in known[n].after if a in names} for n in names}
+    awaited = {a for w in waits.values() for a in w}
+    todo = sorted(names, key=lambda n: (n not in awaited, names.index(n)))
+    if executor is None:
+        import multiprocessing
+
+        # A fresh interpreter per recipe: no threads, seeds or memory carried
+        # over from another recipe (and no fork of a process holding
+        # PyTorch's thread pools).
+        executor = concurrent.futures.ProcessPoolExecutor(
+            jobs, mp_context=multiprocessing.get_context("spawn"),
+            max_tasks_per_child=1)
+    slots = {n: min(max(known[n].threads, 1), jobs) for n in names}
+    running: dict = {}
+    with executor:
+        while todo or running:
+            for name in [n for n in todo if not waits[n]]:
+                if sum(slots[r] for r in running.values()) + slots[name] \
+                        > jobs:
+                    break
+                running[executor.submit(retrain, name)] = name
+                todo.remove(name)
+            if not running:
+                raise ValueError(f"the recipes {todo} wait for each other "
+                                 f"(see their after=)")
+            finished, _ = concurrent.futures.wait(
+                running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in finished:
+                name = running.pop(future)
+                arrays, seconds = future.result()
+                if done is not None:
+                    done(name, arrays, seconds)
+                for w in waits.values():
+                    w.discard(name)
 
 
 @contextlib.contextmanager
