@@ -6,6 +6,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: The gradebook codes of answers sent for review from their source
+#: (selfattention_course.review.diagnosis); the notebook's own check,
+#: which sees only what the kernel reports, says "for-review".
+REVIEW_CODES = {"review-reference", "review-checks", "review-dynamic",
+                "review-hook"}
+
 
 def module_from_file(relative: str, name: str | None = None):
     """Import the script or extension at ``ROOT / relative`` (a file that is
@@ -46,6 +52,26 @@ def class_of_routes(tmp: Path, chapter: Path, routes: dict[str, str]):
         nb.cells.append(nbformat.v4.new_code_cell(source.strip()))
         hand_in(name, nb)
     return subs, student, hand_in
+
+
+def rows_of(run, student):
+    """The gradebook rows of ``student`` in a graded class (the ``run``
+    fixture of tests/test_hostile_grading.py and test_hostile_sandbox.py)."""
+    return [r for r in run["rows"] if r.student == student]
+
+
+def executed(run, student, chapter="01_definition"):
+    """``student``'s notebook of ``chapter`` as it ran in the sandbox."""
+    import nbformat
+
+    path = run["out"] / "executed" / student / f"{chapter}.ipynb"
+    return nbformat.read(path, as_version=4)
+
+
+def printed(run, student) -> str:
+    """What the cell added last printed, from the executed notebook."""
+    nb = executed(run, student)
+    return "".join(out.get("text", "") for out in nb.cells[-1].outputs)
 
 
 def run_bpf(program: bytes, arch: int, number: int, arg0: int = 0) -> int:

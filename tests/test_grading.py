@@ -55,12 +55,13 @@ def test_intake_reads_regular_notebooks_only(tmp_path):
     found = {(s.student, s.name): s for s in collect(tmp_path, 2000)}
     assert found["ann", "sub/a.ipynb"].data == b"{}"
     assert found["bob", "bob.ipynb"].data == b"{}"
-    problems = {key: s.problem for key, s in found.items() if s.problem}
-    assert "FIFO" in problems["ann", "pipe.ipynb"]
-    assert "symbolic link" in problems["ann", "link.ipynb"]
-    assert "symbolic link" in problems["ann", "folder-link"]
-    assert "symbolic link" in problems["cid", "cid"]
-    assert "larger than" in problems["dee", "big.ipynb"]
+    problems = {key: s.problem.code for key, s in found.items()
+                if s.problem}
+    assert problems == {("ann", "pipe.ipynb"): "not-a-file",
+                        ("ann", "link.ipynb"): "symlink",
+                        ("ann", "folder-link"): "symlink",
+                        ("cid", "cid"): "symlink",
+                        ("dee", "big.ipynb"): "too-large"}
     assert all(s.data is None for s in found.values() if s.problem)
     assert len(found) == 7
 
@@ -77,7 +78,75 @@ def test_a_fifo_does_not_block_the_grader(tmp_path):
     (tmp_path / "ann").mkdir()
     os.mkfifo(tmp_path / "ann" / "x.ipynb")
     (sub,) = collect(tmp_path)                   # returns at once
-    assert sub.data is None and "FIFO" in sub.problem
+    assert sub.data is None and sub.problem.code == "not-a-file"
+
+
+def test_what_intake_leaves_unread_has_a_row_with_its_code(tmp_path,
+                                                          monkeypatch):
+    from selfattention_course import intake
+
+    monkeypatch.setattr(intake, "MAX_PER_STUDENT", 3)
+    monkeypatch.setattr(intake, "MAX_STUDENT_BYTES", 2500)
+    (tmp_path / "many").mkdir()
+    for i in range(5):
+        (tmp_path / "many" / f"{i}.ipynb").write_text("{}")
+    (tmp_path / "heavy").mkdir()
+    for name in ("a.ipynb", "b.ipynb"):
+        (tmp_path / "heavy" / name).write_bytes(b" " * 1500)
+    (tmp_path / "twice").mkdir()
+    (tmp_path / "twice" / "a.ipynb").write_text("{}")
+    (tmp_path / "twice.ipynb").write_text("{}")
+    found = collect(tmp_path)
+    codes = sorted((s.student, s.name, s.problem.code) for s in found
+                   if s.problem)
+    assert codes == [("heavy", "b.ipynb", "too-large-in-all"),
+                     ("many", "", "too-many-entries"),
+                     ("twice", "", "two-sources")]
+    assert sum(s.student == "many" and s.data is not None
+               for s in found) == 3
+
+
+def graded_with_a_chapter(student):
+    """A notebook of chapter 1 graded for ``student``, one row."""
+    from selfattention_course.grade import Graded
+
+    return Graded(student, "x.ipynb", chapter="01_definition",
+                  rows=[gradebook.Row(student, "01_definition", "ex", 1.0,
+                                      1.0, "Correct: ok", code="correct")])
+
+
+def test_notebooks_the_grader_cannot_place_get_a_code(manifest, tmp_path):
+    from selfattention_course.grade import MAX_CELLS, Grader, assemble
+    from selfattention_course.intake import Submission
+    from selfattention_course.names import Problem
+
+    grader = Grader(manifest, Unisolated(), Limits(), echo=lambda *a: None)
+    notes = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# My notes")])
+    crowded = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("1") for _ in range(MAX_CELLS + 1)])
+    subs = [Submission("ann", "a.ipynb", b"{not json"),
+            Submission("ann", "b.ipynb", nbformat.writes(notes).encode()),
+            Submission("ann", "c.ipynb", nbformat.writes(crowded).encode()),
+            Submission("ann", "d.ipynb", problem=Problem("a FIFO",
+                                                         "not-a-file"))]
+    graded = [grader.grade_one(sub, 0, tmp_path) for sub in subs]
+    assert [[p.code for p in g.problems] for g in graded] == [
+        ["not-a-notebook"], ["unknown-chapter"], ["too-many-cells"],
+        ["not-a-file"]]
+    assert [g.refused for g in graded] == [False, False, True, True]
+    # A student whose name mixes scripts, with no notebook of a chapter
+    # that another student handed in.
+    other = graded_with_a_chapter("\u0430nn")
+    rows, *_ = assemble(graded + [other], grader.chapters)
+    placed = [(r.status, r.code) for r in rows if r.student == "ann"]
+    assert placed == [("not graded", "no-notebook")] * len(
+        grader.chapters["01_definition"]["exercises"]) + [
+        ("not graded", "not-a-notebook"), ("not graded", "unknown-chapter"),
+        ("refused", "too-many-cells"), ("refused", "not-a-file")]
+    assert not any(r.flags for r in rows if r.student == "ann")
+    assert all(r.flags == ("mixed-scripts",) for r in rows
+               if r.student == "\u0430nn")
 
 
 def test_file_names_for_the_gradebook_are_safe():

@@ -123,13 +123,17 @@ def test_the_written_part_is_a_row_to_be_read(graded):
     assert code.points == code.max_points == 2, code.feedback
     row = rows["carol", f"{LABEL} (written)"]
     assert (row.points, row.max_points) == (0, 1)
-    assert row.feedback.startswith("To be read")
+    assert row.code == "to-be-read"
+    # Kept on purpose: the phrase is the fixture solution's rubric, not the
+    # grader's wording; the instructor's row must carry it.
     assert "rubric gives the point" in row.feedback
     empty = rows["dan", f"{LABEL} (written)"]
-    assert empty.points == 0 and empty.feedback.startswith("Not attempted")
+    assert empty.points == 0 and empty.code == "not-done"
     with open(book / "gradebook.csv", newline="") as f:
-        table = list(csv.DictReader(f))
-    assert all(not r["feedback"].startswith("=") for r in table)
+        table = list(csv.reader(f))
+    # No cell a spreadsheet would read as a formula (the answer holds one).
+    assert all(not cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+               for line in table[1:] for cell in line)
 
 
 @needs_sandbox
@@ -164,7 +168,11 @@ def test_a_notebook_stops_at_its_time_limit(made, tmp_path):
                           harvest_seconds=2), python_path=[FIXTURES])
     finally:
         mp.undo()
-    assert any("time limit" in p for p in g.problems), g.problems
+    # (On a busy machine a cell may reach the limit per cell first.)
+    assert {p.code for p in g.problems} & {"notebook-deadline",
+                                           "cell-timeout"}, g.problems
+    # Kept on purpose: stopping the notebook at its time limit (10 s, plus
+    # the start and the harvest) is the behaviour under test.
     assert g.seconds < 10 + 20
     assert all(r.points == 0 for r in rows)
 

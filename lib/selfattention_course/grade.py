@@ -29,6 +29,38 @@ platforms, ``feedback/``, ``executed/``, ``written/``, ``run.json``) is
 written to a fresh folder and swapped in; a run that grades no notebook
 writes nothing and exits with status 1.
 
+Each row has a diagnosis code (:attr:`~selfattention_course.gradebook.Row.
+code`). Those made here, besides a check's own (``Wrong(message, code)``),
+the status in one word and the source review's (``review-dynamic``...):
+
+* why an exercise was not graded: ``answer-timeout`` (its answer ran past
+  the time limit per exercise; ``too-slow`` when the exercise's judge says
+  what that means), ``kernel-stopped`` (the kernel died or stopped
+  answering before it), ``notebook-deadline`` (the notebook reached its
+  time limit before it), ``harvest-error`` (its answer could not be read in
+  the notebook), ``forged-result`` (the result was not the one the
+  harvest wrote and reported), ``not-reached`` (the run stopped before
+  it), ``no-answer`` (nothing came back), or the code of the job's own
+  problem (``past-deadline``, ``results-too-large``, ``no-result``: the
+  run ended without a readable result);
+* ``no-notebook``: the student handed in no notebook of the chapter.
+
+The problems met with a notebook (:attr:`Graded.problems`, each a
+:class:`~selfattention_course.names.Problem`) are listed for the student;
+a notebook that has no chapter gets one row per problem, the problem's
+code as its diagnosis. Besides those of the intake and the sandbox:
+``not-a-notebook`` (the file is not a notebook's JSON), ``too-many-cells``
+(over :data:`MAX_CELLS`; refused), ``unexpected-cells`` (cells of a form
+its chapter could not be read from), ``unknown-chapter`` (no chapter's
+exercise label or check call in it), ``grader-error``; while it ran:
+``cell-timeout``, ``notebook-deadline``, ``kernel-died``, ``kernel-start``
+or ``run-stopped`` (the run stopped at a cell), ``cell-raised`` (one per
+cell that raised, at most five), ``strays-stopped`` (processes it left
+running were stopped), ``output-truncated``; and ``regrade-budget-spent``
+(a starved notebook that was not graded again).
+A student whose name mixes scripts has the flag ``mixed-scripts`` on every
+row (:attr:`~selfattention_course.gradebook.Row.flags`).
+
 ``--sandbox none`` needs ``--exposing`` naming all it exposes
 (:data:`~selfattention_course.sandbox.EXPOSED`). With ``--jobs`` above one,
 a notebook is graded again alone only when its neighbours starved it
@@ -62,7 +94,7 @@ from .gradebook import Row, clean_text, status_code
 from .intake import IntakeError, Submission, collect, mixed_scripts
 from .names import (CORRECT, FOR_REVIEW, JOB_FILE, JOB_NOTEBOOK, MARKS, META,
                     NOT_DONE, NOT_GRADED, PART_EXECUTED, PART_HARVEST,
-                    PART_REPORT, REFUSED, TO_BE_READ, WRITTEN_STUB)
+                    PART_REPORT, REFUSED, TO_BE_READ, WRITTEN_STUB, Problem)
 from .sandbox import (EXPOSED, Limits, NoSandbox, cgroup_support,
                       choose_backend)
 
@@ -89,7 +121,8 @@ class Graded:
     chapter: str | None = None          # the chapter's file stem
     matched_by: str = ""
     rows: list[Row] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)   # for the student
+    # For the student, each with its code (module docstring).
+    problems: list[Problem] = field(default_factory=list)
     executed: str | None = None         # the executed notebook (JSON)
     written: dict = field(default_factory=dict)         # label -> text
     refused: bool = False
@@ -103,6 +136,9 @@ class Graded:
     cpu: float | None = None
     started: float | None = None
     ended: float | None = None
+    # What sent each exercise for review, read from the source
+    # (label -> findings; see review.review).
+    findings: dict = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -206,7 +242,7 @@ def _text(value, limit: int = 300) -> str:
     return clean_text(value if isinstance(value, str) else "", limit)
 
 
-def _describe_stop(report: dict, nb) -> str | None:
+def _describe_stop(report: dict, nb) -> Problem | None:
     stopped = report.get("stopped")
     if not isinstance(stopped, dict):
         return None
@@ -214,13 +250,17 @@ def _describe_stop(report: dict, nb) -> str | None:
     why = stopped.get("why")
     where = (f"cell {cell + 1}" if isinstance(cell, int) and
              0 <= cell < len(nb.cells) else "the start")
-    return {"timeout": f"{where} was still running after the time limit per "
-                       f"cell and was stopped (an endless loop?)",
-            "deadline": f"the notebook reached its time limit at {where}",
-            "dead kernel": f"{where} made the kernel die (it crashed, ran "
-                           f"out of memory or exited)",
-            "start": "the kernel could not start"}.get(
-        why, f"the run stopped at {where}")
+    text, code = {
+        "timeout": (f"{where} was still running after the time limit per "
+                    f"cell and was stopped (an endless loop?)",
+                    "cell-timeout"),
+        "deadline": (f"the notebook reached its time limit at {where}",
+                     "notebook-deadline"),
+        "dead kernel": (f"{where} made the kernel die (it crashed, ran out "
+                        f"of memory or exited)", "kernel-died"),
+        "start": ("the kernel could not start", "kernel-start")}.get(
+        why, (f"the run stopped at {where}", "run-stopped"))
+    return Problem(text, code)
 
 
 class Grader:
@@ -266,8 +306,9 @@ class Grader:
             graded = self._grade_one(sub, slot, base)
         except (Exception, SystemExit) as err:   # an unusual notebook
             graded = Graded(sub.student, sub.name)
-            graded.problems.append(f"{sub.name} could not be graded "
-                                   f"({type(err).__name__})")
+            graded.problems.append(Problem(
+                f"{sub.name} could not be graded ({type(err).__name__})",
+                "grader-error"))
             # The instructor's console gets the grader's own traceback (the
             # student's row never does: it could quote the grader's files).
             self.echo("".join(traceback.format_exception(err)).rstrip())
@@ -278,31 +319,35 @@ class Grader:
         graded = Graded(sub.student, sub.name)
         if sub.problem:
             graded.refused = True
-            graded.problems.append(sub.problem)
+            graded.problems.append(sub.problem if isinstance(
+                sub.problem, Problem) else Problem(sub.problem, "refused"))
             return graded
         try:
             nb = nbformat.reads(sub.data.decode("utf-8"), as_version=4)
             count = len(nb.cells)
         except Exception as err:                    # never quote the file
-            graded.problems.append(f"{sub.name} could not be read as a "
-                                   f"notebook ({type(err).__name__})")
+            graded.problems.append(Problem(
+                f"{sub.name} could not be read as a notebook "
+                f"({type(err).__name__})", "not-a-notebook"))
             return graded
         if count > MAX_CELLS:
             graded.refused = True
-            graded.problems.append(f"{sub.name} has {count} cells, more "
-                                   f"than the {MAX_CELLS} the grader reads")
+            graded.problems.append(Problem(
+                f"{sub.name} has {count} cells, more than the {MAX_CELLS} "
+                f"the grader reads", "too-many-cells"))
             return graded
         try:
             stem, how = identify(nb, self.chapters)
         except Exception as err:
             stem, how = None, ""
-            graded.problems.append(f"{sub.name} has cells of an unexpected "
-                                   f"form ({type(err).__name__})")
+            graded.problems.append(Problem(
+                f"{sub.name} has cells of an unexpected form "
+                f"({type(err).__name__})", "unexpected-cells"))
         if stem is None:
             if not graded.problems:
-                graded.problems.append(
+                graded.problems.append(Problem(
                     f"{sub.name} is not one of the chapters' notebooks (no "
-                    f"known exercise label in it)")
+                    f"known exercise label in it)", "unknown-chapter"))
             return graded
         graded.chapter, graded.matched_by = stem, how
         chapter = self.chapters[stem]
@@ -356,6 +401,8 @@ class Grader:
         student, stem = graded.student, chapter["file"]
         parts, report = {}, {}
         why_none = outcome.problem
+        if why_none is not None and not isinstance(why_none, Problem):
+            why_none = Problem(why_none, "no-result")
         if outcome.stdout is not None:
             try:
                 parts = wire.unpack(outcome.stdout, 8 + len(cases),
@@ -365,34 +412,40 @@ class Grader:
                     raise ValueError
             except (wire.WireError, KeyError, ValueError):
                 parts, report = {}, {}
-                why_none = ("the run ended without a readable result (exit "
-                            f"status {outcome.returncode})")
+                why_none = Problem(
+                    f"the run ended without a readable result (exit status "
+                    f"{outcome.returncode})", "no-result")
         stop = _describe_stop(report, nb)
         graded.cut_short = _cut_short(why_none, report)
         if why_none:
             graded.problems.append(why_none)
         if stop:
-            graded.problems.append(stop + "; the cells after it did not run.")
+            graded.problems.append(Problem(
+                stop + "; the cells after it did not run.", stop.code))
         errors = report.get("errors", [])
         if isinstance(errors, list):
             for item in errors[:5]:
                 if isinstance(item, list) and len(item) == 2 and \
                         isinstance(item[0], int):
-                    graded.problems.append(f"cell {item[0] + 1} raised "
-                                           f"{_text(item[1], 200)}")
+                    graded.problems.append(Problem(
+                        f"cell {item[0] + 1} raised {_text(item[1], 200)}",
+                        "cell-raised"))
         strays = report.get("strays")
         if isinstance(strays, int) and strays > 0:
-            graded.problems.append(
+            graded.problems.append(Problem(
                 f"{strays} process(es) that the notebook started were still "
-                f"running and were stopped before its answers were called")
+                f"running and were stopped before its answers were called",
+                "strays-stopped"))
         truncated = report.get("truncated", [])
         if isinstance(truncated, list) and truncated:
-            graded.problems.append(
+            graded.problems.append(Problem(
                 f"the output of {len(truncated)} cell(s) went over the "
-                f"limit; the rest of it was dropped")
+                f"limit; the rest of it was dropped", "output-truncated"))
         harvest = report.get("harvest", {})
         harvest = harvest if isinstance(harvest, dict) else {}
         flagged = self.review(nb, chapter)
+        graded.findings = {label: found for label, found in flagged.items()
+                           if found}
         for index, entry in enumerate(chapter["exercises"]):
             ex = self.exercises[entry["label"]]
             if not self.auto_points(entry["label"]):
@@ -400,7 +453,7 @@ class Grader:
                     student, stem, entry["label"], 0.0, 0.0,
                     f"{MARKS[TO_BE_READ]}: no auto-points; the written part "
                     f"carries this exercise's points",
-                    code=status_code(TO_BE_READ)))
+                    code=status_code(TO_BE_READ), status=TO_BE_READ))
                 self._written_row(graded, entry, stem)
                 continue
             slot = sum(self.auto_points(e["label"])    # its place in the job
@@ -422,13 +475,14 @@ class Grader:
                 # Decided here, from the source, whatever the run did: what
                 # the kernel reported (the tripwire) may add to it, never
                 # clear it, and a run cut short does not hide it.
-                status, points, code = FOR_REVIEW, 0.0, status_code(FOR_REVIEW)
+                status, points = FOR_REVIEW, 0.0
+                code = review.diagnosis(findings)
                 message = clean_text(review.explain(findings), 500)
             elif fb is None:
                 reason = why_none or _harvest_problem(
                     harvest.get(str(slot)), stop)
                 status, points, message = NOT_GRADED, 0.0, reason
-                code = status_code(NOT_GRADED)
+                code = reason.code
                 slow = getattr(ex.grading(), "slow", None)
                 if slow and not why_none and \
                         harvest.get(str(slot)) == "timeout":
@@ -444,7 +498,7 @@ class Grader:
                                    min(points, float(entry["points"])),
                                    float(entry["points"]),
                                    f"{MARKS[status]}: {message}",
-                                   code=code))
+                                   code=code, status=status))
             self._written_row(graded, entry, stem)
         executed = parts.get(PART_EXECUTED)
         if executed is not None:
@@ -474,7 +528,8 @@ class Grader:
             return
         student = graded.student
         text = graded.written.get(entry["label"], "")
-        mark = MARKS[TO_BE_READ] if text else MARKS[NOT_DONE]
+        status = TO_BE_READ if text else NOT_DONE
+        mark = MARKS[status]
         note = (f"the answer is in written/{stem}.md; rubric: "
                 f"{clean_text(_rubric_part(written['rubric']), 400)}"
                 if text else "no written answer")
@@ -482,7 +537,7 @@ class Grader:
             student, stem, f"{entry['label']} (written)", 0.0,
             float(written["points"]), f"{mark}: {note}",
             for_student=f"{mark}: your instructor reads it" if text
-            else None, code=status_code(TO_BE_READ if text else NOT_DONE)))
+            else None, code=status_code(status), status=status))
 
     def review(self, nb, chapter: dict) -> dict:
         """What sends each exercise of ``nb`` for review, read from its
@@ -542,12 +597,12 @@ class Grader:
                         continue
                     if self.regraded >= budget:
                         self.not_regraded += 1
-                        g.problems.append(
+                        g.problems.append(Problem(
                             f"the notebooks graded beside this one kept "
                             f"the processors busy while it ran, but the "
                             f"budget of {budget} second gradings was spent; "
                             f"the instructor can grade it again alone "
-                            f"(--jobs 1)")
+                            f"(--jobs 1)", "regrade-budget-spent"))
                         continue
                     self.regraded += 1
                     graded[i] = one(submissions[i])
@@ -631,23 +686,29 @@ def _cut_short(why_none, report: dict) -> bool:
                for share in starved)
 
 
-def _harvest_problem(status, stop: str | None) -> str:
+def _harvest_problem(status, stop: Problem | None) -> Problem:
+    """Why an exercise has no answer, with its code (module docstring)."""
     if status == "timeout":
-        return ("its answer was still running after the time limit per "
-                "exercise (an endless loop?)")
+        return Problem("its answer was still running after the time limit "
+                       "per exercise (an endless loop?)", "answer-timeout")
     if status in ("dead", "stuck"):
-        return "the kernel stopped answering before this exercise"
+        return Problem("the kernel stopped answering before this exercise",
+                       "kernel-stopped")
     if status == "deadline":
-        return "the notebook reached its time limit before this exercise"
+        return Problem("the notebook reached its time limit before this "
+                       "exercise", "notebook-deadline")
     if status == "error":
-        return "its answer could not be read in the notebook"
+        return Problem("its answer could not be read in the notebook",
+                       "harvest-error")
     if status == "forged":
-        return ("its result was not the one the grader's harvest wrote and "
-                "reported (something in the notebook wrote, replaced or "
-                "blocked the harvest's result), so it has none")
+        return Problem("its result was not the one the grader's harvest "
+                       "wrote and reported (something in the notebook "
+                       "wrote, replaced or blocked the harvest's result), "
+                       "so it has none", "forged-result")
     if stop:
-        return f"the run never reached it: {stop}"
-    return "no answer came back from the notebook's run"
+        return Problem(f"the run never reached it: {stop}", "not-reached")
+    return Problem("no answer came back from the notebook's run",
+                   "no-answer")
 
 
 # ------------------------------------------------------------------ a class
@@ -684,7 +745,7 @@ def assemble(graded: list[Graded], chapters: dict, only=None):
                                     float(ex["points"]),
                                     f"{MARKS[NOT_GRADED]}: no notebook of "
                                     f"this chapter was handed in",
-                                    code=status_code(NOT_GRADED)))
+                                    code="no-notebook", status=NOT_GRADED))
             else:
                 rows += g.rows
         for g in graded:
@@ -692,7 +753,8 @@ def assemble(graded: list[Graded], chapters: dict, only=None):
                 status = REFUSED if g.refused else NOT_GRADED
                 rows += [Row(student, "", "", 0.0, 0.0,
                              f"{MARKS[status]}: {p}",
-                             code=status_code(status))
+                             code=getattr(p, "code", status_code(status)),
+                             status=status)
                          for p in g.problems]
     for student in students:
         scripts = mixed_scripts(student)
@@ -706,6 +768,7 @@ def assemble(graded: list[Graded], chapters: dict, only=None):
                 if row.for_student is None:
                     row.for_student = row.feedback
                 row.feedback += flag
+                row.flags += ("mixed-scripts",)
     written: dict[str, list] = {}
     for stem in wanted:
         for ex in chapters[stem]["exercises"]:
@@ -785,7 +848,7 @@ def verify_students(folder: Path, manifest: Path, backend, limits: Limits,
     for g in grader.grade_all(collect(folder, MAX_NOTEBOOK)):
         problems = list(g.problems) + [
             f"{r.exercise}: {r.feedback}" for r in g.rows
-            if not r.feedback.startswith(MARKS[NOT_DONE])
+            if r.status != NOT_DONE
             and r.max_points > 0]        # (none without auto-points runs)
         echo(f"{g.name:26s} " + ("; ".join(problems) if problems else
                                  "runs to the end, every exercise not done"))

@@ -73,9 +73,21 @@ class Row:
     feedback: str
     for_student: str | None = None    # what the student's page says instead
     #: The diagnosis, stable across rewordings of the feedback: the code of
-    #: a wrong answer's diagnosis (``Wrong(message, code)``), else the
-    #: status in one word (see :func:`status_code`).
+    #: a wrong answer's diagnosis (``Wrong(message, code)``), of an answer
+    #: sent for review from its source (``review-dynamic``...,
+    #: :func:`~selfattention_course.review.diagnosis`), of why an answer was
+    #: not graded (``answer-timeout``..., :mod:`~selfattention_course.
+    #: grade`) or of a problem with the file (``symlink``...,
+    #: :class:`~selfattention_course.names.Problem`), else the status in one
+    #: word (see :func:`status_code`).
     code: str = ""
+    #: The row's status (``"correct"``, ``"not graded"``...: the statuses
+    #: of :mod:`selfattention.exercises.core`), which opens the feedback.
+    status: str = ""
+    #: Notes on the row's student for the instructor, one kebab-case word
+    #: each, whose text the feedback carries: ``mixed-scripts`` (the name
+    #: mixes the letters of two scripts, so it can pass for another).
+    flags: tuple[str, ...] = ()
 
     @property
     def student_text(self) -> str:

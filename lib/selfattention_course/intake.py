@@ -6,7 +6,20 @@ submissions folder is refused, file or folder) and ``O_NONBLOCK`` (a FIFO
 cannot block the grader), and checked again with ``fstat`` after opening. A
 file larger than the limit is refused without being read. A refused file
 gives a :class:`Submission` with a ``problem`` and no content; no message
-ever quotes a file's content.
+ever quotes a file's content. A problem is a
+:class:`~selfattention_course.names.Problem`, whose ``code`` says what was
+refused (the diagnosis of the gradebook row it becomes):
+
+* ``symlink``: a symbolic link, to a file or a folder;
+* ``not-a-file``: a FIFO, a device, a socket or a folder named ``.ipynb``;
+* ``too-large``: a file over the size limit (it is not read);
+* ``too-large-in-all``: a notebook past :data:`MAX_STUDENT_BYTES` of the
+  student's notebooks together;
+* ``unreadable``: a file or folder that could not be opened or read;
+* ``two-sources``: a loose notebook beside a folder of the same student;
+* ``too-many-entries``: the student's notebooks or folder entries past
+  :data:`MAX_PER_STUDENT` or :data:`MAX_ENTRIES` (one row says that more
+  were not read).
 
 Layouts: ``SUBMISSIONS/<student>/<any name>.ipynb`` (subfolders allowed), and
 loose notebooks ``SUBMISSIONS/<name>.ipynb``, which count as the
@@ -35,6 +48,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from .names import Problem
+
 __all__ = ["Submission", "IntakeError", "collect", "display_name",
            "student_name", "safe_file_name", "mixed_scripts"]
 
@@ -61,7 +76,7 @@ class Submission:
     student: str
     name: str                    # the file's path below the student folder
     data: bytes | None = None
-    problem: str | None = None
+    problem: Problem | None = None       # with its code (module docstring)
 
 
 def display_name(name: str, limit: int = 80) -> str:
@@ -134,24 +149,27 @@ def _read(dir_fd: int, name: str, shown: str, max_bytes: int):
     try:
         before = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except OSError as err:
-        return None, f"{shown} could not be read ({err.strerror})"
+        return None, Problem(f"{shown} could not be read ({err.strerror})",
+                             "unreadable")
     if stat.S_ISLNK(before.st_mode):
-        return None, f"{shown} is a symbolic link; hand in the file itself"
+        return None, Problem(f"{shown} is a symbolic link; hand in the file "
+                             f"itself", "symlink")
     if not stat.S_ISREG(before.st_mode):
-        return None, f"{shown} is {_kind(before.st_mode)}, not a regular file"
+        return None, Problem(f"{shown} is {_kind(before.st_mode)}, not a "
+                             f"regular file", "not-a-file")
     if before.st_size > max_bytes:
-        return None, (f"{shown} is larger than {max_bytes / 2 ** 20:g} MB; "
-                      f"clear its outputs and hand it in again")
+        return None, _too_large(shown, max_bytes)
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(name, flags, dir_fd=dir_fd)
     except OSError as err:
-        return None, f"{shown} could not be opened ({err.strerror})"
+        return None, Problem(f"{shown} could not be opened "
+                             f"({err.strerror})", "unreadable")
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return None, (f"{shown} is {_kind(info.st_mode)}, not a regular "
-                          f"file")
+            return None, Problem(f"{shown} is {_kind(info.st_mode)}, not a "
+                                 f"regular file", "not-a-file")
         chunks, size = [], 0
         while size <= max_bytes:
             chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
@@ -160,13 +178,18 @@ def _read(dir_fd: int, name: str, shown: str, max_bytes: int):
             chunks.append(chunk)
             size += len(chunk)
         if size > max_bytes:
-            return None, (f"{shown} is larger than {max_bytes / 2 ** 20:g} "
-                          f"MB; clear its outputs and hand it in again")
+            return None, _too_large(shown, max_bytes)
         return b"".join(chunks), None
     except OSError as err:
-        return None, f"{shown} could not be read ({err.strerror})"
+        return None, Problem(f"{shown} could not be read ({err.strerror})",
+                             "unreadable")
     finally:
         os.close(fd)
+
+
+def _too_large(shown: str, max_bytes: int) -> Problem:
+    return Problem(f"{shown} is larger than {max_bytes / 2 ** 20:g} MB; "
+                   f"clear its outputs and hand it in again", "too-large")
 
 
 def _open_dir(name: str, dir_fd: int | None = None) -> int:
@@ -205,9 +228,10 @@ def _take(dir_fd: int, name: str, shown: str, max_bytes: int,
     budget.notebooks -= 1
     data, problem = _read(dir_fd, name, shown, min(max_bytes, budget.bytes))
     if data is None and problem and budget.bytes < max_bytes and \
-            "larger than" in problem:
-        problem = (f"{shown} was not read: the notebooks of one student may "
-                   f"hold {MAX_STUDENT_BYTES / 2 ** 20:g} MB in all")
+            problem.code == "too-large":
+        problem = Problem(f"{shown} was not read: the notebooks of one "
+                          f"student may hold {MAX_STUDENT_BYTES / 2 ** 20:g} "
+                          f"MB in all", "too-large-in-all")
     budget.bytes -= len(data or b"")
     return Submission(student, shown, data, problem)
 
@@ -226,16 +250,17 @@ def _walk(dir_fd: int, student: str, prefix: str, depth: int,
             continue
         if stat.S_ISLNK(mode):
             what = "folder" if not name.endswith(".ipynb") else "file"
-            found.append(Submission(student, shown, problem=(
-                f"{shown} is a symbolic link; hand in the {what} itself")))
+            found.append(Submission(student, shown, problem=Problem(
+                f"{shown} is a symbolic link; hand in the {what} itself",
+                "symlink")))
         elif stat.S_ISDIR(mode):
             if depth >= MAX_DEPTH:
                 continue
             try:
                 sub = _open_dir(name, dir_fd)
             except OSError:
-                found.append(Submission(student, shown, problem=(
-                    f"{shown} could not be opened")))
+                found.append(Submission(student, shown, problem=Problem(
+                    f"{shown} could not be opened", "unreadable")))
                 continue
             try:
                 _walk(sub, student, prefix + name + "/", depth + 1,
@@ -288,9 +313,10 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
                 try:
                     sub = _open_dir(name, root)
                 except OSError:
+                    problem = Problem("the folder could not be opened",
+                                      "unreadable")
                     found.append(Submission(student, display_name(name),
-                                            problem="the folder could not "
-                                                    "be opened"))
+                                            problem=problem))
                     continue
                 try:
                     _walk(sub, student, "", 1, max_bytes, found, budget)
@@ -298,9 +324,10 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
                     os.close(sub)
             elif stat.S_ISLNK(mode):
                 what = "file" if name.endswith(".ipynb") else "folder"
-                found.append(Submission(student, display_name(name), problem=(
-                    f"{display_name(name)} is a symbolic link; hand in the "
-                    f"{what} itself")))
+                problem = Problem(f"{display_name(name)} is a symbolic link; "
+                                  f"hand in the {what} itself", "symlink")
+                found.append(Submission(student, display_name(name),
+                                        problem=problem))
             elif name.endswith(".ipynb"):
                 taken = _take(root, name, display_name(name), max_bytes,
                               student, budget)
@@ -311,19 +338,19 @@ def collect(folder: Path, max_bytes: int = 20 * 2 ** 20) -> list[Submission]:
     for student, kinds in sources.items():
         if len(kinds) > 1:
             found = [s for s in found if s.student != student]
-            found.append(Submission(student, "", problem=(
+            found.append(Submission(student, "", problem=Problem(
                 f"two sources for {display_name(student)}: a loose notebook "
                 f"{kinds['file']} and a folder {kinds['folder']}/; one "
                 f"student hands in one of them, so neither was graded (move "
                 f"the notebook into the folder, or remove one, and grade "
-                f"again)")))
+                f"again)", "two-sources")))
             budgets.pop(student, None)
     for student, budget in budgets.items():
         if budget.skipped:
-            found.append(Submission(student, "", problem=(
+            found.append(Submission(student, "", problem=Problem(
                 f"more entries were not read: one student may hand in at "
                 f"most {MAX_PER_STUDENT} notebooks, in folders of at most "
-                f"{MAX_ENTRIES} entries in all")))
+                f"{MAX_ENTRIES} entries in all", "too-many-entries")))
     return found
 
 

@@ -13,7 +13,7 @@ from selfattention.exercises.core import (CORRECT, FOR_REVIEW, MARKS,
 
 __all__ = ["META", "BEGIN", "END", "STUB", "WRITTEN_STUB", "COLUMNS",
            "CORRECT", "WRONG", "NOT_DONE", "FOR_REVIEW", "NOT_GRADED",
-           "TO_BE_READ", "REFUSED", "MARKS"]
+           "TO_BE_READ", "REFUSED", "MARKS", "Problem"]
 
 #: Key of this book's entries in notebook and cell metadata.
 META = "selfattention"
@@ -52,3 +52,27 @@ RUN_FILE = "run.json"
 #: The gradebook's columns, in order.
 COLUMNS = ("student", "chapter", "exercise", "points", "max_points",
            "diagnosis", "feedback")
+
+
+class Problem(str):
+    """A problem met while reading, running or grading one notebook.
+
+    It is its text, for the student's feedback (a ``str``: it prints,
+    formats and compares as one), with a ``code``: the kind of problem in
+    one kebab-case word, which stays the same when the text is reworded
+    (a notebook that is handed in without a chapter gets one gradebook row
+    per problem, with that code as its diagnosis). Each code is documented
+    where its problems are made: :mod:`~selfattention_course.intake` (files
+    refused), :mod:`~selfattention_course.sandbox` (a job stopped) and
+    :mod:`~selfattention_course.grade` (notebooks and runs).
+    """
+
+    code: str
+
+    def __new__(cls, text: str, code: str):
+        self = super().__new__(cls, text)
+        self.code = code
+        return self
+
+    def __getnewargs__(self):              # copy and pickle keep the code
+        return str(self), self.code

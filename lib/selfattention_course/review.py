@@ -65,7 +65,7 @@ import threading
 import types
 from dataclasses import dataclass
 
-__all__ = ["Finding", "review", "cell_digest", "explain"]
+__all__ = ["Finding", "review", "cell_digest", "explain", "diagnosis"]
 
 #: Names whose use runs code built at run time or reaches the interpreter.
 DYNAMIC_NAMES = {
@@ -293,6 +293,15 @@ def explain(findings: list[Finding]) -> str:
     return (f"{first.quote()}. Auto-points go only to answers that do the "
             f"work in plain code; the instructor reviews this one"
             + (f" ({more} more place(s) flagged)" if more else ""))
+
+
+def diagnosis(findings: list[Finding]) -> str:
+    """The gradebook's code of an answer sent for review from its source:
+    ``review-`` and the kind of the finding that :func:`explain` quotes
+    (``review-reference``, ``review-checks``, ``review-dynamic``,
+    ``review-hook``). The notebook's own check, which sees only what the
+    kernel reports, says ``for-review``."""
+    return f"review-{findings[0].kind}"
 
 
 # ------------------------------------------------------------------ parsing

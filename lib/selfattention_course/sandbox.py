@@ -69,7 +69,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .names import JOB_MOUNT, SCRATCH
+from .names import JOB_MOUNT, SCRATCH, Problem
 
 __all__ = ["Limits", "Backend", "Bubblewrap", "Container", "Unisolated",
            "NoSandbox", "choose_backend", "Outcome", "JobGroup",
@@ -103,10 +103,16 @@ class Limits:
 
 @dataclass
 class Outcome:
-    """What came back from a job."""
+    """What came back from a job.
+
+    ``problem`` says why there is no usable output; its code is
+    ``past-deadline`` (the job ran past the notebook's time limit and was
+    killed) or ``results-too-large`` (it wrote more than the results may
+    hold).
+    """
 
     stdout: bytes | None              # None when killed or over the cap
-    problem: str | None = None        # why there is no usable output
+    problem: Problem | None = None    # why there is no usable output
     seconds: float = 0.0
     returncode: int | None = None
     stderr: bytes = b""
@@ -191,9 +197,9 @@ class Backend:
             while open_streams:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    problem = (f"the notebook ran past the limit of "
-                               f"{limits.notebook_seconds:g} s and was "
-                               f"stopped")
+                    problem = Problem(f"the notebook ran past the limit "
+                                      f"of {limits.notebook_seconds:g} s and "
+                                      f"was stopped", "past-deadline")
                     break
                 for key, _ in sel.select(timeout=min(left, 1.0)):
                     chunk = os.read(key.fileobj.fileno(), 1 << 16)
@@ -208,9 +214,10 @@ class Backend:
                         continue
                     buffer.extend(chunk)
                     if len(buffer) > limits.result_bytes:
-                        problem = (f"the run wrote more than "
-                                   f"{limits.result_bytes / _MB:g} MB of "
-                                   f"results and was stopped")
+                        problem = Problem(
+                            f"the run wrote more than "
+                            f"{limits.result_bytes / _MB:g} MB of results "
+                            f"and was stopped", "results-too-large")
                         break
                 if problem:
                     break
