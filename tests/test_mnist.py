@@ -224,6 +224,21 @@ def test_the_misconceptions_counts_fit_together(measured, split):
 
 
 @pytest.mark.slow
+def test_an_ablation_count_is_what_the_library_computes(split):
+    """Two of the 20 counts of ``vit-mnist-ablation``, recomputed: one head
+    removed and one whole layer (the file's checksum covers the rest)."""
+    model, ablation = mnist.load_vit("vit-mnist"), trained.load(
+        "vit-mnist-ablation")
+    X, y = split.X_test, split.y_test
+    one_head, one_layer = np.ones((4, 4)), np.ones((4, 4))
+    one_head[0, 2] = 0.0                          # layer 1, head 3
+    one_layer[1] = 0.0                            # every head of layer 2
+    for keep, count in ((one_head, ablation["heads"][0, 2]),
+                        (one_layer, ablation["layers"][1])):
+        assert round(vit.accuracy(model, X, y, keep) * len(y)) == count
+
+
+@pytest.mark.slow
 def test_a_misconceptions_count_is_what_the_library_computes(measured, split):
     model = mnist.load_vit("vit-mnist")
     X, y = split.X_test, split.y_test
