@@ -407,10 +407,24 @@ def vit_mnist_norms():
             "test_correct": np.array(right).reshape(shape)}
 
 
-# Training-set sizes and the epochs for each: fewer digits, more passes.
+# Training-set sizes. Every run of the comparison takes the same number of
+# optimisation steps, batches of 100 digits, so a smaller set is passed over
+# more often: EPOCHS = STEPS · 100 / size. STEPS was chosen from single runs
+# of the ViT on 4,000 digits (seed 0), by their training loss alone and
+# before any comparison was run: 400, 800, 1,200, 1,600 and 2,400 steps
+# ended at 0.70, 0.30, 0.23, 0.16 and 0.11 (the mean of the last 40 steps).
+# The loss falls steeply up to about 800 steps and slowly after; after
+# 1,600 steps a further 800 took off about a third of what the 800 before
+# them had. Longer runs would still lower it a little, but 12 runs of each
+# model at 2,400 steps would take ``make train`` past its 30 minutes. The
+# CNN at 400, 800 and 1,600 steps: 0.14, 0.05 and 0.02.
 SIZES = (500, 1000, 2000, 4000)
-EPOCHS = (30, 20, 12, 8)
+STEPS = 1600
+EPOCHS = tuple(STEPS * 100 // n for n in SIZES)   # (320, 160, 80, 40)
 SEEDS = (0, 1, 2)
+#: Each run's training loss is stored as the mean over this many equal
+#: stretches of its steps.
+LOSS_POINTS = 20
 
 
 def _train_cnn(seed, n_train, epochs, threads=1):
@@ -420,41 +434,46 @@ def _train_cnn(seed, n_train, epochs, threads=1):
             torch.manual_seed(seed)
             model = SmallCNN(PAIR_CNN)
             start = time.perf_counter()
-            fit(model, split.images_train, split.y_train, seed, epochs)
+            loss = fit(model, split.images_train, split.y_train, seed,
+                       epochs)
             seconds = time.perf_counter() - start
-    return model, seconds
+    return model, loss, seconds
 
 
 def _sizes_recipe(train_one):
     split = mnist_split()
     right = np.zeros((len(SIZES), len(SEEDS)), dtype=np.int64)
     seconds = np.zeros(right.shape)
+    loss = np.zeros((*right.shape, LOSS_POINTS), dtype=np.float32)
     for (i, (size, epochs)), (j, seed) in itertools.product(
             enumerate(zip(SIZES, EPOCHS)), enumerate(SEEDS)):
-        model, seconds[i, j] = train_one(seed, size, epochs)
+        model, steps, seconds[i, j] = train_one(seed, size, epochs)
+        loss[i, j] = steps.reshape(LOSS_POINTS, STEPS // LOSS_POINTS).mean(1)
         right[i, j] = correct(model, split.images_test, split.y_test)
-    return {"test_correct": right, "seconds": seconds,
+    return {"test_correct": right, "seconds": seconds, "loss": loss,
             "sizes": np.array(SIZES), "epochs": np.array(EPOCHS),
-            "seeds": np.array(SEEDS), "parameters": parameters(model),
+            "steps": np.int64(STEPS), "seeds": np.array(SEEDS),
+            "parameters": parameters(model),
             "multiply_adds": multiply_adds(model)}
 
 
 @trained.recipe("mnist-sizes-vit")
 def mnist_sizes_vit():
-    """The small ViT's (``PAIR_VIT``) test digits right (of 1,000) and
-    training seconds by training-set size and seed, (4, 3); its parameters
-    and multiply-adds."""
+    """The small ViT's (``PAIR_VIT``) test digits right (of 1,000), training
+    seconds, (4, 3), and training loss, (4, 3, LOSS_POINTS), by
+    training-set size and seed, each run :data:`STEPS` steps long; its
+    parameters and multiply-adds."""
     def train_one(seed, size, epochs):
-        model, _, _, seconds = _train_vit(seed, size, epochs, threads=1,
-                                          **PAIR_VIT)
-        return model, seconds
+        model, _, loss, seconds = _train_vit(seed, size, epochs, threads=1,
+                                             **PAIR_VIT)
+        return model, loss, seconds
     return _sizes_recipe(train_one)
 
 
 @trained.recipe("mnist-sizes-cnn")
 def mnist_sizes_cnn():
     """The same for the CNN of about its size (:data:`PAIR_CNN`), trained
-    with the same recipe on the same digits."""
+    with the same recipe on the same digits for as many steps."""
     return _sizes_recipe(_train_cnn)
 
 
