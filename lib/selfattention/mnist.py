@@ -377,11 +377,12 @@ def vit_mnist_misconceptions():
 PAIR_VIT = dict(d=32, h=4, depth=2, d_mlp=64)
 PAIR_CNN = (16, 24, 32, 32)                # SmallCNN's default widths
 
-# Four ViTs of depth 4 (width 32), 2 epochs each, for three seeds: pre-LN or
-# post-LN, with or without warm-up.
+# Four ViTs of depth 4 (width 32), NORM_EPOCHS epochs of 40 steps each, for
+# three seeds: pre-LN or post-LN, with or without warm-up.
 NORMS = (("pre-LN", True, 0.1), ("pre-LN", True, 0.0),
          ("post-LN", False, 0.1), ("post-LN", False, 0.0))
 NORM_SEEDS = (0, 1, 2)
+NORM_EPOCHS = 10
 
 
 @trained.recipe("vit-mnist-norms")
@@ -394,9 +395,9 @@ def vit_mnist_norms():
     losses, right = [], []
     for seed in NORM_SEEDS:
         for _, pre_ln, warmup in NORMS:
-            model, _, loss, _ = _train_vit(seed, epochs=2, threads=1,
-                                           pre_ln=pre_ln, warmup=warmup,
-                                           d=32, d_mlp=64)
+            model, _, loss, _ = _train_vit(seed, epochs=NORM_EPOCHS,
+                                           threads=1, pre_ln=pre_ln,
+                                           warmup=warmup, d=32, d_mlp=64)
             losses.append(loss)
             right.append(correct(model, split.images_test, split.y_test))
     shape = (len(NORM_SEEDS), len(NORMS))
