@@ -1,12 +1,14 @@
 """Chapter 6's exercise checks accept right answers and explain wrong ones."""
 
+import functools
+
 import numpy as np
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from exercise_answers import hidden, verdict
-from selfattention import interpret, vit
+from selfattention import interpret, mnist, patches, vit
 from selfattention.exercises import transformer as checks
 
 # ------------------------------------------------------------ counts
@@ -243,3 +245,95 @@ def test_the_no_position_experiment_gives_no_auto_points():
     part carries its points, and the grader runs none of it."""
     ex = checks.check_no_position
     assert ex.points == 0 and ex.written_points > 0
+
+
+# ------------------------------------------------------------ shifted digits
+@functools.lru_cache(maxsize=None)
+def measured(name, digits, how="zero"):
+    """Accuracy (S,), distances per head (S, L, h) and, unrenormalised,
+    (S, L), of ``name`` on the test digits moved as ``how`` says."""
+    split = mnist.mnist_split()
+    images = split.images_test[list(digits)]
+    labels = split.y_test[list(digits)]
+    model = mnist.load_vit(name)
+    D = interpret.patch_distances(split.grid, split.patch)
+    acc, dist, raw = [], [], []
+    for s in checks.SHIFTS:
+        if how == "wrap":
+            moved = np.roll(images, (s, s), axis=(1, 2))
+        else:
+            k = 4 * s if how == "patches" else s
+            padded = np.pad(images, ((0, 0), (k, k), (k, k)))
+            r, c = {"zero": (0, 0), "back": (2 * k, 2 * k),
+                    "right": (k, 0), "down": (0, k),
+                    "patches": (0, 0)}[how]
+            moved = padded[:, r:r + 28, c:c + 28]
+        logits, maps = vit.forward(model, patches.patchify(moved, 4))
+        acc.append(np.mean(logits.argmax(1) == labels))
+        dist.append(interpret.mean_attention_distance(maps, split.grid,
+                                                      split.patch))
+        P = maps[:, :, :, 1:, 1:]
+        raw.append((P * D).sum(-1).mean(axis=(0, 2, 3)))
+    return np.array(acc), np.array(dist), np.array(raw)
+
+
+def shift_test(name, digits):
+    acc, dist, _ = measured(name, digits)
+    return acc, dist.mean(-1)
+
+
+def shift_answer(how="zero", acc=lambda a: a, dist=lambda d, raw: d):
+    def answer(name, digits):
+        a, d, raw = measured(name, digits, how)
+        return acc(a), dist(d.mean(-1), raw)
+    return answer
+
+
+def test_shift_cases_are_five_test_digits_drawn_anew():
+    ex = checks.check_shift
+    public = ex.public_cases()[0]["digits"]
+    assert len(set(public)) == 5 and sorted(public) == public
+    assert 0 <= min(public) and max(public) < 1000
+    assert ex.draw(np.random.default_rng(1)) != ex.public_cases()
+    assert ex.points > 0 and ex.written_points > 0 and ex.written
+
+
+@pytest.mark.parametrize("answer, status, code", [
+    (None, "not done", "not-done"),
+    (lambda name, digits: None, "not done", "not-done"),
+    (lambda name, digits: np.zeros(5), "wrong", "type"),
+    (lambda name, digits: (np.zeros(4), np.zeros((5, 4))), "wrong",
+     "shape"),
+    (lambda name, digits: (np.zeros(5), np.zeros((5, 4, 4))), "wrong",
+     "shape"),
+    (lambda name, digits: (np.full(5, 50.0), np.zeros((5, 4))), "wrong",
+     "not-a-share"),
+])
+def test_shift_check_reads_the_form_of_the_answer(answer, status, code):
+    verdict(checks.check_shift, [answer], status, code)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer, status, code", [
+    (shift_test, "correct", None),
+    (shift_answer("back"), "wrong", "shifted-the-wrong-way"),
+    (shift_answer("wrap"), "wrong", "wrapped-around"),
+    (shift_answer("right"), "wrong", "one-axis-only"),
+    (shift_answer("down"), "wrong", "one-axis-only"),
+    (shift_answer("patches"), "wrong", "shifted-by-patches"),
+    (shift_answer(acc=lambda a: np.full(5, a[0])), "wrong",
+     "accuracy-unshifted"),
+    (shift_answer(dist=lambda d, raw: d / 4), "wrong",
+     "distances-in-patches"),
+    (shift_answer(dist=lambda d, raw: raw), "wrong", "not-renormalised"),
+    (shift_answer(dist=lambda d, raw: np.tile(d[:1], (5, 1))), "wrong",
+     "distances-unshifted"),
+    (shift_answer(acc=lambda a: a[::-1]), "wrong", "not-the-measurement"),
+])
+def test_shift_check_names_each_slip(answer, status, code):
+    verdict(checks.check_shift, [answer], status, code)
+
+
+@pytest.mark.slow
+def test_shift_right_answer_passes_on_hidden_digits():
+    hidden(checks.check_shift, shift_test, seeds=range(2))

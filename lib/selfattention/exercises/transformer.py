@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from .core import Exercise, call
 
-__all__ = ["check_block_counts", "check_rollout_limit", "check_no_position"]
+__all__ = ["check_block_counts", "check_rollout_limit", "check_no_position",
+           "check_shift", "SHIFT_MODELS", "SHIFTS"]
 
 
 # ------------------------------------------------------------------ 6.1
@@ -74,3 +75,31 @@ check_no_position = Exercise(
     success="a model without position embeddings, trained and measured; "
             "compare its distances with the chapter's model.",
     doc="Exercise 6.3: attention distance without position embeddings.")
+
+
+# ------------------------------------------------------------------ 6.4
+#: The two trained ViTs of :ref:`ch-transformer` that 6.4 moves digits
+#: under: learned position embeddings, and a relative position bias.
+SHIFT_MODELS = ("vit-mnist", "vit-mnist-local")
+#: How far 6.4 moves the digits, in pixels right and down.
+SHIFTS = (0, 1, 2, 3, 4)
+
+
+def _shift_run(shift_test, digits):
+    digits = tuple(int(k) for k in digits)
+    return tuple(call(shift_test, name, digits, what="shift_test")
+                 for name in SHIFT_MODELS)
+
+
+check_shift = Exercise(
+    "ex-transformer-shift", kind="Experiment", points=2,
+    answers=("shift_test",), run=_shift_run, seed=64,
+    written="which model keeps its accuracy when the digits move, why, "
+            "and do the attention distances explain it?",
+    written_points=2,
+    success="the accuracy and each layer's attention distance of both "
+            "models, on the digits moved 0 to 4 px right and down with "
+            "zeros filling in.",
+    doc="Exercise 6.4: test accuracy and each layer's mean attention "
+        "distance of the two 28 × 28 ViTs on test digits moved 0 to 4 "
+        "pixels right and down.")

@@ -5,14 +5,18 @@ the reference helpers they use (see
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 
 import numpy as np
 from selfattention.exercises.core import (
     Wrong,
     expect_shape,
     returned_array,
+    returned_arrays,
     type_name,
 )
+from selfattention.exercises.transformer import SHIFT_MODELS, SHIFTS
 
 from . import Judge
 
@@ -298,10 +302,181 @@ def _no_position_judge(out, seed):
                     "distances-not-pixels")
 
 
+#: How many test digits a case of 6.4 moves.
+SHIFT_DIGITS = 5
+
+
+def _shift_cases(rng):
+    # Any 5 of the 1,000 test digits: too many sets to tabulate at home,
+    # and few enough to judge 200 draws in a test.
+    return [{"digits": np.sort(rng.choice(1000, SHIFT_DIGITS,
+                                          replace=False)).tolist()}]
+
+
+def _moved(images, s, how="zero"):
+    """Images (N, 28, 28) moved by s pixels: right and down with zeros
+    filling in (``zero``), or a typical slip: left and up (``back``),
+    rolled round (``wrap``), one axis only (``right``, ``down``), or by s
+    patches of 4 pixels (``patches``)."""
+    H = images.shape[1]
+    if how == "wrap":
+        return np.roll(images, (s, s), axis=(1, 2))
+    if how == "patches":
+        s *= 4
+    out = np.zeros_like(images)
+    if how in ("zero", "patches"):
+        out[:, s:, s:] = images[:, :H - s, :H - s]
+    elif how == "back":
+        out[:, :H - s, :H - s] = images[:, s:, s:]
+    elif how == "right":
+        out[:, :, s:] = images[:, :, :H - s]
+    else:                                         # down
+        out[:, s:, :] = images[:, :H - s, :]
+    return out
+
+
+@dataclass(frozen=True)
+class _Measured:
+    accuracy: np.ndarray        # (S,) share of the digits right
+    distance: np.ndarray        # (S, L) px, the heads' mean
+    raw: np.ndarray             # (S, L) px, weights not renormalised
+
+
+@functools.lru_cache(maxsize=1)
+def _test_digits():
+    from selfattention import mnist
+
+    split = mnist.mnist_split()
+    return split.images_test, split.y_test
+
+
+@functools.lru_cache(maxsize=len(SHIFT_MODELS))
+def _shift_model(name):
+    from selfattention import mnist
+
+    return mnist.load_vit(name)
+
+
+@functools.lru_cache(maxsize=16)
+def _shift_reference(name, digits, how="zero"):
+    """The library's own measurement of 6.4 on the test digits
+    ``digits`` (a tuple of indices), moved as ``how`` says."""
+    from selfattention import interpret, patches, trained, vit
+
+    images, labels = _test_digits()
+    images, labels = images[list(digits)], labels[list(digits)]
+    S, N = len(SHIFTS), len(digits)
+    moved = np.concatenate([_moved(images, s, how) for s in SHIFTS])
+    with trained.torch_threads(1):              # no waiting at barriers
+        logits, maps = vit.forward(_shift_model(name),
+                                   patches.patchify(moved, 4))
+    right = logits.argmax(1).reshape(S, N) == labels
+    P = maps[:, :, :, 1:, 1:]                     # (S·N, L, h, n, n)
+    D = interpret.patch_distances((7, 7), 4)      # (n, n) px
+    weighted = np.einsum("...qk,qk->...q", P, D)  # (S·N, L, h, n)
+
+    def per_shift(x):                             # (S·N, L, h, n) -> (S, L)
+        return x.reshape(S, N, *x.shape[1:]).mean(axis=(1, 3, 4))
+    return _Measured(right.mean(1), per_shift(weighted / P.sum(-1)),
+                     per_shift(weighted))
+
+
+#: The slips whose numbers 6.4's judge recognises: how the digits were
+#: moved, the code and what to say.
+SHIFT_SLIPS = (
+    ("back", "shifted-the-wrong-way", "your numbers are those of digits "
+     "moved left and up; move them right and down (row r + s, column "
+     "c + s of the moved digit is row r, column c of the original)"),
+    ("wrap", "wrapped-around", "your numbers are those of digits rolled "
+     "round, the pixels that leave on the right and bottom coming back on "
+     "the left and top; fill the uncovered rows and columns with zeros"),
+    ("right", "one-axis-only", "your numbers are those of digits moved "
+     "right only; move them down by s pixels as well"),
+    ("down", "one-axis-only", "your numbers are those of digits moved down "
+     "only; move them right by s pixels as well"),
+    ("patches", "shifted-by-patches", "your numbers are those of digits "
+     "moved by s patches (4s pixels); move them by s pixels"),
+)
+
+
+def _shift_judge(out, digits):
+    if not (isinstance(out, tuple) and len(out) == len(SHIFT_MODELS)):
+        raise Wrong("shift_test could not be run on both models", "type")
+    digits = tuple(int(k) for k in digits)
+    for name, answer in zip(SHIFT_MODELS, out):
+        accuracy, distance = returned_arrays(
+            answer, 2, "shift_test should return a pair (accuracy, "
+                       "distances)")
+        S = len(SHIFTS)
+        expect_shape(accuracy, "the accuracy", (S,), "(S,)",
+                     "one share of the digits per shift s = 0, ..., 4")
+        if distance.shape == (S, 4, 4):
+            raise Wrong("the distances have shape (S, L, h) = (5, 4, 4): "
+                        "give each layer's distance, the mean over its "
+                        "heads, (S, L) = (5, 4)", "shape")
+        expect_shape(distance, "the distances", (S, 4), "(S, L)",
+                     "one per shift and layer, the mean over its heads")
+        if not np.all((0 <= accuracy) & (accuracy <= 1)):
+            raise Wrong(f"the accuracy should be a share of the digits in "
+                        f"[0, 1], got {np.round(accuracy, 3).tolist()}",
+                        "not-a-share")
+        ref = _shift_reference(name, digits)
+        if _close(accuracy, distance, ref):
+            continue
+        _wrong_shift(name, digits, accuracy, distance, ref)
+
+
+def _close(accuracy, distance, ref, scale=1.0):
+    return (np.allclose(accuracy, ref.accuracy, rtol=0, atol=1e-9)
+            and np.allclose(distance, scale * ref.distance, rtol=1e-6,
+                            atol=1e-9))
+
+
+def _wrong_shift(name, digits, accuracy, distance, ref):
+    where = f"for {name} on the test digits {list(digits[:3])}..."
+    same_accuracy = np.allclose(accuracy, ref.accuracy, rtol=0, atol=1e-9)
+    same_distance = np.allclose(distance, ref.distance, rtol=1e-6,
+                                atol=1e-9)
+    if same_distance and np.allclose(accuracy, ref.accuracy[0], rtol=0,
+                                     atol=1e-9):
+        raise Wrong(f"{where} your accuracy is {ref.accuracy[0]:.1%} at "
+                    f"every shift, that of the digits as they are: score "
+                    f"the moved digits", "accuracy-unshifted")
+    if same_accuracy:
+        if np.allclose(distance, ref.distance / 4, rtol=1e-6, atol=1e-9):
+            raise Wrong(f"{where} your distances are in patches; give them "
+                        f"in pixels (a patch is 4 px)",
+                        "distances-in-patches")
+        if np.allclose(distance, ref.raw, rtol=1e-6, atol=1e-9):
+            raise Wrong(f"{where} your distances weigh the patches with "
+                        f"weights that do not sum to one (the rest of each "
+                        f"row goes to the class token): renormalise each "
+                        f"query's weights on the patches, as "
+                        f"interpret.mean_attention_distance does",
+                        "not-renormalised")
+        if np.allclose(distance, ref.distance[:1], rtol=1e-6, atol=1e-9):
+            raise Wrong(f"{where} your distances are those of the digits "
+                        f"as they are, at every shift: measure the moved "
+                        f"digits", "distances-unshifted")
+    for how, code, message in SHIFT_SLIPS:
+        if _close(accuracy, distance, _shift_reference(name, digits, how)):
+            raise Wrong(f"{where} {message}", code)
+    s = int(np.argmax(~np.isclose(accuracy, ref.accuracy, rtol=0,
+                                  atol=1e-9)
+                      | ~np.isclose(distance, ref.distance, rtol=1e-6,
+                                    atol=1e-9).all(axis=1)))
+    raise Wrong(f"{where} at s = {SHIFTS[s]} px your accuracy is "
+                f"{accuracy[s]:.1%} and your distances "
+                f"{np.round(distance[s], 2).tolist()} px; the digits moved "
+                f"right and down with zeros filling in do not give these",
+                "not-the-measurement")
+
+
 JUDGES = {
     "ex-transformer-counts": Judge(cases=_counts_cases, judge=_counts_judge),
     "ex-transformer-rollout-limit": Judge(
         cases=_limit_cases, judge=_limit_judge),
     "ex-transformer-no-position": Judge(
         cases=_no_position_cases, judge=_no_position_judge),
+    "ex-transformer-shift": Judge(cases=_shift_cases, judge=_shift_judge),
 }
