@@ -297,8 +297,9 @@ def vit_mnist_local():
                        threads=1)
 
 
-@trained.recipe("vit-mnist-ablation", retrained_by_test=True,
-                after=("vit-mnist",))
+# Its 20 passes take about a minute; tests/test_mnist.py recomputes two
+# of its counts instead of the whole file.
+@trained.recipe("vit-mnist-ablation", after=("vit-mnist",))
 def vit_mnist_ablation():
     """Test digits (of 1,000) that the chapter's ViT still gets right with
     one head removed, ``heads`` (L, h), and with every head of one layer
