@@ -190,7 +190,8 @@ WIDE_DRAWS = 5
 #: Exercises whose every case runs a trained model (a pass per patch, a
 #: gradient): fewer draws, as many cases in all as the others take time.
 MODEL_DRAWS = {"ex-misconceptions-faithfulness": 50,
-               "ex-misconceptions-gradient": 50}
+               "ex-misconceptions-gradient": 50,
+               "ex-transformer-shift": 50}
 HIDDEN_SEED = int(os.environ.get("HIDDEN_SEED", secrets.randbits(32)))
 
 
