@@ -102,6 +102,8 @@ def show_mask(ax, mask, title: str | None = None,
     """Draw a boolean mask: dark = may attend, light = blocked."""
     ax.imshow(np.asarray(mask, dtype=float), cmap="Greys", vmin=-0.15,
               vmax=1.0, interpolation="nearest")
+    for axis in (ax.xaxis, ax.yaxis):                 # token indices: whole
+        axis.get_major_locator().set_params(integer=True)
     return _titled(ax, title, xlabel=xlabel, ylabel=ylabel)
 
 
