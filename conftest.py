@@ -44,7 +44,8 @@ SECONDS = {
     "tests/test_review.py": 30,
     "tests/test_voice.py": 30,
 }
-SECONDS.update({SPREAD[0] + "11_misconceptions]": 100,
+SECONDS.update({SPREAD[0] + "11_misconceptions]": 120,
+                SPREAD[0] + "06_transformer]": 110,
                 SPREAD[1] + "07_cost.ipynb]": 60,
                 SPREAD[1] + "02_scaling.ipynb]": 60,
                 SPREAD[1] + "10_matching.ipynb]": 50,
