@@ -289,6 +289,22 @@ def shift_answer(how="zero", acc=lambda a: a, dist=lambda d, raw: d):
     return answer
 
 
+def heads_averaged_first(name, digits):
+    """The slip of averaging each layer's map over the heads before
+    measuring one distance, instead of averaging the heads' distances."""
+    acc, _, _ = measured(name, digits)
+    split = mnist.mnist_split()
+    images = split.images_test[list(digits)]
+    model = mnist.load_vit(name)
+    dist = []
+    for s in checks.SHIFTS:
+        moved = np.pad(images, ((0, 0), (s, 0), (s, 0)))[:, :28, :28]
+        _, maps = vit.forward(model, patches.patchify(moved, 4))
+        dist.append(interpret.mean_attention_distance(
+            maps.mean(axis=2, keepdims=True), split.grid, split.patch)[:, 0])
+    return acc, np.array(dist)
+
+
 def test_shift_cases_are_five_test_digits_drawn_anew():
     ex = checks.check_shift
     public = ex.public_cases()[0]["digits"]
@@ -328,10 +344,20 @@ def test_shift_check_reads_the_form_of_the_answer(answer, status, code):
     (shift_answer(dist=lambda d, raw: raw), "wrong", "not-renormalised"),
     (shift_answer(dist=lambda d, raw: np.tile(d[:1], (5, 1))), "wrong",
      "distances-unshifted"),
+    (heads_averaged_first, "wrong", "heads-averaged-first"),
     (shift_answer(acc=lambda a: a[::-1]), "wrong", "not-the-measurement"),
 ])
 def test_shift_check_names_each_slip(answer, status, code):
     verdict(checks.check_shift, [answer], status, code)
+
+
+@pytest.mark.slow
+def test_shift_accepts_shares_computed_in_float32():
+    """A share of 5 digits from torch, (pred == y).float().mean(1), is 0.6
+    only to within 2.4e-8: the same count of digits, and right."""
+    answer = shift_answer(acc=lambda a: torch.from_numpy(a).float().numpy())
+    verdict(checks.check_shift, [answer], "correct")
+    hidden(checks.check_shift, answer, seeds=range(2))
 
 
 @pytest.mark.slow
