@@ -155,6 +155,22 @@ def test_chapter_follows_the_template(path):
         "interactive figure"
 
 
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_a_rubric_s_points_are_its_written_part_s(path):
+    """A rubric that states its points ("Rubric for the written part (2
+    points)") gives the written part of its exercise as declared."""
+    declared = find_exercises()
+    label = None
+    for text in text_of(nbformat.read(path, as_version=4), "markdown"):
+        found = re.search(r":::\{exercise\}[^\n]*\n:label: (ex-[a-z0-9-]+)",
+                          text)
+        label = found.group(1) if found else label
+        for points in re.findall(r"[Rr]ubric[^.(\n]{0,40}\((\d+) points?\)",
+                                 text):
+            assert label, f"{path.name}: a rubric before any exercise"
+            assert int(points) == declared[label][2].written_points, label
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_chapter_outputs_are_committed_and_clean(path):
     nb = nbformat.read(path, as_version=4)

@@ -326,9 +326,9 @@ def test_frames_per_frame_caption_names_each_map_s_strongest_key(rng):
     A[:, 2], A[:, 4 + 3] = 0.6, 0.9          # map 0: key (1, 0); map 1: (1, 1)
     figure = interactive.frames_explorer(frames, A, (2, 2), 4, query=1,
                                          labels=["a", "b"], per_frame=True)
-    assert live_text(figure) == ("query: a, patch (0, 1); the strongest key "
-                                 "of each map: a (1, 0) 0.600, b (1, 1) "
-                                 "0.900")
+    assert live_text(figure) == ("patch (0, 1) of each panel, picked in a; "
+                                 "where it looks most in each map: a (1, 0) "
+                                 "0.600, b (1, 1) 0.900")
     assert payload(figure)["perFrame"] is True
     assert "perFrame" not in payload(interactive.frames_explorer(
         frames, A, (2, 2), 4))

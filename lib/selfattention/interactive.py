@@ -429,8 +429,8 @@ def _frames_caption(w, query: int, n: int, cols: int, labels,
     if per_frame:
         best = [t * n + _strongest(w[t * n:(t + 1) * n], 1)[0]
                 for t in range(len(key_labels))]
-        return (f"query: {labels[f]}, patch ({r}, {c}); the strongest key "
-                f"of each map: " + ", ".join(
+        return (f"patch ({r}, {c}) of each panel, picked in {labels[f]}; "
+                f"where it looks most in each map: " + ", ".join(
                     f"{key_labels[j // n]} {_at(j % n, cols)} {w[j]:.3f}"
                     for j in best))
     order = _strongest(w)
@@ -575,8 +575,11 @@ def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
         lambda name: f"{name} (keys)") if cross else ""
     maps = cells(
         "sa-map", key_labels, f'role="img" aria-describedby="{uid}-cap"',
-        lambda name: f"Attention weights of the query patch over the {n} "
-                     f"patches of {name}", lambda name: f"weights on {name}")
+        (lambda name: f"Attention weights of the patch at the picked "
+                      f"position of {name} over its {n} patches")
+        if per_frame else
+        (lambda name: f"Attention weights of the query patch over the {n} "
+                      f"patches of {name}"), lambda name: f"weights on {name}")
     # one row when every panel fits in it, else a row for each kind
     panels = [len(frames), len(key_frames) if cross else 0, len(key_frames)]
     one_row = sum(panels) <= 4

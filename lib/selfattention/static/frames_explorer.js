@@ -21,7 +21,8 @@
     var head = "query: " + D.labels[a[0]] + ", patch (" + a[1] + ", " +
       a[2] + "); ";
     if (D.perFrame) {
-      cap.textContent = head + "the strongest key of each map: " +
+      cap.textContent = "patch (" + a[1] + ", " + a[2] + ") of each panel, " +
+        "picked in " + D.labels[a[0]] + "; where it looks most in each map: " +
         D.keyLabels.map(function(label, t) {
           var o = strongest(w.slice(t * n, (t + 1) * n))[0];
           return label + " " + at(o[1]) + " " + o[0].toFixed(3); }).join(", ");
