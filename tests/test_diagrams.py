@@ -97,6 +97,17 @@ def test_manifest_lists_every_diagram_with_its_alt_text():
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_the_chapter_shows_the_diagram_with_the_library_s_alt_text(name):
+    """One alt text per diagram: the figure's ``:alt:`` is ``ALT[name]``."""
+    nb = nbformat.read(ROOT / "chapters" / f"{CHAPTER[name]}.ipynb",
+                       as_version=4)
+    alts = [m.group(1) for cell in nb.cells if cell.cell_type == "markdown"
+            for m in re.finditer(rf"diagrams/{name}\.svg\n(?::name:[^\n]*\n)?"
+                                 r":alt: ([^\n]*)", cell.source)]
+    assert alts == [diagrams.ALT[name]]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_alt_text_says_what_the_diagram_shows(name):
     alt = diagrams.ALT[name]
     assert len(alt.split()) >= 30, "alt text of a diagram: a description"
