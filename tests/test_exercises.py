@@ -108,6 +108,7 @@ def _same(a, b):
         if np.shape(a[k]) == np.shape(b[k]) else False for k in a)
 
 
+@pytest.mark.slow                   # about 3 s: every chapter's checks
 def test_a_check_never_raises_and_accepts_no_wrong_number_of_answers():
     for _, _, ex in EXERCISES.values():
         for answers in [(), (1, 2, 3), ("x",) * len(ex.answers),

@@ -45,6 +45,7 @@ def test_no_solution_of_the_book_is_flagged(built, path):
                                      for k, v in found.items() if v}
 
 
+@pytest.mark.slow                   # about 3 s: twelve notebooks reviewed
 def test_the_student_notebooks_are_not_flagged(built):
     out, chapters = built
     for path in CHAPTERS:
