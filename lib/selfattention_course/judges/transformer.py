@@ -454,28 +454,24 @@ def _wrong_shift(name, digits, accuracy, distance, ref):
         raise Wrong(f"{where} your accuracy is {ref.accuracy[0]:.1%} at "
                     f"every shift, that of the digits as they are: score "
                     f"the moved digits", "accuracy-unshifted")
-    if same_accuracy:
-        if np.allclose(distance, ref.distance / 4, rtol=1e-6, atol=1e-9):
-            raise Wrong(f"{where} your distances are in patches; give them "
-                        f"in pixels (a patch is 4 px)",
-                        "distances-in-patches")
-        if np.allclose(distance, ref.raw, rtol=1e-6, atol=1e-9):
-            raise Wrong(f"{where} your distances weigh the patches with "
-                        f"weights that do not sum to one (the rest of each "
-                        f"row goes to the class token): renormalise each "
-                        f"query's weights on the patches, as "
-                        f"interpret.mean_attention_distance does",
-                        "not-renormalised")
-        if np.allclose(distance, ref.pooled, rtol=1e-6, atol=1e-9):
-            raise Wrong(f"{where} your distances are those of each layer's "
-                        f"map averaged over the heads; measure each head's "
-                        f"distance (interpret.mean_attention_distance) and "
-                        f"then take the mean over the heads",
-                        "heads-averaged-first")
-        if np.allclose(distance, ref.distance[:1], rtol=1e-6, atol=1e-9):
-            raise Wrong(f"{where} your distances are those of the digits "
-                        f"as they are, at every shift: measure the moved "
-                        f"digits", "distances-unshifted")
+    if same_accuracy:                             # the distances' slips
+        for wrong, message, code in (
+                (ref.distance / 4, "your distances are in patches; give "
+                 "them in pixels (a patch is 4 px)", "distances-in-patches"),
+                (ref.raw, "your distances weigh the patches with weights "
+                 "that do not sum to one (the rest of each row goes to the "
+                 "class token): renormalise each query's weights on the "
+                 "patches, as interpret.mean_attention_distance does",
+                 "not-renormalised"),
+                (ref.pooled, "your distances are those of each layer's map "
+                 "averaged over the heads; measure each head's distance "
+                 "(interpret.mean_attention_distance) and then take the "
+                 "mean over the heads", "heads-averaged-first"),
+                (ref.distance[:1], "your distances are those of the digits "
+                 "as they are, at every shift: measure the moved digits",
+                 "distances-unshifted")):
+            if np.allclose(distance, wrong, rtol=1e-6, atol=1e-9):
+                raise Wrong(f"{where} {message}", code)
     for how, code, message in SHIFT_SLIPS:
         if _close(accuracy, distance, _shift_reference(name, digits, how)):
             raise Wrong(f"{where} {message}", code)
