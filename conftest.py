@@ -16,6 +16,10 @@ its result.
 
 import pytest
 
+#: A chapter's further pages, which the build writes from the chapter
+#: notebook (_ext/book_pages.py): parts of a notebook that nbval runs whole.
+collect_ignore_glob = ["chapters/*/*.ipynb"]
+
 #: Tests whose cases run apart: each case is a chapter (its solutions on
 #: draws of hidden cases; Run All in JupyterLab).
 SPREAD = (

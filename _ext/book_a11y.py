@@ -28,6 +28,13 @@ nodes back, so its maths is typeset like the title's
 (tests/test_layout.py fails on TeX in the text of a page). The same goes
 for the title that sphinx-book-theme 1.1 prints at the top of a printed
 page (``pagetitle``, the title's plain text): it gets the title's HTML.
+
+**Named disclosure buttons in the sidebar.** A chapter read as several
+pages has sections in the navigation; pydata-sphinx-theme 0.17.1
+(``toctree.add_collapse_checkboxes``) shows them in a ``<details>`` whose
+``<summary>`` holds only a decorative chevron, so it has no name (axe:
+summary-name). Each one here is named after its chapter: "Pages of
+chapter 6".
 """
 
 from __future__ import annotations
@@ -94,9 +101,35 @@ def name_table_regions(body: str) -> str:
     return out
 
 
+def name_summaries(soup) -> None:
+    """Name each bare ``<summary>`` of the sidebar (a BeautifulSoup) after
+    the chapter whose link comes before it."""
+    for summary in soup.select("li.has-children > details > summary"):
+        link = summary.parent.find_previous_sibling("a")
+        if link is None or summary.get_text(strip=True) or \
+                summary.get("aria-label"):
+            continue
+        number = re.match(r"\s*(\d+)\.", link.get_text())
+        summary["aria-label"] = (f"Pages of chapter {number.group(1)}"
+                                 if number else
+                                 f"Pages of {link.get_text(' ', strip=True)}")
+
+
+def _named_toctree(generate):
+    def generate_toctree_html(*args, **kwargs):
+        out = generate(*args, **kwargs)   # a BeautifulSoup in 0.17.1
+        if hasattr(out, "select"):
+            name_summaries(out)
+        return out
+    return generate_toctree_html
+
+
 def _on_page(app, pagename, templatename, context, doctree) -> None:
     if "body" in context:
         context["body"] = name_table_regions(context["body"])
+    if callable(context.get("generate_toctree_html")):
+        context["generate_toctree_html"] = _named_toctree(
+            context["generate_toctree_html"])
     if TEX.search(str(context.get("pagetitle", ""))) and context.get("title"):
         context["pagetitle"] = context["title"]
 

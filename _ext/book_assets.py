@@ -146,7 +146,11 @@ def add_version_line(app: Sphinx, doctree: nodes.document) -> None:
     if section is None:
         return
     line = nodes.paragraph(classes=["sa-executed"])
-    line += nodes.emphasis(text=stamp_sentence(stamp))
+    sentence = stamp_sentence(stamp)
+    if docname.count("/") == 2:   # a chapter's further page (book_pages.py)
+        sentence = ("This page runs as part of its chapter's notebook, "
+                    "which the launch buttons open. " + sentence)
+    line += nodes.emphasis(text=sentence)
     section.insert(1, line)  # right after the title
 
 
@@ -161,5 +165,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", add_version_line)
     # env_version: raise it when a change here alters the pages, so that an
     # incremental build rewrites all of them
-    return {"version": "1.1", "env_version": 3, "parallel_read_safe": True,
+    return {"version": "1.1", "env_version": 4, "parallel_read_safe": True,
             "parallel_write_safe": True}

@@ -129,8 +129,8 @@ def _from_environment(app, config) -> None:
 
 
 def _student_sources(app, exception) -> None:
-    """Put the student version of each chapter under ``_sources/``, and
-    the plain version of each appendix notebook."""
+    """Put the student version of each chapter under ``_sources/`` (for
+    each of its pages), and the plain version of each appendix notebook."""
     if exception is not None or not app.config.course_edition:
         return
     if app.builder.format != "html":
@@ -145,6 +145,9 @@ def _student_sources(app, exception) -> None:
     sources = Path(app.outdir) / "_sources"
     for copied in sorted(sources.rglob("*.ipynb")):
         original = Path(app.srcdir) / copied.relative_to(sources)
+        if len(original.relative_to(app.srcdir).parts) == 3:
+            # a further page of a chapter (_ext/book_pages.py): the chapter
+            original = original.parent.with_suffix(".ipynb")
         if not original.exists():
             copied.unlink()
             continue

@@ -11,6 +11,11 @@ notebooks that ``scripts/plain_notebooks.py`` writes into ``notebooks/``
   at the default priority 500) at ``notebooks/<name>.ipynb``;
 * replaces the downloadable ``_sources/<folder>/<name>.ipynb`` with the same
   plain notebook, unless the course edition puts the student version there.
+
+A further page of a chapter (``chapters/<name>/<page>``, written by
+``_ext/book_pages.py``) is a part of the chapter's notebook, which no
+kernel can run alone: its buttons open and download the whole chapter,
+``notebooks/<name>.ipynb``.
 """
 
 from __future__ import annotations
@@ -21,23 +26,29 @@ from pathlib import Path
 FOLDERS, PLAIN = ("chapters/", "appendices/"), "notebooks/"
 
 
-def _rewrite(buttons, folder: str) -> None:
-    """Point the launch links (absolute URLs naming a notebook of
-    ``folder``) at its plain version; the download links stay (their file
-    is replaced)."""
+def plain_notebook_of(pagename: str) -> str:
+    """``chapters/06_transformer/practice`` -> ``notebooks/06_transformer``,
+    as ``chapters/06_transformer`` and ``appendices/pytorch`` -> theirs."""
+    return PLAIN + pagename.split("/")[1]
+
+
+def _rewrite(buttons, pagename: str) -> None:
+    """Point the launch links (absolute URLs naming the page's notebook) at
+    its plain version; the download links stay (their file is replaced)."""
+    own, plain = f"{pagename}.ipynb", f"{plain_notebook_of(pagename)}.ipynb"
     for button in buttons:
         if isinstance(button.get("buttons"), list):
-            _rewrite(button["buttons"], folder)
+            _rewrite(button["buttons"], pagename)
         url = button.get("url")
         if isinstance(url, str) and url.startswith("https://"):
-            button["url"] = url.replace(f"/{folder}", f"/{PLAIN}") \
-                .replace(f"%2F{folder[:-1]}%2F", f"%2F{PLAIN[:-1]}%2F")
+            button["url"] = url.replace(f"/{own}", f"/{plain}").replace(
+                "%2F" + own.replace("/", "%2F"),
+                "%2F" + plain.replace("/", "%2F"))
 
 
 def _launch_plain(app, pagename, templatename, context, doctree) -> None:
-    for folder in FOLDERS:
-        if pagename.startswith(folder):
-            _rewrite(context.get("header_buttons", []), folder)
+    if pagename.startswith(FOLDERS):
+        _rewrite(context.get("header_buttons", []), pagename)
 
 
 def _plain_downloads(app, exception) -> None:
@@ -45,15 +56,19 @@ def _plain_downloads(app, exception) -> None:
         return
     if getattr(app.config, "course_edition", False):
         return                   # the course edition ships student versions
-    plain = Path(app.srcdir) / PLAIN
+    sources = Path(app.outdir) / "_sources"
     for folder in FOLDERS:
-        sources = Path(app.outdir) / "_sources" / folder
-        for copied in sorted(sources.glob("*.ipynb")):
-            if (plain / copied.name).is_file():
-                shutil.copyfile(plain / copied.name, copied)
+        for copied in sorted((sources / folder).rglob("*.ipynb")):
+            pagename = copied.relative_to(sources).with_suffix("").as_posix()
+            plain = Path(app.srcdir) / f"{plain_notebook_of(pagename)}.ipynb"
+            if plain.is_file():
+                shutil.copyfile(plain, copied)
 
 
 def setup(app):
     app.connect("html-page-context", _launch_plain, priority=600)
     app.connect("build-finished", _plain_downloads, priority=600)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    # env_version: raise it when a change here alters the pages, so that an
+    # incremental build rewrites all of them
+    return {"env_version": 2, "parallel_read_safe": True,
+            "parallel_write_safe": True}

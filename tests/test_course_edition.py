@@ -61,6 +61,14 @@ def page_text(path: Path) -> str:
     return " ".join(html.unescape(text).split())
 
 
+def chapter_pages(site: Path, path: Path) -> list[Path]:
+    """The built pages of chapter notebook ``path``: its own, then its
+    further pages (_ext/book_pages.py)."""
+    folder = site / "chapters"
+    return [folder / f"{path.stem}.html",
+            *sorted((folder / path.stem).glob("*.html"))]
+
+
 def solution_parts(nb):
     """Lines only a solution holds, and the text its cells print."""
     inside, lines, printed = False, set(), []
@@ -93,8 +101,10 @@ def test_no_solution_code_or_output_is_published(site, path):
     nb = nbformat.read(path, as_version=4)
     lines, printed = solution_parts(nb)
     assert lines, "the chapter has solutions to hide"
-    raw = (site / "chapters" / f"{path.stem}.html").read_text()
-    text = page_text(site / "chapters" / f"{path.stem}.html")
+    pages = chapter_pages(site, path)
+    assert len(pages) > 1, "the chapter is read as several pages"
+    raw = "\n".join(page.read_text() for page in pages)
+    text = "\n".join(page_text(page) for page in pages)
     leaked = [ln for ln in lines + printed if ln in text]
     assert not leaked, leaked
     assert not re.search(r'class="[^"]*\bsolution\b', raw)
@@ -124,7 +134,7 @@ def test_no_check_verdict_is_published(site):
     for path in CHAPTERS:
         printed = check_outputs(nbformat.read(path, as_version=4))
         assert printed, f"{path.stem}: no check output to hide"
-        text = page_text(site / "chapters" / f"{path.stem}.html")
+        text = "\n".join(page_text(p) for p in chapter_pages(site, path))
         assert not [p for p in printed if p in text], path.stem
 
 
@@ -160,7 +170,12 @@ def test_the_student_notebooks_hold_no_output_and_no_verdict(tmp_path):
 @pytest.mark.slow
 def test_the_downloadable_notebooks_are_the_student_versions(site):
     for path in CHAPTERS:
-        copy = site / "_sources" / "chapters" / path.name
+        sources = site / "_sources" / "chapters"
+        copy = sources / path.name
         nb = nbformat.read(copy, as_version=4)
         assert META in nb.metadata
         assert BEGIN not in copy.read_text()
+        # each further page offers the whole chapter's student notebook
+        further = sorted((sources / path.stem).glob("*.ipynb"))
+        assert further, path.stem
+        assert all(p.read_text() == copy.read_text() for p in further)

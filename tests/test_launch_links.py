@@ -40,16 +40,27 @@ ASSET_DIRS = {"_static", "_sources", "_images", "_vendor"}
 
 
 # ------------------------------------------------------------ the built site
+def _files(entries) -> list[str]:
+    """The files of toc entries and of their sections, in reading order."""
+    return [name for entry in entries
+            for name in [entry["file"], *_files(entry.get("sections", []))]]
+
+
 def toc_documents() -> list[str]:
-    """Document names of _toc.yml, in reading order (``chapters/01_x``)."""
+    """Document names of _toc.yml, in reading order (``chapters/01_x``,
+    then its further pages ``chapters/01_x/practice``, ...)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     names = [toc["root"]]
     for part in toc.get("parts", []):
-        names += [entry["file"] for entry in part.get("chapters", [])]
+        names += _files(part.get("chapters", []))
     return names
 
 
 def source_of(docname: str) -> Path | None:
+    """The file a page is made from; for a chapter's further page, which
+    the build writes (_ext/book_pages.py), the chapter notebook."""
+    if docname.startswith("chapters/") and docname.count("/") == 2:
+        docname = docname.rsplit("/", 1)[0]
     for ext in (".ipynb", ".md"):
         path = ROOT / BOOK_PATH / f"{docname}{ext}"
         if path.exists():
@@ -64,18 +75,21 @@ def notebook_documents() -> list[str]:
 
 
 def chapter_documents() -> list[str]:
-    """The notebook pages of the toc's numbered parts: the chapters."""
+    """The notebook pages of the toc's numbered parts: each chapter's page,
+    then its further pages."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    numbered = {entry["file"] for part in toc.get("parts", [])
-                if part.get("numbered") for entry in part["chapters"]}
+    numbered = set(_files(entry for part in toc.get("parts", [])
+                          if part.get("numbered")
+                          for entry in part["chapters"]))
     return [d for d in notebook_documents() if d in numbered]
 
 
 def plain_notebook_of(docname: str) -> str:
     """The repository path of the plain notebook that a notebook page's
-    launch buttons open (``_ext/plain_launch.py``): ``notebooks/<name>``."""
+    launch buttons open (``_ext/plain_launch.py``): ``notebooks/<name>``,
+    the whole chapter's for each of its pages."""
     prefix = f"{BOOK_PATH}/" if BOOK_PATH else ""
-    return f"{prefix}notebooks/{Path(docname).name}.ipynb"
+    return f"{prefix}notebooks/{docname.split('/')[1]}.ipynb"
 
 
 def expected_pages() -> list[str]:

@@ -32,6 +32,9 @@ pytestmark = pytest.mark.slow
 
 LAPTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
+#: A chapter page holds at most this many laptop screens (about a lecture);
+#: a longer chapter is read as more pages (lib/selfattention_course/pages.py).
+MAX_SCREENS = 12
 
 # What is measured on the page as laid out now.
 LAYOUT_JS = r"""() => {
@@ -154,6 +157,12 @@ def test_page_fits_laptop_and_phone(visit, page_path):  # noqa: F811
     v.page.wait_for_timeout(500)  # the theme re-measures after 300 ms
     laptop = v.page.evaluate(LAYOUT_JS)
     problems += layout_problems(laptop, "1366 px")
+    screens = v.page.evaluate("document.documentElement.scrollHeight") \
+        / LAPTOP["height"]
+    if page_path.startswith("chapters/") and screens > MAX_SCREENS:
+        problems.append(f"{screens:.1f} laptop screens long, more than "
+                        f"{MAX_SCREENS}: split the chapter into more pages "
+                        "(lib/selfattention_course/pages.py)")
     v.page.set_viewport_size(PHONE)
     v.page.wait_for_timeout(500)
     phone = v.page.evaluate(LAYOUT_JS)
@@ -163,6 +172,7 @@ def test_page_fits_laptop_and_phone(visit, page_path):  # noqa: F811
     if laptop["formulaStops"]:
         problems.append(f"{laptop['formulaStops']} of {laptop['stops']} tab "
                         "stops are formulas")
-    print(f"{page_path}: 390 px page width {phone['width']}, "
+    print(f"{page_path}: {screens:.1f} screens at 1366 px, "
+          f"390 px page width {phone['width']}, "
           f"{laptop['stops']} tab stops, {laptop['formulaStops']} formulas")
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)

@@ -44,6 +44,7 @@ import nbformat
 import yaml
 
 from .names import META
+from .pages import pages
 
 __all__ = ["Target", "BookIndex", "book_root", "plain_notebook",
            "plain_markdown"]
@@ -203,8 +204,9 @@ class BookIndex:
     def figure(self, doc: str, figure: dict) -> Target:
         """The target of a figure cell's ``mystnb.figure`` metadata."""
         for target in self.targets.values():
-            if (target.kind == "figure" and target.doc == doc
-                    and target.title == figure["caption"]):
+            if (target.kind == "figure" and target.title == figure["caption"]
+                    and (target.doc == doc
+                         or target.doc.startswith(f"{doc}/"))):
                 return target
         raise KeyError(f"{doc}: a figure the index did not see")
 
@@ -222,7 +224,13 @@ class BookIndex:
         sections = [0, 0, 0, 0, 0, 0]
         figures = equations = exercises = 0
         pending: list[str] = []
-        for cell in nb.cells:
+        # A further page's "#" title is a section of the chapter, one level
+        # below its "#" (selfattention_course.pages): 6.(k+1), 6.(k+1).1, ...
+        cells = [(page.doc, 1 if n else 0, cell)
+                 for n, page in enumerate(pages(nb, doc))
+                 for cell in page.cells]
+        for page_doc, shift, cell in cells:
+            cell = nbformat.from_dict(cell)
             text = cell.source
             if cell.cell_type == "code":
                 figure = cell.metadata.get("mystnb", {}).get("figure")
@@ -230,7 +238,7 @@ class BookIndex:
                     figures += 1
                     name = figure.get("name") or f"fig-{doc}-{figures}"
                     self.targets[name] = Target(
-                        "figure", within(figures), doc, name,
+                        "figure", within(figures), page_doc, name,
                         figure["caption"])
                 continue
             if cell.cell_type != "markdown":
@@ -259,7 +267,7 @@ class BookIndex:
                 if kind == "target":
                     pending.append(value)
                 elif kind == "heading":
-                    level = len(value.group(1))
+                    level = len(value.group(1)) + shift
                     title = value.group(2)
                     if level == 1:
                         number, what = chapter, "chapter"
@@ -272,7 +280,7 @@ class BookIndex:
                             if chapter else ""
                         what = "section"
                     for label in pending:
-                        self.targets[label] = Target(what, number, doc,
+                        self.targets[label] = Target(what, number, page_doc,
                                                      label, title)
                     pending = []
                 elif kind == "figure":
@@ -280,18 +288,18 @@ class BookIndex:
                     name, caption = value
                     name = name or f"fig-{doc}-{figures}"
                     self.targets[name] = Target(
-                        "figure", within(figures), doc, name, caption)
+                        "figure", within(figures), page_doc, name, caption)
                 elif kind == "equation":
                     equations += 1
                     self.targets[value] = Target(
-                        "equation", within(equations), doc,
+                        "equation", within(equations), page_doc,
                         f"equation-{value}", value)
                 else:
                     exercises += 1
                     label, title = value
                     if label:
                         self.targets[label] = Target(
-                            "exercise", within(exercises), doc,
+                            "exercise", within(exercises), page_doc,
                             label, title)
 
     # -- links --------------------------------------------------------------
