@@ -615,11 +615,15 @@ def instructor_key() -> int | None:
 
 
 def checkout_digest() -> str:
-    """The instructor's files: the book's sources and the installed package."""
+    """The instructor's files: the book's sources and the installed package
+    (not what a build writes meanwhile: the chapters' further pages under
+    chapters/<chapter>/, made by _ext/book_pages.py)."""
     digest = hashlib.sha256()
     for folder in ("lib", "chapters", "scripts", "tests", "appendices"):
         for path in sorted((ROOT / folder).rglob("*")):
             if "__pycache__" in path.parts or not path.is_file():
+                continue
+            if folder == "chapters" and len(path.relative_to(ROOT).parts) > 2:
                 continue
             digest.update(str(path.relative_to(ROOT)).encode())
             digest.update(path.read_bytes())
