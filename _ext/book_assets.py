@@ -38,6 +38,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from selfattention_course.pages import chapter_of
+
 logger = logging.getLogger(__name__)
 
 VENDOR_DIR = "_vendor"
@@ -147,7 +149,7 @@ def add_version_line(app: Sphinx, doctree: nodes.document) -> None:
         return
     line = nodes.paragraph(classes=["sa-executed"])
     sentence = stamp_sentence(stamp)
-    if docname.count("/") == 2:   # a chapter's further page (book_pages.py)
+    if chapter_of(docname):     # a chapter's further page (book_pages.py)
         sentence = ("This page runs as part of its chapter's notebook, "
                     "which the launch buttons open. " + sentence)
     line += nodes.emphasis(text=sentence)

@@ -36,6 +36,8 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.transforms import SphinxTransform
 
+from selfattention_course.pages import chapter_of
+
 ENV = "SELFATTENTION_SOLUTIONS"
 
 
@@ -145,9 +147,10 @@ def _student_sources(app, exception) -> None:
     sources = Path(app.outdir) / "_sources"
     for copied in sorted(sources.rglob("*.ipynb")):
         original = Path(app.srcdir) / copied.relative_to(sources)
-        if len(original.relative_to(app.srcdir).parts) == 3:
-            # a further page of a chapter (_ext/book_pages.py): the chapter
-            original = original.parent.with_suffix(".ipynb")
+        chapter = chapter_of(original.relative_to(app.srcdir).with_suffix("")
+                             .as_posix())
+        if chapter:    # a further page of a chapter (_ext/book_pages.py)
+            original = Path(app.srcdir) / f"{chapter}.ipynb"
         if not original.exists():
             copied.unlink()
             continue

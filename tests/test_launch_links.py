@@ -26,6 +26,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
+from selfattention_course.pages import chapter_of
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 REPO = CONFIG["repository"]
@@ -59,8 +61,7 @@ def toc_documents() -> list[str]:
 def source_of(docname: str) -> Path | None:
     """The file a page is made from; for a chapter's further page, which
     the build writes (_ext/book_pages.py), the chapter notebook."""
-    if docname.startswith("chapters/") and docname.count("/") == 2:
-        docname = docname.rsplit("/", 1)[0]
+    docname = chapter_of(docname) or docname
     for ext in (".ipynb", ".md"):
         path = ROOT / BOOK_PATH / f"{docname}{ext}"
         if path.exists():

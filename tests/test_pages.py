@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from selfattention_course.names import META
-from selfattention_course.pages import PAGE_KEY, page_notebook, pages
+from selfattention_course.pages import (PAGE_KEY, chapter_of, page_notebook,
+                                        pages)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -130,3 +131,11 @@ def test_the_pages_leave_the_notebook_as_it_was():
     before = copy.deepcopy(nb)
     pages(nb, "chapters/x")
     assert nb == before
+
+
+def test_a_further_page_belongs_to_its_chapter():
+    assert chapter_of("chapters/06_transformer/inside") == \
+        "chapters/06_transformer"
+    for doc in ("chapters/06_transformer", "appendices/pytorch", "intro",
+                "appendices/x/y"):
+        assert chapter_of(doc) is None

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .names import META
 
-__all__ = ["Page", "pages", "page_notebook", "PAGE_KEY"]
+__all__ = ["Page", "pages", "page_notebook", "chapter_of", "PAGE_KEY"]
 
 #: Key, under the cell metadata's ``selfattention`` entry, of a page start.
 PAGE_KEY = "page"
@@ -108,6 +108,14 @@ def pages(nb, doc: str) -> list[Page]:
 def _raised(source) -> str:
     """``source`` with its ``###``-and-deeper headings one level up."""
     return DEEPER.sub(r"\1", "".join(source))
+
+
+def chapter_of(doc: str) -> str | None:
+    """The chapter of a further page (``chapters/06_transformer/inside`` ->
+    ``chapters/06_transformer``); None for any other document."""
+    parts = doc.split("/")
+    return "/".join(parts[:2]) if len(parts) == 3 and parts[0] == "chapters" \
+        else None
 
 
 def page_notebook(nb, page: Page) -> dict:
