@@ -12,7 +12,7 @@ SUBMISSIONS ?= submissions
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb appendices/*.ipynb))
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint book test unit execute notebooks train assignments grade sample-gradebook bench serve clean
+.PHONY: help install lint book test sweep unit execute notebooks train assignments grade sample-gradebook bench serve clean
 
 help:  ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -62,13 +62,19 @@ unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
 	  --durations=10 \
 	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
 
-test: lint book  ## Every check: ruff, strict build, library, links, browser, nbval
-	$(PY) -m pytest tests chapters appendices -n 2 --dist loadfile --no-loadscope-reorder \
-	  --durations=15 --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg; \
-	status=$$?; \
-	if [ $$status -eq 5 ]; then echo "make test: pytest ran no test" >&2; fi; \
-	exit $$status
+# pytest's exit status 5 means it collected no test: a failure here.
+NO_TEST = status=$$?; if [ $$status -eq 5 ]; then \
+	  echo "make $@: pytest ran no test" >&2; fi; exit $$status
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS)
+DURATIONS ?= 15
+
+test: lint book  ## Every kind of check, long sweeps on a sample (<= 6 min)
+	$(PY) -m pytest tests chapters appendices $(XDIST) -m "not sweep" \
+	  --nbval --nbval-current-env \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg; $(NO_TEST)
+
+sweep: book  ## The sweeps' other cases: every page, chapter and draw (CI)
+	$(PY) -m pytest tests $(XDIST) -m sweep; $(NO_TEST)
 
 execute: $(STAMP)  ## Re-run the notebooks in place after an edit (NB=path for one)
 	$(PY) scripts/sync_code.py $(or $(NB),$(NOTEBOOKS))

@@ -4,6 +4,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: The gradebook codes of answers sent for review from their source
@@ -11,6 +13,34 @@ ROOT = Path(__file__).resolve().parents[1]
 #: which sees only what the kernel reports, says "for-review".
 REVIEW_CODES = {"review-reference", "review-checks", "review-dynamic",
                 "review-hook"}
+
+
+#: The chapter that stands for every chapter in ``make test``: its pages in
+#: the browser, its notebook in JupyterLab, its student notebook in the
+#: sandbox. ``make sweep`` (and CI) runs the same tests on every other one.
+SAMPLE_CHAPTER = "01_definition"
+#: The pages besides the chapter's that ``make test`` opens in Chromium: the
+#: redirect, the first page a reader meets, the instructors' page.
+SAMPLE_PAGES = ("index.html", "intro.html", "appendices/instructors.html")
+
+
+def in_sample(case: str) -> bool:
+    """Whether ``make test`` runs a per-page or per-chapter case: a page of
+    :data:`SAMPLE_PAGES`, or any name of a page, notebook or chapter that
+    contains :data:`SAMPLE_CHAPTER` (its further pages too)."""
+    return case in SAMPLE_PAGES or SAMPLE_CHAPTER in case
+
+
+def sampled(cases, ids=str):
+    """``cases`` for ``pytest.mark.parametrize``: those :func:`in_sample`
+    accepts as they are, the others marked ``sweep`` (``make sweep``)."""
+    return [case if in_sample(ids(case)) else
+            pytest.param(case, marks=pytest.mark.sweep) for case in cases]
+
+
+def stem(path: Path) -> str:
+    """A chapter's case id: its notebook's name without ``.ipynb``."""
+    return path.stem
 
 
 def module_from_file(relative: str, name: str | None = None):

@@ -44,6 +44,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 
 from selfattention import interactive
+from support import sampled
 
 from test_launch_links import (
     ROOT, built_site, chapter_documents,
@@ -310,7 +311,8 @@ CHAPTER_PAGES = {f"{d}.html" for d in chapter_documents()}
 
 
 @pytest.mark.parametrize(
-    "page_path", [p for p in expected_pages() if p not in CHAPTER_PAGES])
+    "page_path",
+    sampled([p for p in expected_pages() if p not in CHAPTER_PAGES]))
 def test_page_renders_offline_without_errors(visit, page_path):
     problems = page_problems(visit(page_path))
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
@@ -465,7 +467,7 @@ def drive_with_keyboard(page, figure) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("docname", chapter_documents())
+@pytest.mark.parametrize("docname", sampled(chapter_documents()))
 def test_chapter_renders_launches_and_responds(shots, visit, docname):
     """Each page of a chapter: its own page (math typeset) and its further
     pages (_ext/book_pages.py), the "Try it" one with its explorers."""

@@ -179,13 +179,15 @@ A.softmax = lambda S: None
 A.attention = lambda *a, **k: None
 ''',
         # The instructor's solution cells, read from the checkout, and the
-        # installed package edited for this and later students.
+        # installed package edited for this and later students. (Where a
+        # chapter lies, not a walk of every file the sandbox shows: the
+        # virtualenv's tens of thousands would outlast the cell's limit.)
         "instructor-files": f'''
 import json, pathlib, selfattention, sys
 places = [pathlib.Path(selfattention.__file__).resolve().parents[2],
           pathlib.Path.cwd(), pathlib.Path({str(ROOT)!r})]
 for place in places:
-    for path in place.glob("**/01_definition.ipynb"):
+    for path in place.glob("*/01_definition.ipynb"):
         nb = json.loads(path.read_text())
         for cell in nb["cells"]:
             if "solution" in cell["metadata"].get("tags", []):

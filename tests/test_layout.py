@@ -26,6 +26,7 @@ from __future__ import annotations
 import pytest
 
 from test_browser import server, site, visit  # noqa: F401
+from support import sampled
 from test_launch_links import expected_pages
 
 pytestmark = pytest.mark.slow
@@ -147,7 +148,7 @@ def layout_problems(measured: dict, size: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("page_path", expected_pages())
+@pytest.mark.parametrize("page_path", sampled(expected_pages()))
 def test_page_fits_laptop_and_phone(visit, page_path):  # noqa: F811
     v = visit(page_path)
     if v.redirected:  # index.html: its target is checked on its own
