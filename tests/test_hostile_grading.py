@@ -1,9 +1,10 @@
 """The grader against hostile submissions, all graded in one run.
 
-Every submission below is chapter 1's student notebook with one cell added
-(or a hostile file), and tries one way to score without solving anything,
-or to escape, hang or flood the grader, or to harm the instructor or the
-classmates graded beside it. They are graded in one run, two at a time,
+Every submission below is chapter 1's student notebook, cut to what its
+answers need (support.answers_only), with one cell added (or a hostile
+file), and tries one way to score without solving anything, or to escape,
+hang or flood the grader, or to harm the instructor or the classmates
+graded beside it. They are graded in one run, two at a time,
 beside the chapter itself handed in by an honest student (full marks) and
 the student notebook left as given (0). Each hostile one must get 0 points
 and a row that says what happened; the instructor's checkout and session
@@ -349,14 +350,14 @@ def my_tempered_attention(Q, K, V, tau):
         # A classmate graded at the same time starved of processor time.
         "cpu-hog": '''
 import os, time
-end = time.time() + 12
+end = time.time() + 8
 for _ in range(30):
     if os.fork() == 0:
         os.setsid()                  # each in a scheduling group of its own
         while time.time() < end:
             pass
         os._exit(0)
-time.sleep(6)
+time.sleep(4)
 ''',
         # Outputs that slip under the limits or run in the instructor's
         # viewer: HTML, JavaScript, SVG, deep JSON, widget buffers.
@@ -686,7 +687,10 @@ def run(tmp_path_factory):
     before = checkout_digest()
     os.environ[SECRET] = "instructor-only"
     key = instructor_key()
-    limits = Limits(cell_seconds=10, notebook_seconds=90, harvest_seconds=20,
+    # Limits well above what the honest notebooks take on a busy machine
+    # (chapter 1's slowest cell takes 2 s, its harvest under 1 s), and low
+    # enough that the routes that run into them end soon.
+    limits = Limits(cell_seconds=6, notebook_seconds=90, harvest_seconds=8,
                     memory_bytes=3 * 2 ** 30)
     start = time.monotonic()
     rows, graded = grade_folder(subs, tmp / "assignments" / "grader" /
