@@ -12,6 +12,11 @@ SUBMISSIONS ?= submissions
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb appendices/*.ipynb))
 
 .DEFAULT_GOAL := help
+# Python may cache what it compiles (__pycache__/, ignored by git), even where
+# the environment says not to: otherwise every test worker, nbval kernel and
+# sandboxed grading job compiles the library and pytest rewrites every test
+# module again (make unit: 68 s without the cache, 58 s with it).
+unexport PYTHONDONTWRITEBYTECODE
 .PHONY: help install lint book test sweep unit execute notebooks train assignments grade sample-gradebook bench serve clean
 
 help:  ## List the commands
