@@ -70,10 +70,11 @@ unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
 # pytest's exit status 5 means it collected no test: a failure here.
 NO_TEST = status=$$?; if [ $$status -eq 5 ]; then \
 	  echo "make $@: pytest ran no test" >&2; fi; exit $$status
-XDIST := -n 2 --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS)
+# How many of the slowest tests pytest prints (0: all).
 DURATIONS ?= 15
+XDIST = -n 2 --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS)
 
-test: lint book  ## Every kind of check, long sweeps on a sample (<= 6 min)
+test: lint book  ## Every kind of check, the long sweeps on a sample (8 min)
 	$(PY) -m pytest tests chapters appendices $(XDIST) -m "not sweep" \
 	  --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg; $(NO_TEST)

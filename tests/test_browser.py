@@ -23,6 +23,9 @@ axe-core is the copy the PyPI package ``axe-playwright-python`` ships
 (pinned in constraints.txt); it is injected into each page from disk, so
 nothing is fetched while testing.
 
+make test opens the sample's pages (tests/support.py: chapter 1's, the home,
+introduction and instructors' pages), make sweep every other page.
+
 Without /usr/bin/chromium the tests skip, except in CI (CI=true), where they
 fail: `.ci/run` installs it.
 """

@@ -6,9 +6,10 @@ playwright with every other host blocked, opens each notebook of
 ``notebooks/`` as a student would: from disk, so not trusted. The test reads
 what the page shows, not the file: no MyST markup or label in any rendered
 Markdown cell, the explorers show a picture rather than an empty box, and
-Run All of every chapter ends without an error or a warning. A student
-notebook of ``make assignments`` shows no markup either, and its checks'
-feedback wraps between words.
+Run All of a chapter for each kind of figure ends without an error or a
+warning. A student notebook of ``make assignments`` shows no markup either,
+and its checks' feedback wraps between words. make test opens chapter 1's
+notebook (tests/support.py), make sweep the others.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ host blocked, as in tests/test_browser.py) at 1366 x 900 and again at
   tab order" setting gives each formula ``tabindex``): a keyboard reader
   would pass every formula on the way to the controls.
 
-Slow: it opens every page twice over.
+Slow: it opens every page twice over. make test opens the sample's pages
+(tests/support.py), make sweep the others.
 """
 
 from __future__ import annotations
