@@ -4,9 +4,9 @@ Every submission below is chapter 1's student notebook, cut to what its
 answers need (support.answers_only), with one cell added (or a hostile
 file), and tries one way to score without solving anything, or to escape,
 hang or flood the grader, or to harm the instructor or the classmates
-graded beside it. They are graded in one run, two at a time,
-beside the chapter itself handed in by an honest student (full marks) and
-the student notebook left as given (0). Each hostile one must get 0 points
+graded beside it. They are graded in one run, two at a time, beside the
+chapter itself handed in by an honest student (full marks) and the student
+notebook left as given (0). Each hostile one must get 0 points
 and a row that says what happened; the instructor's checkout and session
 keyring must stay out of reach; no process of the run may survive it; a
 listener on a loopback port must receive nothing; the gradebook keeps its
