@@ -10,7 +10,7 @@ from selfattention.attention import attention, softmax
 from selfattention.exercises.core import (NotDone, Opaque, Tripwire, Wrong,
                                           answered, expect_shape, int_pair,
                                           returned_array, returned_arrays,
-                                          to_plain)
+                                          signatures, to_plain)
 
 
 # ------------------------------------------------------------ plain data
@@ -110,6 +110,17 @@ def test_classes_and_modules_are_seen_through_their_code():
 def test_builtins_can_be_references():
     with Tripwire({"sorted": sorted}) as wire:
         sorted([2, 1])
+    assert wire.called == ["sorted"]
+
+
+def test_a_builtin_not_resolved_is_known_by_its_signature():
+    """A graded kernel resolves only references already imported; the
+    grader's signature of a builtin still names it."""
+    places = signatures({"sorted": sorted, "max": max})
+    with Tripwire({}, places) as wire:
+        sorted([2, 1])
+        min(1, 2)
+        [].append(1)
     assert wire.called == ["sorted"]
 
 
@@ -221,6 +232,55 @@ print(errors)
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.slow                    # a fresh interpreter that imports torch
+def test_a_graded_kernel_watches_torch_without_importing_it():
+    """With the grader's signatures, attempt imports nothing to arm the
+    tripwire (chapter 1's exercise lists six PyTorch references), and an
+    answer that imports PyTorch itself is still caught."""
+    import json
+    import subprocess
+
+    from selfattention.exercises import definition as checks
+    places = checks.check_tempered_attention.signatures()
+    code = """
+import json, sys
+import numpy as np
+from selfattention.exercises import definition as checks
+ex = checks.check_tempered_attention
+places = [tuple(p) for p in json.loads(sys.stdin.read())]
+cases = ex.public_cases()[:1]
+
+def honest(Q, K, V, tau):
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) / tau[..., None]
+    W = np.exp(S - S.max(axis=-1, keepdims=True))
+    return W / W.sum(axis=-1, keepdims=True) @ V
+
+def fused(Q, K, V, tau):
+    import torch
+    q, k, v = (torch.as_tensor(x / tau[..., None] if i == 0 else x)
+               for i, x in enumerate((Q, K, V)))
+    F = torch.nn.functional
+    return F.scaled_dot_product_attention(q, k, v, scale=1.0).numpy()
+
+def module(Q, K, V, tau):
+    import torch
+    torch.nn.MultiheadAttention(Q.shape[-1], 1)
+    return honest(Q, K, V, tau)
+
+found = [ex.attempt([honest], cases, places)["called"],
+         "torch" in sys.modules]
+found += [ex.attempt([f], cases, places)["called"] for f in (fused, module)]
+print(json.dumps(found))
+"""
+    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(
+        places), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [
+        [], False,
+        ["torch.nn.functional.scaled_dot_product_attention"],
+        ["torch.nn.MultiheadAttention"]]
 
 
 def test_a_crash_in_the_kernel_keeps_its_diagnosis_in_the_gradebook():
