@@ -159,6 +159,21 @@ def fingerprint(source_text: str) -> dict:
         for s in sentences(source_text, True)]}
 
 
+def _shared(a: list[str], b: set[str]) -> int:
+    """How many words of ``a`` occur in ``b``: a bound on both measures'
+    counts (a run or an ordered cover only counts such words)."""
+    return sum(x in b for x in a)
+
+
+def _may_match(w, c, sw, sc, sw_in, sc_in, words_in, content_in) -> bool:
+    """Whether the pair could reach ``RUN`` or ``COVER`` (a cheap bound
+    that never leaves out a pair the measures would report)."""
+    if min(_shared(w, sw_in), _shared(sw, words_in)) >= RUN:
+        return True
+    return (len(c) >= MIN_WORDS and _shared(c, sc_in) / len(c) >= COVER) or \
+        (len(sc) >= MIN_WORDS and _shared(sc, content_in) / len(sc) >= COVER)
+
+
 def compare(source: dict, paths: list[Path],
             texts: list[str] | None = None) -> list[Match]:
     """Book sentences too close to a sentence of ``source`` (a fingerprint).
@@ -167,15 +182,19 @@ def compare(source: dict, paths: list[Path],
     only labels the report.
     """
     src = [(texts[i] if texts else f"source sentence {i + 1}",
-            s["words"], s["content"])
+            s["words"], s["content"], set(s["words"]), set(s["content"]))
            for i, s in enumerate(source["sentences"])]
     found = []
     for path in paths:
         for sent in sentences(prose_of(path)):
             w = [token(x) for x in words(sent)]
             c = [token(x) for x in content(words(sent))]
+            words_in, content_in = set(w), set(c)
             best = None
-            for s, sw, sc in src:
+            for s, sw, sc, sw_in, sc_in in src:
+                if not _may_match(w, c, sw, sc, sw_in, sc_in, words_in,
+                                  content_in):
+                    continue
                 run = longest_run(w, sw)
                 cover = max(
                     ordered_cover(c, sc) if len(c) >= MIN_WORDS else 0.0,
