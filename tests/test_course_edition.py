@@ -1,7 +1,10 @@
 """The course edition of the site (make book SOLUTIONS=hidden).
 
-The book is built once with SELFATTENTION_SOLUTIONS=hidden into a temporary
-folder; no solution's code or output may appear in its pages, no check's
+The book is built with SELFATTENTION_SOLUTIONS=hidden where make puts it,
+_build/course, from scratch unless a build there is newer than every source
+of the book and every module of the course package (the extension makes the
+student notebooks with it); no solution's code or output may appear in its
+pages, no check's
 verdict may appear in any of its files, the notebooks offered for download
 are the student versions, and the exercises themselves are still there.
 The student notebooks (make assignments) hold no output at all.
@@ -10,6 +13,7 @@ The student notebooks (make assignments) hold no output at all.
 import html
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +25,12 @@ import pytest
 from selfattention_course import assign
 from selfattention_course.names import BEGIN, END, META
 from support import module_from_file
+from test_launch_links import is_stale
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+COURSE = ROOT / "_build" / "course"           # the Makefile's COURSE_BUILD
 
 
 def _extension():
@@ -46,14 +52,20 @@ def check_outputs(nb) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("course")
-    env = dict(os.environ, SELFATTENTION_SOLUTIONS="hidden")
-    done = subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(ROOT), "-W", "-n", "--keep-going",
-         "--path-output", str(out)], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out / "_build" / "html"
+def site():
+    html = COURSE / "_build" / "html"
+    if is_stale(html, sorted(Path(assign.__file__).parent.glob("*.py"))):
+        # afresh: an incremental build would keep pages that only a change
+        # of the course package (not of their sources) makes out of date
+        shutil.rmtree(COURSE, ignore_errors=True)
+        env = dict(os.environ, SELFATTENTION_SOLUTIONS="hidden")
+        done = subprocess.run(
+            [str(JUPYTER_BOOK), "build", str(ROOT), "-W", "-n",
+             "--keep-going", "--path-output", str(COURSE)], env=env,
+            capture_output=True, text=True)
+        assert done.returncode == 0, (done.stdout[-3000:]
+                                      + done.stderr[-3000:])
+    return html
 
 
 def page_text(path: Path) -> str:

@@ -107,7 +107,9 @@ def _inputs() -> list[Path]:
     return files
 
 
-def _is_stale(site: Path) -> bool:
+def is_stale(site: Path, also: list[Path] = ()) -> bool:
+    """Whether the HTML build ``site`` lacks a page or is older than a
+    source of the book or a file of ``also``."""
     # _ext/book_assets.py touches .nojekyll at the end of every HTML build
     stamp = site / ".nojekyll"
     if not (site / "index.html").exists() or not stamp.exists():
@@ -115,7 +117,7 @@ def _is_stale(site: Path) -> bool:
     if any(not (site / page).exists() for page in expected_pages()):
         return True
     built = stamp.stat().st_mtime
-    return any(p.stat().st_mtime > built for p in _inputs())
+    return any(p.stat().st_mtime > built for p in _inputs() + list(also))
 
 
 def built_site() -> Path:
@@ -129,7 +131,7 @@ def built_site() -> Path:
     site.parent.mkdir(exist_ok=True)
     with open(site.parent / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (pytest -n 2)
-        if _is_stale(site):
+        if is_stale(site):
             jb = Path(sys.executable).parent / "jupyter-book"
             done = subprocess.run([str(jb), "build", str(ROOT), "-q"],
                                   capture_output=True, text=True)
