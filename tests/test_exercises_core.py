@@ -199,6 +199,41 @@ def test_an_answer_that_borrows_the_checks_own_code_is_for_review():
     assert wire.called == []
 
 
+class _Watched(type):
+    """A class whose every attribute lookup is recorded in ``looked``."""
+
+    looked: list[str] = []
+
+    def __getattribute__(cls, attr):
+        _Watched.looked.append(attr)
+        return type.__getattribute__(cls, attr)
+
+
+def test_the_hook_runs_no_code_of_the_notebook(monkeypatch):
+    """Code run inside the profiling hook is not profiled: the hook looks
+    up nothing a notebook could have defined (a builtin bound to an object
+    of its own class, a module it put in sys.modules)."""
+    from selfattention.exercises import cost
+
+    class Loud(list, metaclass=_Watched):
+        pass
+
+    class Module:
+        def __getattribute__(self, attr):
+            _Watched.looked.append(attr)
+            raise AttributeError(attr)
+
+    monkeypatch.setitem(sys.modules, cost.__name__, Module())
+    S, V = np.zeros((2, 3)), np.ones((3, 2))
+    loud = Loud()
+    _Watched.looked.clear()
+    with Tripwire({}, signatures({"sorted": sorted})) as wire:
+        loud.append(0)
+        cost._state(S, V, np.ones((2, 3), bool))
+    assert _Watched.looked == []
+    assert wire.called == ["selfattention.exercises.cost._state"]
+
+
 @pytest.mark.slow                    # fresh interpreters that import torch
 def test_references_resolve_from_two_threads_at_once():
     # The grader resolves references from its job threads; a first

@@ -52,6 +52,7 @@ wording in every chapter: :func:`answered`, :func:`int_pair`,
 
 from __future__ import annotations
 
+import ast
 import copy
 import hashlib
 import html
@@ -526,6 +527,28 @@ def _genuine(fn, module, name: str) -> bool:
             == module)
 
 
+_TOOLS: dict[str, dict[str, frozenset]] = {}
+
+
+def _student_tools(folder: str) -> dict[str, frozenset]:
+    """Each checks module's ``__all__`` (what it offers students), read
+    from its file: the profiling hook looks up nothing the notebook could
+    have replaced, such as a module in ``sys.modules``."""
+    if folder not in _TOOLS:
+        found = {}
+        for entry in sorted(os.listdir(folder)):
+            if entry.endswith(".py"):
+                with open(os.path.join(folder, entry), encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+                found[entry[:-3]] = frozenset(next((
+                    ast.literal_eval(node.value) for node in tree.body
+                    if isinstance(node, ast.Assign) and any(
+                        getattr(t, "id", "") == "__all__"
+                        for t in node.targets)), ()))
+        _TOOLS[folder] = found
+    return _TOOLS[folder]
+
+
 class Tripwire:
     """Notice calls of given functions while a block runs (a profiling hook).
 
@@ -540,9 +563,10 @@ class Tripwire:
     (a source whose first line names the library's file,
     ``# lib/selfattention/attention.py``, as ``scripts/sync_code.py``
     writes it): the copy of the function that a chapter defines in the
-    notebook. A builtin among the signatures but not among ``targets`` (its
-    package was not imported when the block began) is recognised by its
-    ``__qualname__``, which Python does not let code change. Switching
+    notebook. A builtin of the signatures is also recognised by its
+    ``__qualname__`` (when it belongs to a module or to no object, as
+    PyTorch's do, Python computes that name from nothing code can change),
+    even if its package was not imported when the block began. Switching
     profiling or tracing off inside the block, or a
     profiling function that is not the interpreter's own, sets
     ``wire.tampered``.
@@ -564,12 +588,13 @@ class Tripwire:
                 self.codes[id(code)] = (code, name)
             if not codes:
                 self.builtins[id(fn)] = (fn, name)
-        # builtins of modules not imported yet, by __qualname__ (read-only)
+        # builtins by __qualname__, which code cannot change: those of a
+        # module not imported yet, and the real ones where the notebook put
+        # something else in sys.modules
         self.builtin_names: dict[str, str] = {}
         for name, rel, line, co_name, *rest in signatures:
             if rel == BUILTIN:
-                if name not in targets:
-                    self.builtin_names[co_name] = name
+                self.builtin_names[co_name] = name
                 continue
             self.places.setdefault((co_name, int(line)), []).append(
                 ("/" + rel.lstrip("/"), name))
@@ -589,6 +614,7 @@ class Tripwire:
         here = os.path.dirname(os.path.abspath(__file__))
         self._checks_dir = here + os.sep
         self._library_dir = os.path.dirname(here) + os.sep
+        self._tools = _student_tools(here)
 
     def _note(self, name: str) -> None:
         if name not in self.called:
@@ -622,8 +648,7 @@ class Tripwire:
                             .startswith(self._library_dir):
                         module = os.path.basename(code.co_filename)[:-3]
                         name = f"{CHECKS_PACKAGE}.{module}"
-                        tools = getattr(sys.modules.get(name), "__all__", ())
-                        if code.co_name not in tools:   # not a student tool
+                        if code.co_name not in self._tools.get(module, ()):
                             self._note(f"{name}.{code.co_name}")
         elif event == "c_call":
             found = self.builtins.get(id(arg))
@@ -632,7 +657,11 @@ class Tripwire:
             elif id(arg) in self._guards and self._guards[id(arg)] is arg:
                 self.tampered = True
             elif self.builtin_names and \
-                    type(arg) is types.BuiltinFunctionType:
+                    type(arg) is types.BuiltinFunctionType and (
+                        arg.__self__ is None or
+                        type(arg.__self__) is types.ModuleType):
+                # (a builtin bound to an object would take its qualname
+                # from the object's type, which may run code of the notebook)
                 name = self.builtin_names.get(arg.__qualname__)
                 if name is not None:
                     self._note(name)
