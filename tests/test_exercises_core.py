@@ -209,10 +209,12 @@ class _Watched(type):
         return type.__getattribute__(cls, attr)
 
 
-def test_the_hook_runs_no_code_of_the_notebook(monkeypatch):
-    """Code run inside the profiling hook is not profiled: the hook looks
-    up nothing a notebook could have defined (a builtin bound to an object
-    of its own class, a module it put in sys.modules)."""
+def test_the_hook_looks_up_nothing_the_notebook_defined(monkeypatch):
+    """Code run inside the profiling hook is not profiled, so the hook
+    reads no name from a builtin bound to an object of the notebook's own
+    class (its type would compute it) and no ``__all__`` from a module the
+    notebook put in sys.modules. (Changes to Python's own modules are
+    beyond a tripwire: appendices/instructors.md.)"""
     from selfattention.exercises import cost
 
     class Loud(list, metaclass=_Watched):
