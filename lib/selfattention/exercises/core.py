@@ -956,9 +956,9 @@ class Exercise:
 
         With ``imported_only``, only those whose module is imported
         already, and nothing is imported: the grader's signatures name the
-        others' code and builtins (:class:`Tripwire`), so a
-        graded kernel need not import PyTorch (about 1.2 s) to watch for
-        calls of functions that only an import inside the answer could
+        others' code and builtins (:class:`Tripwire`), so a graded kernel
+        need not import PyTorch (over a second of processor time) to watch
+        for calls of functions that only an import inside the answer could
         reach.
         """
         found = {}
