@@ -586,3 +586,60 @@ def two_items_per_row(name, a) -> None:
     if a.shape[-1] < 2:
         raise ValueError(f"{name['a']} must hold at least 2 items per row "
                          f"(its last axis), got shape {a.shape}")
+
+
+# ------------------------------------------------------------------ photographs
+@relation
+def split_leaves_both_sides(name, held_out, names) -> None:
+    """Holding out ``held_out`` photographs leaves some on each side."""
+    distinct = len(set(names))
+    if held_out >= distinct:
+        raise ValueError(f"{name['held_out']} must leave at least one of the "
+                         f"{distinct} photographs of {name['names']} for "
+                         f"training, got {held_out}")
+
+
+@relation
+def crop_fits_photographs(name, names, size, short_side) -> None:
+    """Some photographs are named, and a crop fits their shorter side."""
+    if not names:
+        raise ValueError(f"{name['names']} must name at least one "
+                         f"photograph, got none")
+    if size > short_side:
+        raise ValueError(f"{name['size']} must fit the photographs' shorter "
+                         f"side, {name['short_side']}={short_side} pixels, "
+                         f"got {size}")
+
+
+@relation
+def digits_fit_scene(name, photos, digits, size, n_digits, digit_size,
+                     short_side) -> None:
+    """Digits are MNIST indices, ranges run low to high, digits keep some
+    ink (at least 14 pixels a side), the most digits of the largest side
+    cover at most half the scene (so that they can be placed apart), and
+    the scene fits the photographs."""
+    from .data import mnist_digits
+    total = len(mnist_digits()[1])
+    if len(digits) == 0 or digits.min() < 0 or digits.max() >= total:
+        raise ValueError(f"{name['digits']} must be indices of the {total} "
+                         f"MNIST digits, 0 to {total - 1}, got "
+                         f"{len(digits)} indices")
+    for arg, (low, high) in (("n_digits", n_digits),
+                             ("digit_size", digit_size)):
+        if low > high:
+            raise ValueError(f"{name[arg]} must run from low to high, got "
+                             f"{(low, high)}")
+    if digit_size[0] < 14:
+        raise ValueError(f"{name['digit_size']} must be at least 14 pixels "
+                         f"(below that some digits keep no pixel of "
+                         f"opacity 0.5), got {digit_size[0]}")
+    if 2 * n_digits[1] * digit_size[1] ** 2 > size * size:
+        raise ValueError(f"{name['n_digits']} and {name['digit_size']} must "
+                         f"leave the digits at most half of the {size} × "
+                         f"{size} scene ({name['size']}) to be placed apart, "
+                         f"got up to {n_digits[1]} digits of "
+                         f"{digit_size[1]} pixels a side")
+    crop_fits_photographs.using(names=name["photos"], size=name["size"],
+                                short_side=name["short_side"])(
+        {name["photos"]: photos, name["size"]: size,
+         name["short_side"]: short_side})

@@ -1,0 +1,152 @@
+"""Photographs that installed packages ship, as grey-level arrays, split by
+photograph, and random crops of them drawn from a seed.
+
+Nothing is downloaded: every photograph is a file inside the wheel of
+scikit-image or scikit-learn. :data:`CATALOGUE` gives each one's source and
+licence as its package's documentation states them.
+"""
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ._relations import crop_fits_photographs, split_leaves_both_sides
+from ._validate import (boundary, generator, integer, one_of, optional,
+                        positive_int, sequence)
+
+__all__ = ["Photograph", "CATALOGUE", "NAMES", "photograph",
+           "split_photographs", "random_crops"]
+
+
+@dataclass(frozen=True)
+class Photograph:
+    """One photograph: where it comes from and on what terms."""
+
+    name: str        # the name this module knows it by
+    loader: str      # the package function that returns it
+    source: str      # who made it, as the package states
+    licence: str     # as the package states it
+
+
+_SKIMAGE = "skimage.data."
+CATALOGUE = (
+    Photograph("astronaut", _SKIMAGE + "astronaut",
+               "NASA, Eileen Collins", "public domain"),
+    Photograph("brick", _SKIMAGE + "brick", "CC0Textures", "CC0"),
+    Photograph("camera", _SKIMAGE + "camera", "Lav Varshney", "CC0"),
+    Photograph("cat", _SKIMAGE + "cat", "Stefan van der Walt", "CC0"),
+    Photograph("cell", _SKIMAGE + "cell",
+               "quantitative phase image (qpformat)", "CC0"),
+    Photograph("clock", _SKIMAGE + "clock", "Stefan van der Walt",
+               "public domain"),
+    Photograph("coffee", _SKIMAGE + "coffee", "Rachel Michetti", "CC0"),
+    Photograph("coins", _SKIMAGE + "coins", "Brooklyn Museum",
+               "no known copyright restrictions"),
+    Photograph("grass", _SKIMAGE + "grass", "linolafett (DeviantArt)",
+               "CC0"),
+    Photograph("gravel", _SKIMAGE + "gravel", "CC0Textures", "CC0"),
+    Photograph("hubble_deep_field", _SKIMAGE + "hubble_deep_field",
+               "NASA, HubbleSite", "public domain"),
+    Photograph("immunohistochemistry", _SKIMAGE + "immunohistochemistry",
+               "Center for Microscopy and Molecular Imaging",
+               "no known copyright restrictions"),
+    Photograph("microaneurysms", _SKIMAGE + "microaneurysms",
+               "Andreas Maier", "CC0"),
+    Photograph("moon", _SKIMAGE + "moon", "scikit-image's sample data",
+               "not stated by scikit-image 0.26"),
+    Photograph("page", _SKIMAGE + "page", "scikit-image's sample data",
+               "not stated by scikit-image 0.26"),
+    Photograph("retina", _SKIMAGE + "retina",
+               "Mikael Häggström (Wikimedia Commons)", "CC0"),
+    Photograph("rocket", _SKIMAGE + "rocket", "SpaceX", "public domain"),
+    Photograph("text", _SKIMAGE + "text", "Wikipedia (Corner.png)",
+               "public domain"),
+    Photograph("motorcycle", _SKIMAGE + "stereo_motorcycle",
+               "Scharstein et al., Middlebury 2014 (left view)",
+               "not stated by scikit-image 0.26"),
+    Photograph("china", "sklearn.datasets.load_sample_images",
+               "danielbuechele (Flickr)", "CC BY 2.0"),
+    Photograph("flower", "sklearn.datasets.load_sample_images",
+               "vultilion (Flickr)", "CC BY 2.0"),
+)
+NAMES = tuple(p.name for p in CATALOGUE)
+
+
+def _load(name):
+    """The photograph as its package returns it (uint8, grey or RGB)."""
+    if name in ("china", "flower"):
+        from sklearn.datasets import load_sample_images
+        images = load_sample_images()
+        files = [f.rsplit("/", 1)[-1] for f in images.filenames]
+        return images.images[files.index(name + ".jpg")]
+    import skimage.data
+    if name == "motorcycle":
+        return skimage.data.stereo_motorcycle()[0]
+    return getattr(skimage.data, name)()
+
+
+@lru_cache(maxsize=None)
+def _grey(name, short_side):
+    from skimage.color import rgb2gray
+    from skimage.transform import resize
+    img = _load(name)
+    img = rgb2gray(img) if img.ndim == 3 else img / 255.0   # (H, W) [0, 1]
+    if short_side is not None:
+        f = short_side / min(img.shape)
+        shape = tuple(max(short_side, round(f * s)) for s in img.shape)
+        img = np.clip(resize(img, shape, anti_aliasing=f < 1), 0.0, 1.0)
+    img.setflags(write=False)
+    return img
+
+
+@boundary(name=one_of(*NAMES), short_side=optional(positive_int()))
+def photograph(name, short_side=None):
+    """The photograph ``name`` as grey levels (H, W) in [0, 1], float64.
+
+    Colour photographs are converted with ``skimage.color.rgb2gray``. With
+    ``short_side``, the photograph is resized (``skimage.transform.resize``,
+    anti-aliased when it shrinks) so that its shorter side has that many
+    pixels: every photograph then shows the world at about one zoom. The
+    array is read-only and shared between calls.
+    """
+    return _grey(name, short_side)
+
+
+@boundary(held_out=positive_int(), seed=integer(0),
+          names=sequence(one_of(*NAMES)),
+          checks=(split_leaves_both_sides,))
+def split_photographs(held_out=4, seed=0, names=NAMES):
+    """Split ``names`` by photograph: ``held_out`` of them, drawn from
+    ``seed``, for testing, the rest for training.
+
+    Returns two tuples of names, each in catalogue order; a photograph is on
+    one side only, so no crop of a test photograph is ever trained on.
+    """
+    names = list(dict.fromkeys(names))                  # once each
+    rng = np.random.default_rng(seed)
+    test = set(rng.choice(len(names), size=held_out, replace=False).tolist())
+    return (tuple(n for i, n in enumerate(names) if i not in test),
+            tuple(n for i, n in enumerate(names) if i in test))
+
+
+@boundary(rng=generator(), names=sequence(one_of(*NAMES)), n=positive_int(),
+          size=positive_int(), short_side=positive_int(),
+          checks=(crop_fits_photographs,))
+def random_crops(rng, names, n, size, short_side=128):
+    """``n`` square crops (n, size, size) of the photographs ``names``.
+
+    Each crop picks a photograph uniformly among ``names``, then a place
+    uniformly within it, on the photograph resized to ``short_side`` pixels
+    on its shorter side (:func:`photograph`). Returns the crops (float64
+    grey levels in [0, 1]) and, for each, the index into ``names`` of the
+    photograph it came from.
+    """
+    crops = np.empty((n, size, size))                   # (n, size, size)
+    source = rng.integers(len(names), size=n)           # (n,)
+    for i, k in enumerate(source):
+        img = photograph(names[k], short_side)
+        r = rng.integers(img.shape[0] - size + 1)
+        c = rng.integers(img.shape[1] - size + 1)
+        crops[i] = img[r:r + size, c:c + size]
+    return crops, source
