@@ -132,11 +132,12 @@ def questions(chapter: dict) -> str:
     return "\n".join(lines)
 
 
-def written_parts(chapters: dict) -> dict[tuple[str, str], float]:
-    """``(chapter, exercise label) -> points`` of every written part."""
-    return {(stem, ex["label"]): float(ex["written"]["points"])
-            for stem, ch in chapters.items() for ex in ch["exercises"]
-            if ex.get("written")}
+def _plain(cell: str) -> str:
+    """A cell as written before :func:`~selfattention_course.gradebook.
+    neutral` quoted it (the scoresheets this module writes quote a cell
+    that a spreadsheet would run)."""
+    rest = cell[1:]
+    return rest if cell.startswith("'") and neutral(rest) == cell else cell
 
 
 def scoresheet(stem: str, students: list[str], rows: list[Row]) -> str:
@@ -216,7 +217,8 @@ def read_scoresheets(folder: Path, maxima: dict[tuple[str, str], float],
                                 f"{len(SHEET_COLUMNS)}")
                 continue
             student, exercise, points, comment = cells
-            label = exercise.strip().removesuffix(WRITTEN_SUFFIX)
+            label = _plain(exercise).strip().removesuffix(WRITTEN_SUFFIX)
+            comment = _plain(comment)
             top = maxima.get((stem, label))
             bad = []
             if student not in students:
