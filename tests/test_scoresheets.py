@@ -31,6 +31,8 @@ AUTO = {"01_a": [("ex-a-code", 2.0), ("ex-a-other", 1.0)],
         "02_b": [("ex-b-code", 3.0)]}
 WRITTEN = {"01_a": {"ex-a-why": 3.0, "ex-a-other": 2.0},
            "02_b": {"ex-b-why": 4.0}}
+#: A student whose notebook of a chapter was not graded: no written rows.
+NO_NOTEBOOK = ("bob", "02_b")
 #: Auto-points each student got.
 GOT = {("alice", "ex-a-code"): 2.0, ("alice", "ex-a-other"): 1.0,
        ("alice", "ex-b-code"): 1.5, ("bob", "ex-a-code"): 0.0,
@@ -49,6 +51,8 @@ def class_rows() -> list[Row]:
                 rows.append(Row(student, stem, label, points, top,
                                 f"{status}: ...", code=status,
                                 status=status))
+            if (student, stem) == NO_NOTEBOOK:
+                continue
             for label, top in WRITTEN[stem].items():
                 rows.append(Row(student, stem, f"{label} (written)", 0.0,
                                 top, "to be read: ...", code="to-be-read",
@@ -109,7 +113,8 @@ def test_the_scoresheets_list_every_student_and_written_part(book):
         lines = table(book / written.SCORES_DIR / f"{stem}.csv")
         assert tuple(lines[0]) == written.SHEET_COLUMNS
         assert sorted((r[0].removeprefix("'"), r[1]) for r in lines[1:]) \
-            == sorted((s, p) for s in STUDENTS for p in parts)
+            == sorted((s, p) for s in STUDENTS for p in parts
+                      if (s, stem) != NO_NOTEBOOK)
         assert all(r[2] == "" for r in lines[1:])
 
 
@@ -174,7 +179,8 @@ BAD = {
     "unknown-exercise": ("01_a", ["alice", "ex-a-code", "1", ""]),
     "other-chapter-part": ("01_a", ["alice", "ex-b-why", "1", ""]),
     "above-maximum": ("01_a", ["alice", "ex-a-why", "3.5", ""]),
-    "below-zero": ("02_b", ["bob", "ex-b-why", "-1", ""]),
+    "below-zero": ("02_b", ["alice", "ex-b-why", "-1", ""]),
+    "no-notebook": ("02_b", ["bob", "ex-b-why", "1", ""]),
     "duplicate": ("01_a", ["bob", "ex-a-other", "1", "again"]),
     "malformed-number": ("02_b", ["alice", "ex-b-why", "2,5", ""]),
     "not-finite": ("02_b", ["alice", "ex-b-why", "nan", ""]),

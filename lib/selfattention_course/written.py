@@ -177,9 +177,16 @@ class ScoresheetError(ValueError):
 
 
 def read_scoresheets(folder: Path, maxima: dict[tuple[str, str], float],
-                     students: set[str]) -> list[Score]:
+                     students: set[str],
+                     rows: set[tuple[str, str, str]] | None = None
+                     ) -> list[Score]:
     """Every filled row of ``folder/<chapter>.csv``, checked; raises
-    :class:`ScoresheetError` naming each bad file and row."""
+    :class:`ScoresheetError` naming each bad file and row.
+
+    ``rows`` holds the gradebook's written rows as ``(student, chapter,
+    label)``: a score for a student without that row (no notebook of the
+    chapter was graded) is refused too.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise ScoresheetError(f"{folder} is not a folder of scoresheets")
@@ -227,6 +234,11 @@ def read_scoresheets(folder: Path, maxima: dict[tuple[str, str], float],
             if top is None:
                 bad.append(f"{clean_text(label, 80)!r} is not a written "
                            f"part of {stem}")
+            elif student in students and rows is not None and \
+                    (student, stem, label) not in rows:
+                bad.append(f"{clean_text(student, 80)!r} has no row for "
+                           f"{clean_text(label, 80)!r} (no notebook of "
+                           f"{stem} was graded)")
             if not points.strip():
                 if not bad:
                     continue                     # not scored yet
@@ -327,7 +339,9 @@ def merge(gradebook: Path, folder: Path) -> list[Row]:
         maxima = {(r.chapter, r.exercise.removesuffix(WRITTEN_SUFFIX)):
                   r.max_points for r in rows
                   if r.exercise.endswith(WRITTEN_SUFFIX)}
-    scores = read_scoresheets(folder, maxima, set(students))
+    present = {(r.student, r.chapter, r.exercise.removesuffix(
+        WRITTEN_SUFFIX)) for r in rows if r.exercise.endswith(WRITTEN_SUFFIX)}
+    scores = read_scoresheets(folder, maxima, set(students), present)
     rows = apply(rows, scores)
     titles = info.get("titles") or {}
     parent = gradebook.resolve().parent
