@@ -25,9 +25,12 @@ notebook's own check calls are silenced in the grader's kernel, and the
 verdicts come from outputs on inputs the notebook never saw, and only from
 results whose harvest reported success for them. The gradebook
 (``gradebook.csv``, ``canvas.csv`` and ``moodle.csv`` for learning
-platforms, ``feedback/``, ``executed/``, ``written/``, ``run.json``) is
-written to a fresh folder and swapped in; a run that grades no notebook
-writes nothing and exits with status 1.
+platforms, ``feedback/``, ``executed/``, ``written/``, ``scores/``,
+``run.json``) is written to a fresh folder and swapped in; a run that
+grades no notebook writes nothing and exits with status 1. ``--written
+SCORES`` merges filled scoresheets of the written parts into it
+(:mod:`~selfattention_course.written`), after grading or, without
+submissions, into the gradebook as it is.
 
 Each row has a diagnosis code (:attr:`~selfattention_course.gradebook.Row.
 code`). Those made here, besides a check's own (``Wrong(message, code)``),

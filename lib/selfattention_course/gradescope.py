@@ -44,6 +44,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import traceback
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,9 @@ fi
 "$VENV/bin/python" -m pip uninstall --disable-pip-version-check -q -y \
   rfc3987-syntax 2>/dev/null || true
 "$VENV/bin/python" -I -c 'import selfattention_course.gradescope'
+# Readable by the user the notebooks run as (the judges are closed to it
+# when a submission is graded).
+chmod -R a+rX "$VENV"
 """
 
 RUN = r"""#!/usr/bin/env bash
@@ -390,7 +394,17 @@ def main(argv: list[str] | None = None) -> int:
         build(args.manifest, args.out, args.project, args.chapters,
               args.seed)
         return 0
-    run(args.root)
+    try:
+        run(args.root)
+    except Exception:
+        # For the instructor's log; the student sees a plain failure.
+        traceback.print_exc()
+        _write_json(args.root / "results" / "results.json", {
+            "score": 0, "output": "The autograder could not grade this "
+                                  "submission; your instructor has its log.",
+            "visibility": "visible", "stdout_visibility": "hidden",
+            "tests": []})
+        return 1
     return 0
 
 
