@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -202,17 +203,25 @@ def test_the_autograder_grades_as_selfattention_grade(made, chapter,
     student = tmp / "assignments" / "student" / chapter.name
     hostile = chapter.stem == "01_definition"
     notebooks = class_of(chapter, student, hostile)
-    results = {email: submit(tree, email, nb)
-               for email, nb in notebooks.items()}
+    # selfattention-grade grades the same notebooks (but the one that goes
+    # for the autograder's tree) while the autograder runs.
     subs = tmp_path / "submissions"
     for email, nb in notebooks.items():
-        (subs / email).mkdir(parents=True)
-        nbformat.write(nb, subs / email / "homework.ipynb")
-    rows, _ = grade_folder(subs, manifest, tmp_path / "gradebook",
-                           backend=Bubblewrap(), limits=Limits(), jobs=2,
-                           seed=SEED, echo=lambda *a: None)
+        if not email.startswith("tree@"):
+            (subs / email).mkdir(parents=True)
+            nbformat.write(nb, subs / email / "homework.ipynb")
+    with ThreadPoolExecutor(1) as pool:
+        graded = pool.submit(grade_folder, subs, manifest,
+                             tmp_path / "gradebook", backend=Bubblewrap(),
+                             limits=Limits(), seed=SEED,
+                             echo=lambda *a: None)
+        results = {email: submit(tree, email, nb)
+                   for email, nb in notebooks.items()}
+        rows, _ = graded.result()
     for email, data in results.items():
         check_specification(data)
+        if email.startswith("tree@"):
+            continue
         expected = {r.exercise: (r.points, r.max_points, r.status)
                     for r in rows if r.student == email and r.max_points > 0
                     and not r.exercise.endswith(" (written)")}
