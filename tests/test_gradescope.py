@@ -44,6 +44,9 @@ VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
 NO_SANDBOX = not Bubblewrap().works() and not os.environ.get("CI")
 HOSTILE = ("patch-checks", "escape")
 MARKER = "autograder-tree-7c1e"
+#: The submission's id in Gradescope's metadata: the cases are drawn for
+#: "<email>#<id>".
+SUBMISSION = 4711
 
 #: A notebook that goes for the autograder's tree: it reads the seed and
 #: the judges, writes results.json, and leaves a process that keeps
@@ -154,7 +157,7 @@ def submit(tree: Path, email: str, nb) -> dict:
     results.unlink(missing_ok=True)
     nbformat.write(nb, tree / "submission" / "homework.ipynb")
     (tree / "submission_metadata.json").write_text(json.dumps(
-        {"users": [{"email": email, "name": email}], "id": 1}))
+        {"users": [{"email": email, "name": email}], "id": SUBMISSION}))
     done = container(tree, "/autograder/run_autograder")
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(results.read_text())
@@ -208,8 +211,9 @@ def test_the_autograder_grades_as_selfattention_grade(made, chapter,
     subs = tmp_path / "submissions"
     for email, nb in notebooks.items():
         if not email.startswith("tree@"):
-            (subs / email).mkdir(parents=True)
-            nbformat.write(nb, subs / email / "homework.ipynb")
+            folder = subs / f"{email}#{SUBMISSION}"
+            folder.mkdir(parents=True)
+            nbformat.write(nb, folder / "homework.ipynb")
     with ThreadPoolExecutor(1) as pool:
         graded = pool.submit(grade_folder, subs, manifest,
                              tmp_path / "gradebook", backend=Bubblewrap(),
@@ -223,7 +227,8 @@ def test_the_autograder_grades_as_selfattention_grade(made, chapter,
         if email.startswith("tree@"):
             continue
         expected = {r.exercise: (r.points, r.max_points, r.status)
-                    for r in rows if r.student == email and r.max_points > 0
+                    for r in rows if r.student == f"{email}#{SUBMISSION}"
+                    and r.max_points > 0
                     and not r.exercise.endswith(" (written)")}
         got = {t["name"]: (t["score"], t["max_score"], t["visibility"])
                for t in data["tests"]}

@@ -19,17 +19,17 @@ manifest, in the layout Gradescope documents:
   only (the ``gradescope/`` folder is ignored by git).
 
 Inside the container (:func:`run`) the grader is the one of
-``selfattention-grade``: the same intake, hidden cases (drawn from the seed,
-the chapter and the submitter's e-mail address in
-``submission_metadata.json``, as ``selfattention-grade`` draws them for a
-student folder of that name), runner, harvest, judges and source review, and
-the gradebook's rows (:func:`~selfattention_course.grade.assemble`) become
-the results (:func:`results`). There is no bubblewrap: the container is the
-isolation (:class:`InContainer`). Each exercise is one test whose output is
-the student's diagnosis, shown once grades are published
-(``after_published``: a diagnosis may quote a hidden case); an exercise sent
-for review is a ``hidden`` test, for the instructor only. Written parts are
-Gradescope's manual questions (:func:`selfattention_course.written.questions`).
+``selfattention-grade``: the same intake, hidden cases (drawn from the
+seed, the chapter and :func:`submitter`, as ``selfattention-grade`` draws
+them for a student folder of that name), runner, harvest, judges and source
+review, and the gradebook's rows (:func:`~selfattention_course.grade.
+assemble`) become the results (:func:`results`). There is no bubblewrap:
+the container is the isolation (:class:`InContainer`). Each exercise is one
+test whose output is the student's diagnosis, shown once grades are
+published (``after_published``: a diagnosis may quote a hidden case); an
+exercise sent for review is a ``hidden`` test, for the instructor only.
+Written parts are Gradescope's manual questions
+(:func:`selfattention_course.written.questions`).
 """
 
 from __future__ import annotations
@@ -267,17 +267,27 @@ def collect_one(folder: Path, student: str) -> list:
 
 
 def submitter(root: Path) -> str:
-    """Who handed in: the first submitter's e-mail address in Gradescope's
-    ``submission_metadata.json`` (``submission`` when there is none)."""
+    """The name the hidden cases are drawn for: the first submitter's
+    e-mail address and the submission's id in Gradescope's
+    ``submission_metadata.json`` (``<email>#<id>``), so that every
+    submission meets cases of its own: cases a notebook sends out over the
+    container's network are of no use to the next one."""
     try:
         meta = json.loads((root / "submission_metadata.json").read_text(
             encoding="utf-8"))
-        email = meta["users"][0]["email"]
-        if isinstance(email, str) and email:
-            return student_name(email)
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        pass
-    return "submission"
+    except (OSError, ValueError):
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    users = meta.get("users")
+    first = users[0] if isinstance(users, list) and users else {}
+    email = first.get("email") if isinstance(first, dict) else None
+    number = meta.get("id")
+    name = email if isinstance(email, str) and email else "submission"
+    if isinstance(number, (int, str)) and str(number):
+        name += f"#{number}"
+    else:
+        name += f"#{secrets.token_hex(8)}"
+    return student_name(name)
 
 
 def results(rows, graded, stem: str, title: str) -> dict:
