@@ -560,7 +560,7 @@ def test_no_sandbox_needs_a_second_flag_naming_what_it_exposes(
     assert "no notebook" in capsys.readouterr().err
 
 
-def test_lms_files_total_auto_points_per_assignment():
+def test_lms_files_total_each_assignment_written_parts_included():
     from selfattention_course.gradebook import Row, canvas_csv, moodle_csv
 
     rows = [Row("ann", "01_definition", "ex-a", 2, 2, "Correct: x"),
@@ -574,7 +574,7 @@ def test_lms_files_total_auto_points_per_assignment():
         canvas_csv(rows, ["=bob", "ann"], titles))))
     assert canvas[0][5:] == ["Definition, in full (01_definition)",
                              "Scale (02_scaling)"]
-    assert canvas[1][5:] == ["2", "4"]
+    assert canvas[1][5:] == ["5", "4"]        # the written part's 3 too
     assert canvas[2] == ["'=bob", "", "", "'=bob", "", "0", "4"]
     assert canvas[3][5:] == ["2", "0"]
     moodle = list(csv.reader(io.StringIO(
