@@ -243,6 +243,7 @@ def test_results_follow_gradescope_s_specification():
     assert tests["ex-a-copied"]["visibility"] == "hidden"
     assert "calls the library" in tests["ex-a-copied"]["output"]
     assert "a.ipynb is a link" in data["output"]
+    assert "calls the library" not in data["output"]
     assert data["visibility"] == "visible"
 
 

@@ -326,6 +326,10 @@ def results(rows, graded, stem: str, title: str) -> dict:
            for row in rows if row.chapter == stem):
         lines.append("Written answers are graded by hand, as questions of "
                      "their own.")
+    held = sum(t["visibility"] == "hidden" for t in tests)
+    if held:
+        lines.append(f"{held} exercise(s) are held for your instructor's "
+                     f"review.")
     lines.append("Each exercise's score and diagnosis on the hidden cases "
                  "appear when grades are published.")
     return {"score": sum(t["score"] for t in tests),
