@@ -9,6 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 BUILD := _build/html
 PORT ?= 8000
 SUBMISSIONS ?= submissions
+WRITTEN ?= scores
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb appendices/*.ipynb))
 
 .DEFAULT_GOAL := help
@@ -17,7 +18,7 @@ NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb appendices/*.ipynb))
 # sandboxed grading job compiles the library and pytest rewrites every test
 # module again (make unit: 68 s without the cache, 58 s with it).
 unexport PYTHONDONTWRITEBYTECODE
-.PHONY: help install lint book test sweep unit execute notebooks train assignments grade sample-gradebook bench serve clean
+.PHONY: help install lint book test sweep unit execute notebooks train assignments grade written gradescope sample-gradebook bench serve clean
 
 help:  ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -121,6 +122,15 @@ grade: assignments  ## Grade SUBMISSIONS=folder/<student>/*.ipynb into gradebook
 	  --manifest assignments/grader/manifest.json \
 	  --timeout $(GRADE_TIMEOUT) --notebook-timeout $(GRADE_NOTEBOOK_TIMEOUT) \
 	  --jobs $(GRADE_JOBS) --sandbox $(GRADE_SANDBOX)
+
+# WRITTEN=scores: merge the filled scoresheets (written parts' points) into
+# gradebook/ without grading again.
+written: $(STAMP)  ## Merge filled scoresheets WRITTEN=folder into gradebook/
+	$(VENV)/bin/selfattention-grade --out gradebook --written "$(WRITTEN)"
+
+gradescope: assignments  ## One Gradescope autograder.zip per chapter in gradescope/
+	$(PY) -m selfattention_course.gradescope build --project . \
+	  --manifest assignments/grader/manifest.json --out gradescope
 
 sample-gradebook: $(STAMP)  ## Grade the instructors' page's sample class, print its CSV
 	$(PY) scripts/sample_gradebook.py

@@ -327,7 +327,11 @@ def test_the_lms_files_have_one_column_per_assignment(run):
     honest = next(line for line in canvas if line[0] == "honest")
     untouched = next(line for line in canvas if line[0] == "untouched")
     possible = float(canvas[1][5])
-    assert possible > 0 and float(honest[5]) == possible
+    # The chapter's whole maximum, and the honest student's total (its
+    # written parts count 0 until a scoresheet is merged).
+    mine = rows_of(run, "honest")
+    assert possible == sum(r.max_points for r in mine)
+    assert float(honest[5]) == sum(r.points for r in mine) > 0
     assert honest[3] == "honest" and float(untouched[5]) == 0
     moodle = list(csv.reader(io.StringIO(
         (run["out"] / "moodle.csv").read_text())))
@@ -556,7 +560,7 @@ def test_no_sandbox_needs_a_second_flag_naming_what_it_exposes(
     assert "no notebook" in capsys.readouterr().err
 
 
-def test_lms_files_total_auto_points_per_assignment():
+def test_lms_files_total_each_assignment_written_parts_included():
     from selfattention_course.gradebook import Row, canvas_csv, moodle_csv
 
     rows = [Row("ann", "01_definition", "ex-a", 2, 2, "Correct: x"),
@@ -570,7 +574,7 @@ def test_lms_files_total_auto_points_per_assignment():
         canvas_csv(rows, ["=bob", "ann"], titles))))
     assert canvas[0][5:] == ["Definition, in full (01_definition)",
                              "Scale (02_scaling)"]
-    assert canvas[1][5:] == ["2", "4"]
+    assert canvas[1][5:] == ["5", "4"]        # the written part's 3 too
     assert canvas[2] == ["'=bob", "", "", "'=bob", "", "0", "4"]
     assert canvas[3][5:] == ["2", "0"]
     moodle = list(csv.reader(io.StringIO(

@@ -16,6 +16,10 @@ module                    what it does
                           hidden cases, as plain data
 ``wire``                  plain data between the two, without pickle
 ``gradebook``             writes the gradebook folder
+``written``               written parts: Gradescope's questions,
+                          scoresheets merged into the gradebook
+``gradescope``            Gradescope autograders (``make gradescope``) and
+                          the grading inside their container
 ``bench``                 grades a synthetic class and times it
 ``names``                 names shared by all of these
 ========================  ==================================================

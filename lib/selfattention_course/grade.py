@@ -25,9 +25,12 @@ notebook's own check calls are silenced in the grader's kernel, and the
 verdicts come from outputs on inputs the notebook never saw, and only from
 results whose harvest reported success for them. The gradebook
 (``gradebook.csv``, ``canvas.csv`` and ``moodle.csv`` for learning
-platforms, ``feedback/``, ``executed/``, ``written/``, ``run.json``) is
-written to a fresh folder and swapped in; a run that grades no notebook
-writes nothing and exits with status 1.
+platforms, ``feedback/``, ``executed/``, ``written/``, ``scores/``,
+``run.json``) is written to a fresh folder and swapped in; a run that
+grades no notebook writes nothing and exits with status 1. ``--written
+SCORES`` merges filled scoresheets of the written parts into it
+(:mod:`~selfattention_course.written`), after grading or, without
+submissions, into the gradebook as it is.
 
 Each row has a diagnosis code (:attr:`~selfattention_course.gradebook.Row.
 code`). Those made here, besides a check's own (``Wrong(message, code)``),
@@ -817,7 +820,14 @@ def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
             "regrade_budget": grader.budget(len(submissions)),
             "starved_over_budget": grader.not_regraded,
             "cgroups": _cgroup_note(backend),
-            "seconds": round(time.monotonic() - started, 2)}
+            "seconds": round(time.monotonic() - started, 2),
+            # What --written needs to merge scoresheets into this gradebook.
+            "titles": titles,
+            "written_parts": {stem: {ex["label"]: ex["written"]["points"]
+                                     for ex in ch["exercises"]
+                                     if ex.get("written")}
+                              for stem, ch in grader.chapters.items()
+                              if stem in {r.chapter for r in rows}}}
     gradebook.write(out, rows, students, graded, notes, titles, written,
                     info)
     return rows, graded
@@ -914,11 +924,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int,
                         help="seed of the hidden cases (default: a secret "
                              "one, recorded in run.json)")
+    parser.add_argument("--written", type=Path, metavar="SCORES",
+                        help="merge the filled scoresheets SCORES/<chapter>"
+                             ".csv (copied from the gradebook's scores/) "
+                             "into the gradebook; without SUBMISSIONS, into "
+                             "the gradebook --out as it is")
     parser.add_argument("--verify", action="store_true",
                         help="instead of grading, check that the student "
                              "notebooks (default assignments/student) run "
                              "to the end with every exercise not done")
     args = parser.parse_args(argv)
+    if args.written and args.submissions is None and not args.verify:
+        return _merge_written(args.out, args.written)
     if not args.manifest.exists():
         parser.error(f"no manifest {args.manifest}: run `make assignments`")
     if args.sandbox == "none":
@@ -970,6 +987,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} gradebook rows in {args.out / 'gradebook.csv'} "
           f"(for Canvas: canvas.csv, for Moodle: moodle.csv), feedback in "
           f"{args.out / 'feedback'} (sandbox: {backend.describe()})")
+    if args.written:
+        return _merge_written(args.out, args.written)
+    return 0
+
+
+def _merge_written(out: Path, scores: Path) -> int:
+    """``--written``: merge scoresheets into the gradebook ``out``."""
+    from .written import SCORED, ScoresheetError, merge
+
+    try:
+        rows = merge(out, scores)
+    except (ScoresheetError, OSError) as err:
+        print(f"error: {err}\nThe gradebook {out} was not changed.",
+              file=sys.stderr)
+        return 1
+    scored = sum(r.code == SCORED for r in rows)
+    print(f"{scored} written parts scored in {out / 'gradebook.csv'}, "
+          f"canvas.csv and moodle.csv")
     return 0
 
 

@@ -24,8 +24,12 @@ one row per student and one column per assignment (a chapter):
   column (map it to the user field that the submission folders are named
   by: username, ID number or e-mail address) and one column per chapter.
 
-Written parts ("to be read") count no auto-points; add them by hand after
-reading.
+Each written part has a row of its own (``<label> (written)``), 0 points
+until the instructor scores it: the folder ``scores/`` holds one scoresheet
+per chapter to fill in, and ``selfattention-grade --written scores/`` merges
+the points into every file (:mod:`~selfattention_course.written`). The
+Canvas and Moodle columns are each chapter's total, auto-points and written
+points together, out of the chapter's whole maximum.
 """
 
 from __future__ import annotations
@@ -156,19 +160,19 @@ def csv_text(rows: list[Row]) -> str:
 
 
 def assignment_totals(rows: list[Row], students: list[str]):
-    """Auto-points per student and chapter, and each chapter's maximum.
+    """Points per student and chapter, and each chapter's maximum.
 
     Returns ``(chapters, points, possible)``: the chapters in order of
-    first appearance, ``points[student][chapter]`` and
-    ``possible[chapter]`` (the auto-graded exercises' points; written
-    parts are read, not auto-graded).
+    first appearance, ``points[student][chapter]`` (auto-points and the
+    written parts' points as scored so far) and ``possible[chapter]`` (every
+    exercise's and written part's maximum).
     """
     chapters = list(dict.fromkeys(r.chapter for r in rows if r.chapter))
     points = {s: {c: 0.0 for c in chapters} for s in students}
     possible: dict[str, float] = {c: 0.0 for c in chapters}
     seen: dict[str, set] = {c: set() for c in chapters}
     for r in rows:
-        if not r.chapter or r.exercise.endswith(" (written)"):
+        if not r.chapter:
             continue
         points.setdefault(r.student, {c: 0.0 for c in chapters})
         points[r.student][r.chapter] += r.points
@@ -184,7 +188,7 @@ def _title(stem: str, titles: dict) -> str:
 
 
 def canvas_csv(rows: list[Row], students: list[str], titles: dict) -> str:
-    """The auto-points in the layout of Canvas's gradebook import."""
+    """Each chapter's total in the layout of Canvas's gradebook import."""
     chapters, points, possible = assignment_totals(rows, students)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -200,7 +204,7 @@ def canvas_csv(rows: list[Row], students: list[str], titles: dict) -> str:
 
 
 def moodle_csv(rows: list[Row], students: list[str], titles: dict) -> str:
-    """The auto-points for Moodle's "Import grades from CSV"."""
+    """Each chapter's total for Moodle's "Import grades from CSV"."""
     chapters, points, _ = assignment_totals(rows, students)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -297,6 +301,10 @@ def write(out: Path, rows: list[Row], students: list[str], graded: list,
             path.parent.mkdir(exist_ok=True)
             path.write_text(written_page(stem, titles.get(stem, stem),
                                          entries), **text)
+            from .written import SCORES_DIR, scoresheet
+            path = fresh / SCORES_DIR / f"{stem}.csv"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(scoresheet(stem, students, rows), **text)
         (fresh / RUN_FILE).write_text(json.dumps(run_info, indent=1,
                                                  sort_keys=True) + "\n",
                                       **text)
