@@ -95,7 +95,7 @@ check_positions = Exercise(
     run=_positions_run, seed=150,
     written="how do learned and sinusoidal positions compare, and what "
             "does that say about ViT's Table 8?",
-    written_points=5,
+    written_points=4,
     success="the tiny ViT trained with learned, sinusoidal or no positions,"
             " measured on intact and shuffled digits.",
     doc="Exercise 5.4: learned against sinusoidal 2-D positions.")
