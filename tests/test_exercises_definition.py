@@ -64,6 +64,11 @@ def temperatures(root=True, steps=100, per_query=True, direction=1.0):
     return answer
 
 
+def _miss(log_tau, row, target):
+    """How far a row's largest weight at τ = exp(log_tau) is above target."""
+    return 1 / np.exp(row / math.exp(log_tau)).sum() - target
+
+
 def brentq_temperatures(Q, K, p):
     """Right, one query at a time, with SciPy's root finder on log τ."""
     from scipy.optimize import brentq
@@ -71,10 +76,8 @@ def brentq_temperatures(Q, K, p):
     S = Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])
     tau = np.empty(p.shape)
     for b, i in np.ndindex(p.shape):
-        row = S[b, i] - S[b, i].max()
-        tau[b, i] = math.exp(brentq(
-            lambda t: 1 / np.exp(row / math.exp(t)).sum() - p[b, i],
-            -30, 30, xtol=1e-14))
+        tau[b, i] = math.exp(brentq(_miss, -30, 30, xtol=1e-14,
+                                    args=(S[b, i] - S[b, i].max(), p[b, i])))
     return tau
 
 
