@@ -59,3 +59,17 @@ def hidden(ex, answers, seeds=range(5), base=1000):
         cases = ex.draw(np.random.default_rng(base + seed))
         fb = ex.assess(ex.attempt(answers, cases), cases)
         assert fb.status == "correct", (seed, fb.code, fb.message)
+
+
+def temperatures_for(Q, K, p):
+    """A right second answer to chapter 1's first exercise: the temperature
+    of each query at which its largest weight is ``p`` (bisection on log τ;
+    the largest weight falls as τ grows)."""
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    gap = S.max(axis=-1, keepdims=True) - S
+    lo, hi = np.full(p.shape, -30.0), np.full(p.shape, 30.0)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        top = 1 / np.exp(-gap / np.exp(mid)[..., None]).sum(axis=-1)
+        lo, hi = np.where(top > p, mid, lo), np.where(top > p, hi, mid)
+    return np.exp((lo + hi) / 2)

@@ -16,7 +16,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from exercise_answers import own
+from exercise_answers import own, temperatures_for
 from support import sampled, stem
 from selfattention.attention import softmax as library_softmax
 from selfattention.exercises import definition
@@ -37,10 +37,10 @@ def tempered(Q, K, V, tau):
 
 def test_a_check_prints_its_feedback_and_returns_nothing(capsys):
     check = definition.check_tempered_attention
-    assert check(tempered) is None
+    assert check(tempered, temperatures_for) is None
     out = capsys.readouterr().out
     assert out.startswith("[ex-definition-tempered] Correct")
-    fb = check.feedback(tempered)
+    fb = check.feedback(tempered, temperatures_for)
     assert fb.passed and fb.points == fb.max_points == check.points
 
 
@@ -128,8 +128,9 @@ def test_starters_are_not_done_for_every_exercise():
 def test_attempt_returns_plain_data_only():
     ex = definition.check_tempered_attention
     cases = ex.public_cases()
-    result = ex.attempt([lambda Q, K, V, tau: (Q, {"A": 1})], cases)
-    Y, A = result["outcomes"][0]["output"]
+    result = ex.attempt([lambda Q, K, V, tau: (Q, {"A": 1}),
+                         temperatures_for], cases)
+    (Y, A), _ = result["outcomes"][0]["output"]
     assert isinstance(Y, np.ndarray) and repr(A) == "Opaque('dict')"
     assert ex.assess(result, cases).status == "wrong"
 

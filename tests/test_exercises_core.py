@@ -306,9 +306,13 @@ def module(Q, K, V, tau):
     torch.nn.MultiheadAttention(Q.shape[-1], 1)
     return honest(Q, K, V, tau)
 
-found = [ex.attempt([honest], cases, places)["called"],
+def targets(Q, K, p):          # the exercise's second answer
+    return np.ones_like(p)
+
+found = [ex.attempt([honest, targets], cases, places)["called"],
          "torch" in sys.modules]
-found += [ex.attempt([f], cases, places)["called"] for f in (fused, module)]
+found += [ex.attempt([f, targets], cases, places)["called"]
+          for f in (fused, module)]
 print(json.dumps(found))
 """
     done = subprocess.run([sys.executable, "-c", code], input=json.dumps(
@@ -331,7 +335,7 @@ def test_a_crash_in_the_kernel_keeps_its_diagnosis_in_the_gradebook():
     def crashes(*args):
         raise KeyError("boom")
 
-    result = ex.attempt([crashes], cases)
+    result = ex.attempt([crashes, crashes], cases)
     assert result["outcomes"][-1]["code"] == "raised"
     assert ex.assess(result, cases).code == "raised"
     for forged in ("correct\n", "=HYPERLINK(1)", 3, "x" * 41, None):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from exercise_answers import own, verdict
+from exercise_answers import hidden, own, verdict
 from selfattention import data, example, patches
 from selfattention.attention import attention as library_attention
 from selfattention.attention import softmax as library_softmax
@@ -44,6 +44,81 @@ def library_per_query(Q, K, V, tau):
     return Y, A
 
 
+def temperatures(root=True, steps=100, per_query=True, direction=1.0):
+    """Temperatures for target largest weights, right or wrong in one way:
+    bisection on log τ, the largest weight falling as τ grows."""
+    def answer(Q, K, p):
+        S = Q @ np.swapaxes(K, -1, -2)
+        if root:
+            S = S / math.sqrt(Q.shape[-1])
+        gap = S.max(axis=-1, keepdims=True) - S
+        lo, hi = np.full(p.shape, -30.0), np.full(p.shape, 30.0)
+        for _ in range(steps):
+            mid = (lo + hi) / 2
+            top = 1 / np.exp(-gap / np.exp(mid)[..., None]).sum(axis=-1)
+            sharp = direction * (top - p) > 0
+            lo, hi = np.where(sharp, mid, lo), np.where(sharp, hi, mid)
+        tau = np.exp((lo + hi) / 2)
+        # per_query=False: the first query's temperature for the whole row
+        return tau if per_query else np.repeat(tau[..., :1], p.shape[-1], -1)
+    return answer
+
+
+def _miss(log_tau, row, target):
+    """How far a row's largest weight at τ = exp(log_tau) is above target."""
+    return 1 / np.exp(row / math.exp(log_tau)).sum() - target
+
+
+def brentq_temperatures(Q, K, p):
+    """Right, one query at a time, with SciPy's root finder on log τ."""
+    from scipy.optimize import brentq
+
+    S = Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])
+    tau = np.empty(p.shape)
+    for b, i in np.ndindex(p.shape):
+        tau[b, i] = math.exp(brentq(_miss, -30, 30, xtol=1e-14,
+                                    args=(S[b, i] - S[b, i].max(), p[b, i])))
+    return tau
+
+
+RIGHT_TEMPERATURES = temperatures()
+
+
+@pytest.mark.parametrize("answer, status, code", [
+    (RIGHT_TEMPERATURES, "correct", None),
+    (brentq_temperatures, "correct", None),
+    (None, "not done", "not-done"),
+    (lambda Q, K, p: None, "not done", "not-done"),
+    (temperatures(root=False), "wrong", "target-sqrt-missing"),
+    (temperatures(steps=18), "wrong", "target-not-converged"),
+    (temperatures(per_query=False), "wrong", "target-one-tau"),
+    (temperatures(direction=-1.0), "wrong", "target-missed"),
+    (lambda Q, K, p: -RIGHT_TEMPERATURES(Q, K, p), "wrong",
+     "tau-not-positive"),
+    (lambda Q, K, p: RIGHT_TEMPERATURES(Q, K, p)[..., 0], "wrong", "shape"),
+])
+def test_temperatures_for_a_target_check(answer, status, code):
+    verdict(checks.check_tempered_attention, [tempered(), answer], status,
+            code)
+
+
+def test_tempered_attention_passes_hidden_draws_and_starters_do_not():
+    ex = checks.check_tempered_attention
+    hidden(ex, [tempered(), RIGHT_TEMPERATURES])
+    cases = ex.draw(np.random.default_rng(7))
+    fb = ex.assess(ex.attempt([lambda *a: None, lambda *a: None], cases),
+                   cases)
+    assert fb.status == "not done" and fb.points == 0
+
+
+def test_the_targets_lie_strictly_between_uniform_and_one_key():
+    for seed in range(5):
+        for case in checks.check_tempered_attention.draw(
+                np.random.default_rng(seed)):
+            n_k = case["K"].shape[1]
+            assert (case["p"] > 1 / n_k).all() and (case["p"] < 1).all()
+
+
 @pytest.mark.parametrize("answer, status, code", [
     (tempered(), "correct", None),
     (lambda Q, K, V, tau: (softmax(
@@ -69,7 +144,8 @@ def library_per_query(Q, K, V, tau):
     (library_per_query, "for review", "for-review"),
 ])
 def test_tempered_attention_check(answer, status, code):
-    verdict(checks.check_tempered_attention, [answer], status, code)
+    verdict(checks.check_tempered_attention, [answer, RIGHT_TEMPERATURES],
+            status, code)
 
 
 def test_tempered_cases_include_a_square_batch_and_tiny_temperatures():

@@ -168,11 +168,13 @@ def test_batch_masks_check_names_the_problem(answer, status, code):
 
 
 # ------------------------------------------------------------- 4.3 rows
-def predicted(lengths, n, left_padded, need_weights):
+def predicted(lengths, n, left_padded, need_weights, layers, spread=True):
     L = np.asarray(lengths)[:, None]
     i = np.arange(n)[None, :]
-    empty = (i < n - L) if left_padded else np.broadcast_to(L == 0,
-                                                            (len(L), n))
+    empty = np.broadcast_to((i < n - L) if left_padded else L == 0,
+                            (len(L), n))
+    if layers == 2 and need_weights and spread:
+        empty = np.broadcast_to(empty.any(axis=1, keepdims=True), empty.shape)
     return np.where(empty, "nan" if need_weights else "zero", "value")
 
 
@@ -181,36 +183,76 @@ def test_the_prediction_is_what_pytorch_does_on_hidden_cases():
     hidden(checks.check_empty_rows, predicted)
 
 
-def no_empty_item(lengths, n, left_padded, need_weights):
-    out = predicted(lengths, n, left_padded, need_weights)
+def test_every_draw_sends_a_nan_through_a_second_masked_layer():
+    for seed in range(10):
+        cases = checks.check_empty_rows.draw(np.random.default_rng(seed))
+        assert any(c["layers"] == 2 and c["need_weights"]
+                   and c["left_padded"] for c in cases[8:])
+
+
+def no_empty_item(lengths, n, left_padded, need_weights, layers):
+    out = predicted(lengths, n, left_padded, need_weights, layers)
     out[np.asarray(lengths) == 0] = "value"
     return out
 
 
-def right_padding_empties(lengths, n, left_padded, need_weights):
+def right_padding_empties(lengths, n, left_padded, need_weights, layers):
     L = np.asarray(lengths)[:, None]
     empty = np.arange(n)[None, :] >= L
     state = "nan" if need_weights else "zero"
     if left_padded:
-        return predicted(lengths, n, left_padded, need_weights)
+        return predicted(lengths, n, left_padded, need_weights, layers)
     return np.where(empty, state, "value")
+
+
+def nan_everywhere(lengths, n, left_padded, need_weights, layers):
+    """A NaN in the first layer taken to reach every item."""
+    out = predicted(lengths, n, left_padded, need_weights, layers)
+    if layers == 2 and (out == "nan").any():
+        out[:] = "nan"
+    return out
+
+
+def zeros_spread(lengths, n, left_padded, need_weights, layers):
+    """Rows of zeros taken to empty their whole item in the second layer."""
+    out = predicted(lengths, n, left_padded, need_weights, layers)
+    if layers == 2 and not need_weights:
+        out = predicted(lengths, n, left_padded, True, 2)
+        out = np.where(out == "nan", "zero", "value")
+    return out
+
+
+def spread_in_the_wrong_place(lengths, n, left_padded, need_weights,
+                              layers):
+    """The spread, but only to the rows after the first layer's NaN."""
+    out = predicted(lengths, n, left_padded, need_weights, 1)
+    if layers == 2 and need_weights:
+        out[:, :-1] = np.where((out == "nan").any(axis=1, keepdims=True),
+                               "nan", out[:, :-1])
+    return out
 
 
 @pytest.mark.parametrize("answer, status, code", [
     (None, "not done", "not-done"),
     (lambda *a: None, "not done", "not-done"),
     (lambda *a: "nan", "wrong", "type"),
-    (lambda L, n, l, w: np.full((n, len(L)), "nan"), "wrong", "shape"),
-    (lambda L, n, l, w: np.zeros((len(L), n)), "wrong", "not-a-state"),
-    (lambda L, n, l, w: np.full((len(L), n), "NaN"), "wrong", "not-a-state"),
-    (lambda L, n, l, w: predicted(L, n, l, not w), "wrong",
+    (lambda L, n, l, w, k: np.full((n, len(L)), "nan"), "wrong", "shape"),
+    (lambda L, n, l, w, k: np.zeros((len(L), n)), "wrong", "not-a-state"),
+    (lambda L, n, l, w, k: np.full((len(L), n), "NaN"), "wrong",
+     "not-a-state"),
+    (lambda L, n, l, w, k: predicted(L, n, l, not w, 1), "wrong",
      "empty-rows-wrong-kind"),
-    (lambda L, n, l, w: np.full((len(L), n), "value"), "wrong",
+    (lambda L, n, l, w, k: np.full((len(L), n), "value"), "wrong",
      "no-real-token"),
     (no_empty_item, "wrong", "no-real-token"),
     (right_padding_empties, "wrong", "row-has-keys"),
-    (lambda L, n, l, w: predicted(L, n, False, w), "wrong",
+    (lambda L, n, l, w, k: predicted(L, n, False, w, k), "wrong",
      "left-padding-empty-row"),
+    (lambda L, n, l, w, k: predicted(L, n, l, w, k, spread=False), "wrong",
+     "nan-stopped-by-mask"),
+    (nan_everywhere, "wrong", "nan-across-items"),
+    (zeros_spread, "wrong", "zeros-spread"),
+    (spread_in_the_wrong_place, "wrong", "nan-spread-missed"),
 ])
 def test_rows_check_names_the_problem(answer, status, code):
     expect(checks.check_empty_rows.feedback(answer), status, code)

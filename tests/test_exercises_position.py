@@ -93,33 +93,90 @@ def test_the_shift_gets_full_marks_on_hidden_cases():
     hidden(checks.check_shift, [shift_matrix])
 
 
-def transposed_bias(table, rows, cols):
-    return relative_position_bias(table, rows, cols).T
-
-
-def column_major_bias(table, rows, cols):
-    c, r = np.divmod(np.arange(rows * cols), rows)      # wrong numbering
-    return table[r[:, None] - r[None, :] + rows - 1,
-                 c[:, None] - c[None, :] + cols - 1]
-
-
-def unshifted_bias(table, rows, cols):
+def bias_gradient(G, rows, cols):
+    """Right: each entry sums G over the pairs at its offset."""
     r, c = np.divmod(np.arange(rows * cols), cols)
-    return table[r[:, None] - r[None, :], c[:, None] - c[None, :]]
+    grad = np.zeros((2 * rows - 1, 2 * cols - 1))
+    np.add.at(grad, (r[:, None] - r[None, :] + rows - 1,
+                     c[:, None] - c[None, :] + cols - 1), G)
+    return grad
+
+
+def looped_gradient(G, rows, cols):
+    """Right, by a loop over the table's entries."""
+    grad = np.zeros((2 * rows - 1, 2 * cols - 1))
+    for a in range(2 * rows - 1):
+        for b in range(2 * cols - 1):
+            one = np.zeros_like(grad)
+            one[a, b] = 1.0
+            grad[a, b] = (relative_position_bias(one, rows, cols) * G).sum()
+    return grad
+
+
+def fancy_indexed_gradient(G, rows, cols):
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    grad = np.zeros((2 * rows - 1, 2 * cols - 1))
+    grad[r[:, None] - r[None, :] + rows - 1,
+         c[:, None] - c[None, :] + cols - 1] += G      # keeps one pair each
+    return grad
+
+
+def autograd_gradient(G, rows, cols):
+    import torch
+
+    t = torch.zeros((2 * rows - 1, 2 * cols - 1), dtype=torch.float64,
+                    requires_grad=True)
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    B = t[torch.from_numpy(r[:, None] - r[None, :] + rows - 1),
+          torch.from_numpy(c[:, None] - c[None, :] + cols - 1)]
+    (B * torch.from_numpy(G)).sum().backward()
+    return t.grad.numpy()
 
 
 @pytest.mark.parametrize("answer, status, code", [
-    (relative_position_bias, "correct", None),
+    (bias_gradient, "correct", None),
+    (looped_gradient, "correct", None),
     (None, "not done", "not-done"),
-    (transposed_bias, "wrong", "bias-transposed"),
-    (column_major_bias, "wrong", "not-row-major"),
-    (unshifted_bias, "wrong", "offset-not-shifted"),
-    (lambda t, r, c: np.zeros((r, c)), "wrong", "shape"),
-    (lambda t, r, c: lib.relative_position_bias(t, (r, c)), "for review",
-     "for-review"),
+    (lambda G, r, c: None, "not done", "not-done"),
+    (lambda G, r, c: bias_gradient(G.T, r, c), "wrong", "offset-reversed"),
+    (fancy_indexed_gradient, "wrong", "duplicates-dropped"),
+    (lambda G, r, c: bias_gradient(G, r, c)
+     / bias_gradient(np.ones_like(G), r, c), "wrong", "mean-not-sum"),
+    (lambda G, r, c: judges.bias_gradient_reference(G, r, c,
+                                                    row_major=False),
+     "wrong", "not-row-major"),
+    (lambda G, r, c: 2 * bias_gradient(G, r, c), "wrong", "not-the-gradient"),
+    (lambda G, r, c: np.zeros((r, c)), "wrong", "shape"),
+    (lambda G, r, c: lib.relative_position_bias(np.ones((2 * r - 1,
+                                                         2 * c - 1)), (r, c))
+     and bias_gradient(G, r, c), "for review", "for-review"),
+    (autograd_gradient, "for review", "for-review"),
 ])
-def test_bias_check(answer, status, code):
-    verdict(checks.check_bias, [answer], status, code)
+def test_bias_gradient_check(answer, status, code):
+    verdict(checks.check_bias_gradient, [answer], status, code)
+
+
+def test_bias_gradient_passes_hidden_draws_and_its_cases_are_not_square():
+    hidden(checks.check_bias_gradient, bias_gradient)
+    for seed in range(5):
+        for case in checks.check_bias_gradient.draw(
+                np.random.default_rng(seed)):
+            assert case["rows"] != case["cols"]
+            assert case["G"].shape == (case["rows"] * case["cols"],) * 2
+
+
+def test_the_gradient_of_a_sum_of_b_counts_the_pairs_of_each_offset():
+    """With G = 1 every entry counts the pairs at its offset (the written
+    part's count), here tallied pair by pair."""
+    R, C = 4, 6
+    pairs = judges.bias_gradient_reference(np.ones((R * C, R * C)), R, C)
+    tally = np.zeros_like(pairs)
+    for i in range(R * C):
+        for j in range(R * C):
+            (ri, ci), (rj, cj) = divmod(i, C), divmod(j, C)
+            tally[ri - rj + R - 1, ci - cj + C - 1] += 1
+    assert np.array_equal(pairs, tally)
+    assert pairs.max() == R * C and pairs.min() == 1
 
 
 # ------------------------------------------------------------ equivariance

@@ -31,6 +31,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from exercise_answers import temperatures_for
 from selfattention_course import assign
 from selfattention_course.grade import MAX_CELLS, Grader, grade_folder
 from selfattention_course.intake import MAX_PER_STUDENT
@@ -48,8 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 LABELS = ["ex-definition-tempered", "ex-definition-limits",
           "ex-definition-moved", "ex-definition-noise"]
-WRITTEN = ["ex-definition-limits", "ex-definition-moved",
-           "ex-definition-noise"]                         # parts to be read
+WRITTEN = ["ex-definition-tempered", "ex-definition-limits",
+           "ex-definition-moved", "ex-definition-noise"]  # parts to be read
 #: The exercises that give auto-points (the limits', the Predict's and the
 #: noise Experiment's points are their written parts').
 AUTO = ["ex-definition-tempered"]
@@ -1022,7 +1023,8 @@ def test_the_copy_a_chapter_shows_is_recognised():
             def answer(Q, K, V, tau, copy=copy):
                 return copy(Q / tau[..., None], K, V)
 
-            feedback = definition.check_tempered_attention.feedback(answer)
+            feedback = definition.check_tempered_attention.feedback(
+                answer, temperatures_for)
         finally:
             del linecache.cache[name]
         assert feedback.status == status, (number, feedback)
@@ -1050,7 +1052,8 @@ def mine(Q, K, V, tau):
     return Z @ V, Z
 ''', "/tmp/ipykernel_0/cell.py", np=np, math=math)
     for name in ("my_tempered_attention", "mine"):
-        feedback = definition.check_tempered_attention.feedback(own[name])
+        feedback = definition.check_tempered_attention.feedback(
+            own[name], temperatures_for)
         assert feedback.status == CORRECT, feedback
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from exercise_answers import temperatures_for
 import selfattention.exercises as package
 from selfattention.exercises.core import NOT_GRADED, Exercise
 from selfattention_course import judges
@@ -100,9 +101,10 @@ def test_an_exercise_without_auto_points_needs_a_written_part():
 
 def test_a_diagnosis_carries_its_code():
     ex = EXERCISES["ex-definition-tempered"][2]
-    fb = ex.feedback(lambda Q, K, V, tau: (Q, np.swapaxes(Q, 1, 2)))
+    fb = ex.feedback(lambda Q, K, V, tau: (Q, np.swapaxes(Q, 1, 2)),
+                     temperatures_for)
     assert fb.status == "wrong" and fb.code == "shape"
-    assert ex.feedback(None).code == "not-done"
+    assert ex.feedback(None, None).code == "not-done"
 
 
 #: Lower-case words joined by hyphens; a later word may name a symbol

@@ -32,21 +32,29 @@ ATTENTIONS = (
 )
 
 
-def _tempered_run(my_tempered_attention, Q, K, V, tau):
-    return call(my_tempered_attention, Q, K, V, tau,
-                what="my_tempered_attention")
+def _tempered_run(my_tempered_attention, temperatures_for, Q, K, V, tau,
+                  p):
+    return (call(my_tempered_attention, Q, K, V, tau,
+                 what="my_tempered_attention"),
+            call(temperatures_for, Q, K, p, what="temperatures_for"))
 
 
 check_tempered_attention = Exercise(
     "ex-definition-tempered", kind="Implement", points=2,
-    answers=("my_tempered_attention",),
+    answers=("my_tempered_attention", "temperatures_for"),
     run=_tempered_run,
     references=ATTENTIONS,
     seed=11,
+    written="Why does each query have exactly one temperature that gives "
+            "its largest weight the target p, and for which targets has it "
+            "none (tied best scores included)?",
+    written_points=1,
     success="every query's scores are divided by √d_k and by its own τ, in "
-            "every batch element, without overflow.",
+            "every batch element, without overflow; and the temperatures "
+            "you found give every query its target largest weight.",
     doc="Exercise 1.1: attention over a batch with one temperature per "
-        "query.")
+        "query, and the temperature that gives each query a chosen largest "
+        "weight.")
 
 
 # ------------------------------------------------------------------ 1.2

@@ -63,29 +63,33 @@ check_batch_masks = Exercise(
 
 
 # ------------------------------------------------------------------ 4.3
-def _rows_run(predicted_rows, lengths, n, left_padded, need_weights):
+def _rows_run(predicted_rows, lengths, n, left_padded, need_weights,
+             layers):
     return call(predicted_rows, lengths, n, left_padded, need_weights,
-                what="predicted_rows")
+                layers, what="predicted_rows")
 
 
 check_empty_rows = Exercise(
-    # A prediction: running the layer measures the answer, and a run in a
+    # A prediction: running the layers measures the answer, and a run in a
     # cell of its own can inform the rule, so the points are the written
-    # part's (the rule and the two routes); running the layer stays listed
-    # for the feedback.
+    # part's (the prediction, the rule and the second layer); running the
+    # layer stays listed for the feedback.
     "ex-masks-nan", kind="Predict", points=0,
     answers=("predicted_rows",), run=_rows_run,
-    written="State your rule for end and start padding, and why an empty "
-            "row comes out as NaN on one route through forward and as "
-            "zeros on the other.", written_points=2,
+    written="Your committed prediction; your rule for end and start "
+            "padding; and why a NaN row of the first layer reaches the "
+            "second layer's other rows through a key-padding mask that "
+            "hides it, while a row of zeros does not.", written_points=3,
     references=("torch.nn.MultiheadAttention",
                 "torch.nn.functional.multi_head_attention_forward",
                 "torch.nn.functional.scaled_dot_product_attention",
                 "selfattention.torch_bridge.multihead_from_weights"),
     seed=43, nan_is_a_word=True,   # STATES name "nan"
-    success="you predicted which rows come out as NaN, zeros or numbers.",
-    doc="Exercise 4.3: which output rows of nn.MultiheadAttention are NaN, "
-        "zero or numbers, for causal plus key-padding masks on a batch.")
+    success="you predicted which rows come out as NaN, zeros or numbers, "
+            "after one layer and after two.",
+    doc="Exercise 4.3: which output rows of one or two "
+        "nn.MultiheadAttention layers are NaN, zero or numbers, for causal "
+        "plus key-padding masks on a batch.")
 
 
 # ------------------------------------------------------------------ 4.4

@@ -16,7 +16,8 @@ def _grouped_run(grouped_counts, d, h, g, n, m):
 
 
 check_grouped = Exercise(
-    "ex-multihead-grouped", kind="Derive", points=2,
+    # Three counts, each checked (3); two written reasons (2).
+    "ex-multihead-grouped", kind="Derive", points=3,
     answers=("grouped_counts",), run=_grouped_run,
     references=("selfattention.flops.count_flops",
                 "torch.utils.flop_counter.FlopCounterMode",
@@ -27,6 +28,7 @@ check_grouped = Exercise(
     seed=31,
     written="which part of the cost does sharing leave unchanged, and why "
             "does h now appear in the counts?",
+    written_points=2,
     success="the weights, the multiply-adds and the cached keys and values "
             "of a layer whose h query heads share g key and value heads.",
     doc="Exercise 3.1: weights, multiply-adds and cached numbers of a layer "
@@ -45,8 +47,11 @@ check_equivalent = Exercise(
     run=_equivalent_run, seed=32,
     references=("selfattention.attention.multi_head_attention",
                 "torch.nn.MultiheadAttention"),
+    # The construction and its two compensations are checked (3); the
+    # proof and its consequence are read (2).
     written="prove that the new layer has the same outputs, and say what "
             "this means for the count of 4d² parameters",
+    written_points=2,
     success="the outputs are unchanged and the maps come out in the new "
             "order: heads are unordered, and only W_Q⁽ⁱ⁾W_K⁽ⁱ⁾ᵀ and "
             "W_V⁽ⁱ⁾W_O⁽ⁱ⁾ matter.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .core import Exercise, call
 
-__all__ = ["check_shift", "check_bias", "check_bias_equivariance",
+__all__ = ["check_shift", "check_bias_gradient", "check_bias_equivariance",
            "check_positions"]
 
 
@@ -29,19 +29,29 @@ check_shift = Exercise(
 
 
 # ------------------------------------------------------------------ 5.2
-def _bias_run(my_bias, table, rows, cols):
-    return call(my_bias, table, rows, cols, what="my_bias")
+def _bias_gradient_run(bias_gradient, G, rows, cols):
+    return call(bias_gradient, G, rows, cols, what="bias_gradient")
 
 
-check_bias = Exercise(
-    "ex-position-bias", kind="Implement", points=2,
-    answers=("my_bias",), run=_bias_run,
+check_bias_gradient = Exercise(
+    "ex-position-bias-gradient", kind="Derive", points=2,
+    answers=("bias_gradient",), run=_bias_gradient_run,
     references=("selfattention.position.relative_offsets",
                 "selfattention.position.relative_position_bias",
-                "selfattention.position.relative_position_index"), seed=53,
-    success="every pair of patches reads the table entry of its own "
-            "offset.",
-    doc="Exercise 5.2: expand a table of per-offset biases into B.")
+                "selfattention.position.relative_position_index",
+                # automatic differentiation measures the gradient
+                "torch.autograd.grad", "torch.autograd.backward",
+                "torch.Tensor.backward", "torch.func.grad",
+                "torch.func.vjp"), seed=53,
+    written="How many pairs of patches share each offset of an M × M "
+            "window, which entries of its table does the gradient of the "
+            "fewest pairs reach, and what does that mean for how each "
+            "entry learns?",
+    written_points=1,
+    success="every table entry collects the gradient of every pair of "
+            "patches at its offset, and nothing else.",
+    doc="Exercise 5.2: the gradient that reaches a table of per-offset "
+        "biases through B.")
 
 
 # ------------------------------------------------------------------ 5.3
@@ -85,7 +95,7 @@ check_positions = Exercise(
     run=_positions_run, seed=150,
     written="how do learned and sinusoidal positions compare, and what "
             "does that say about ViT's Table 8?",
-    written_points=5,
+    written_points=4,
     success="the tiny ViT trained with learned, sinusoidal or no positions,"
             " measured on intact and shuffled digits.",
     doc="Exercise 5.4: learned against sinusoidal 2-D positions.")

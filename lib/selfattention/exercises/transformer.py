@@ -17,7 +17,8 @@ def _counts_run(block_counts, n, d, h, d_mlp, h_other):
 
 
 check_block_counts = Exercise(
-    "ex-transformer-counts", kind="Derive", points=3,
+    # Two counts, each checked (2); two written reasons (2).
+    "ex-transformer-counts", kind="Derive", points=2,
     answers=("block_counts",), run=_counts_run,
     seed=61,
     references=("selfattention.flops.count_flops",
@@ -30,7 +31,7 @@ check_block_counts = Exercise(
                 "selfattention.cost.window_msa_macs"),
     written="which term dominates each count for ViT-B (n = 197, d = 768, "
             "d_mlp = 3072), and why does h appear in neither?",
-    written_points=1,
+    written_points=2,
     success="the parameters and the multiply-adds of a block, for any "
             "width, MLP width and number of tokens, and neither depends "
             "on h.",
@@ -43,7 +44,9 @@ def _limit_run(rollout_limit, maps, residual):
 
 
 check_rollout_limit = Exercise(
-    "ex-transformer-rollout-limit", kind="Derive", points=2,
+    # The limit, the rate and the code that finds them are checked (3);
+    # the residual's role and the consequence are read (2).
+    "ex-transformer-rollout-limit", kind="Derive", points=3,
     answers=("rollout_limit",), run=_limit_run,
     # Rollout of many copies of the layer approaches the limit.
     references=("selfattention.interpret.rollout",),
@@ -51,6 +54,7 @@ check_rollout_limit = Exercise(
     written="why does the residual weight leave the limit where it is, "
             "what does it change, and what does the limit say about the "
             "rollout maps of a deep model?",
+    written_points=2,
     success="the row every row of deep rollout approaches, and how fast "
             "it gets there.",
     doc="Exercise 6.2: the row that rollout through many identical layers "
@@ -71,7 +75,7 @@ check_no_position = Exercise(
     run=_no_position_run, seed=108,
     written="do your distances support the explanation that layer 2 sat "
             "below uniform attention because its heads probe fixed places?",
-    written_points=5,
+    written_points=4,
     success="a model without position embeddings, trained and measured; "
             "compare its distances with the chapter's model.",
     doc="Exercise 6.3: attention distance without position embeddings.")

@@ -16,6 +16,7 @@ from selfattention.exercises.core import (
     Wrong,
     expect_shape,
     int_pair,
+    returned_array,
     returned_arrays,
     type_name,
 )
@@ -32,7 +33,8 @@ def _scores(Q, K):
 
 
 def _tempered_cases(rng):
-    """Three batches: n_q = n_k, n_q ≠ n_k, and temperatures near 0."""
+    """Three batches: n_q = n_k, n_q ≠ n_k, and temperatures near 0; each
+    with a target largest weight per query."""
     cases = []
     for B, n_q, n_k, d_k, d_v, size, low in [(3, 4, 4, 6, 3, 1, 0.5),
                                              (2, 3, 5, 4, 2, 1, 0.5),
@@ -42,7 +44,9 @@ def _tempered_cases(rng):
             "Q": size * rng.standard_normal((B, n_q, d_k)),
             "K": size * rng.standard_normal((B, n_k, d_k)),
             "V": rng.standard_normal((B, n_k, d_v)),
-            "tau": rng.uniform(low, 10 * low, (B, n_q))})
+            "tau": rng.uniform(low, 10 * low, (B, n_q)),
+            # targets between uniform weights and a single key
+            "p": rng.uniform(1 / n_k + 0.05, 0.95, (B, n_q))})
     return cases
 
 
@@ -50,7 +54,55 @@ def _tempered(Q, K, tau, d_k):
     return softmax(_scores(Q, K) / (math.sqrt(d_k) * tau))
 
 
-def _tempered_judge(out, Q, K, V, tau):
+def _tempered_judge(out, Q, K, V, tau, p):
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise Wrong("the check could not read the results of "
+                    "my_tempered_attention and temperatures_for",
+                    "unreadable")
+    _attention_judge(out[0], Q, K, V, tau)
+    _temperatures_judge(out[1], Q, K, p)
+
+
+def _largest_weight(Q, K, tau):
+    """Each query's largest weight at temperatures ``tau`` (B, n_q)."""
+    return _tempered(Q, K, tau[..., None], Q.shape[-1]).max(axis=-1)
+
+
+def _temperatures_judge(out, Q, K, p):
+    tau = returned_array(out, "temperatures_for")
+    expect_shape(tau, "tau", p.shape, "(B, n_q)",
+                 "one temperature per query of each batch element")
+    if not (np.isfinite(tau).all() and (tau > 0).all()):
+        raise Wrong("temperatures_for returned a temperature that is not a "
+                    "positive number; every target lies strictly between "
+                    "1/n_k and 1, which some positive τ reaches",
+                    "tau-not-positive")
+    top = _largest_weight(Q, K, tau)
+    if np.allclose(top, p, rtol=0, atol=1e-6):
+        return None
+    d_k = Q.shape[-1]
+    if np.allclose(_largest_weight(Q, K, tau / math.sqrt(d_k)), p, rtol=0,
+                   atol=1e-6):
+        raise Wrong("your temperatures are √d_k times too large: they reach "
+                    "the targets for softmax(Q Kᵀ / τ), but the scores are "
+                    "divided by √d_k as well as by τ", "target-sqrt-missing")
+    if np.allclose(top, p, rtol=0, atol=1e-3):
+        raise Wrong(f"the largest weights miss their targets by up to "
+                    f"{np.abs(top - p).max():.1e}; the check wants 1e-6: "
+                    f"keep narrowing the temperature until it is that close",
+                    "target-not-converged")
+    if np.allclose(tau, tau[..., :1]) and not np.allclose(p, p[..., :1]):
+        raise Wrong("every query of a batch element gets the same "
+                    "temperature, but each has its own target and its own "
+                    "scores: solve for one τ per query", "target-one-tau")
+    i = np.unravel_index(np.argmax(np.abs(top - p)), p.shape)
+    raise Wrong(f"query {i[1]} of batch element {i[0]} wants a largest "
+                f"weight of {p[i]:.3f}; at your τ = {tau[i]:.3g} it gets "
+                f"{top[i]:.3f}. How does that weight move as τ grows?",
+                "target-missed")
+
+
+def _attention_judge(out, Q, K, V, tau):
     Y, A = returned_arrays(out, 2, "my_tempered_attention should return a "
                            "pair (Y, A): outputs and weights")
     (B, n_q, d_k), n_k, d_v = Q.shape, K.shape[1], V.shape[2]

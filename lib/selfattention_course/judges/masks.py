@@ -247,46 +247,54 @@ def _rows_cases(rng):
     n = int(rng.integers(4, 8))
     lengths = rng.integers(1, n + 1, 3)
     lengths[0], lengths[1] = n, int(rng.integers(1, n))
+    # Left padding with need_weights=True through two layers is always
+    # drawn: there a NaN meets the key-padding mask.
     drawn = [{"lengths": lengths.copy(), "n": n, "left_padded": bool(left),
-              "need_weights": bool(weights)}
-             for left, weights in ((True, rng.random() < 0.5),
-                                   (rng.random() < 0.5, True),
-                                   (rng.random() < 0.5, False))]
+              "need_weights": bool(weights), "layers": layers}
+             for left, weights, layers in (
+                 (True, True, 2),
+                 (rng.random() < 0.5, True, 1),
+                 (rng.random() < 0.5, False, int(rng.integers(1, 3))))]
     drawn[int(rng.integers(0, 3))]["lengths"][2] = 0     # an empty item
     public = [{"lengths": np.array([5, 2, 0]), "n": 5, "left_padded": left,
-               "need_weights": weights}
-              for left in (False, True) for weights in (True, False)]
+               "need_weights": weights, "layers": layers}
+              for layers in (1, 2) for left in (False, True)
+              for weights in (True, False)]
     return public + drawn
 
 
-def _measured_rows(lengths, n, left_padded, need_weights):
-    """What nn.MultiheadAttention returns, row by row: (B, n) of STATES."""
+def _measured_rows(lengths, n, left_padded, need_weights, layers=1):
+    """What ``layers`` nn.MultiheadAttention modules in a row return, row by
+    row, each with the same causal and key-padding masks: (B, n) of
+    STATES."""
     import torch
     from selfattention.torch_bridge import multihead_from_weights
 
     rng = np.random.default_rng(0)
     d, h = 8, 2
-    mha = multihead_from_weights(*(rng.standard_normal((d, d))
-                                   for _ in range(4)), h)
+    stack = [multihead_from_weights(*(rng.standard_normal((d, d))
+                                      for _ in range(4)), h)
+             for _ in range(layers)]
     L = np.asarray(lengths)[:, None]
     pos = np.arange(n)[None, :]
     padded = pos < n - L if left_padded else pos >= L             # (B, n)
-    x = torch.from_numpy(rng.standard_normal((len(L), n, d)))
+    Y = torch.from_numpy(rng.standard_normal((len(L), n, d)))
     with torch.no_grad():
-        Y, _ = mha(x, x, x, attn_mask=torch.from_numpy(~causal_mask(n)),
-                   key_padding_mask=torch.from_numpy(padded),
-                   need_weights=need_weights)
+        for mha in stack:
+            Y, _ = mha(Y, Y, Y, attn_mask=torch.from_numpy(~causal_mask(n)),
+                       key_padding_mask=torch.from_numpy(padded),
+                       need_weights=need_weights)
     Y = Y.numpy()
     return np.where(np.isnan(Y).any(-1), "nan",
                     np.where((Y == 0).all(-1), "zero", "value"))
 
 
-def _rows_judge(out, lengths, n, left_padded, need_weights):
+def _rows_judge(out, lengths, n, left_padded, need_weights, layers):
     if isinstance(out, (str, Opaque)):
         raise Wrong(f"predicted_rows should return an array of strings, got "
                     f"{type_name(out)}", "type")
     got = np.asarray(out)
-    truth = _measured_rows(lengths, n, left_padded, need_weights)
+    truth = _measured_rows(lengths, n, left_padded, need_weights, layers)
     expect_shape(got, "predicted_rows(...)", truth.shape, "(B, n)",
                  "one state per output row")
     if got.dtype.kind != "U" or not np.isin(got, STATES).all():
@@ -294,7 +302,27 @@ def _rows_judge(out, lengths, n, left_padded, need_weights):
     if np.array_equal(got, truth):
         return None
     where = (f"for lengths {np.asarray(lengths).tolist()}, n = {n}, "
-             f"left_padded = {left_padded}, need_weights = {need_weights}")
+             f"left_padded = {left_padded}, need_weights = {need_weights}, "
+             f"layers = {layers}")
+    if layers == 2:
+        first = _measured_rows(lengths, n, left_padded, need_weights, 1)
+        touched = (first != "value").any(axis=1)          # (B,) items
+        if np.array_equal(got, first):
+            raise Wrong(f"{where}: the second layer does not only repeat the "
+                        f"first. Its key-padding mask hides the first "
+                        f"layer's NaN rows as keys, yet a masked score is "
+                        f"NaN + (−∞) = NaN and a zero weight times a NaN "
+                        f"value is NaN: which rows of that item escape?",
+                        "nan-stopped-by-mask")
+        if ((got == "nan") & ~touched[:, None]).any():
+            raise Wrong(f"{where}: you predict NaN in an item whose first "
+                        f"layer gave no NaN; each item of the batch is "
+                        f"attended on its own, so a NaN stays in its item",
+                        "nan-across-items")
+        if not need_weights and ((got == "zero") & (first == "value")).any():
+            raise Wrong(f"{where}: a row of zeros is a number, not a NaN: "
+                        f"in the second layer it is a padded key, masked "
+                        f"out, and changes no other row", "zeros-spread")
     empty = truth != "value"
     if np.array_equal(got != "value", empty):
         path = ("need_weights=True takes the explicit softmax of "
@@ -309,6 +337,10 @@ def _rows_judge(out, lengths, n, left_padded, need_weights):
         raise Wrong(f"{where}: item {b} has no real token, so none of its "
                     f"queries has a key", "no-real-token")
     if truth[b, i] != "value":
+        if layers == 2 and need_weights:
+            raise Wrong(f"{where}: row ({b}, {i}) is NaN after the second "
+                        f"layer: a NaN key of its item reaches it through "
+                        f"the mask", "nan-spread-missed")
         raise Wrong(f"{where}: row ({b}, {i}) has no key left: with left "
                     f"padding its causal keys 0 … {i} are all padding",
                     "left-padding-empty-row")

@@ -82,35 +82,66 @@ def _shift_judge(M, d, k, base):
                 "not-the-shift")
 
 
-def _bias_cases(rng):
+def _bias_gradient_cases(rng):
     rows, cols = 3, 4                      # not square: catches swapped axes
     drawn_rows = int(rng.integers(2, 6))
     drawn_cols = drawn_rows + int(rng.integers(1, 3))
-    return [{"table": rng.standard_normal((2 * r - 1, 2 * c - 1)),
-             "rows": r, "cols": c}
+    return [{"G": rng.standard_normal((r * c, r * c)), "rows": r, "cols": c}
             for r, c in [(rows, cols), (drawn_cols, drawn_rows)]]
 
 
-def _bias_judge(B, table, rows, cols):
-    B = returned_array(B, "my_bias")
-    n = rows * cols
-    if B.shape != (n, n):
-        raise Wrong(f"B has shape {B.shape}; expected (rows·cols, rows·cols)"
-                    f" = {(n, n)}, one entry per query and key", "shape")
-    ref = relative_position_bias(table, (rows, cols))
-    if np.allclose(B, ref):
+def _table_index(rows, cols, row_major=True):
+    """The table entry (row, column) that B[i, j] reads, as two (n, n)
+    arrays; with ``row_major=False`` for tokens numbered column by
+    column."""
+    i = np.arange(rows * cols)
+    r, c = np.divmod(i, cols) if row_major else np.divmod(i, rows)[::-1]
+    return (r[:, None] - r[None, :] + rows - 1,
+            c[:, None] - c[None, :] + cols - 1)
+
+
+def bias_gradient_reference(G, rows, cols, row_major=True):
+    """dL/dB̂: each table entry sums G over the pairs at its offset."""
+    grad = np.zeros((2 * rows - 1, 2 * cols - 1))
+    np.add.at(grad, _table_index(rows, cols, row_major), G)
+    return grad
+
+
+def _bias_gradient_judge(out, G, rows, cols):
+    grad = returned_array(out, "bias_gradient")
+    expect_shape(grad, "the gradient", (2 * rows - 1, 2 * cols - 1),
+                 "(2·rows − 1, 2·cols − 1)", "one entry per table entry")
+    ref = bias_gradient_reference(G, rows, cols)
+    if np.allclose(grad, ref):
         return None
-    if np.allclose(B, ref.T):
-        raise Wrong("B is transposed: the offset is query minus key, "
-                    "(r_i - r_j, c_i - c_j), so B[i, j] reads table[r_i - r_j"
-                    " + rows - 1, c_i - c_j + cols - 1]", "bias-transposed")
-    if np.allclose(np.diag(B), table[rows - 1, cols - 1]):
-        raise Wrong("the diagonal is right but other pairs are not: check "
-                    "that tokens are numbered row-major, r = i // cols and "
-                    "c = i % cols", "not-row-major")
-    raise Wrong("B[i, i] should be the table's centre, table[rows-1, cols-1]"
-                ": shift each offset by rows-1 and cols-1 to index the table",
-                "offset-not-shifted")
+    case = f"for a grid of {rows} × {cols} patches"
+    if np.allclose(grad, ref[::-1, ::-1]):
+        raise Wrong(f"{case} every entry holds the gradient of the opposite "
+                    f"offset: B[i, j] reads the offset query minus key, "
+                    f"(r_i − r_j, c_i − c_j), so G[i, j] belongs there",
+                    "offset-reversed")
+    index = _table_index(rows, cols)
+    last = np.zeros_like(ref)
+    last[index] = G                        # what fancy indexing keeps
+    if np.allclose(grad, last):
+        raise Wrong(f"{case} each entry holds the gradient of one pair "
+                    f"only: many pairs share an offset, and indexing with "
+                    f"repeated indices (grad[dr, dc] += G) writes each entry "
+                    f"once instead of adding. Sum over every pair at the "
+                    f"offset", "duplicates-dropped")
+    pairs = bias_gradient_reference(np.ones_like(G), rows, cols)
+    if np.allclose(grad, ref / pairs):
+        raise Wrong(f"{case} you average G over the pairs at each offset; "
+                    f"the loss changes by every pair's G when the entry "
+                    f"changes, so the gradient is their sum", "mean-not-sum")
+    if np.allclose(grad, bias_gradient_reference(G, rows, cols,
+                                                 row_major=False)):
+        raise Wrong(f"{case} your tokens are numbered column by column; "
+                    f"the grid is row-major: token i sits in row i // cols, "
+                    f"column i % cols", "not-row-major")
+    raise Wrong(f"{case} the gradient of table entry (Δr + rows − 1, Δc + "
+                f"cols − 1) is the sum of G[i, j] over the pairs whose "
+                f"offset is (Δr, Δc)", "not-the-gradient")
 
 
 # The cases of 5.3: tables with some symmetry (or none), each with a shuffle
@@ -299,7 +330,8 @@ def _positions_judge(out, kind, seed):
 
 JUDGES = {
     "ex-position-shift": Judge(cases=_shift_cases, judge=_shift_judge),
-    "ex-position-bias": Judge(cases=_bias_cases, judge=_bias_judge),
+    "ex-position-bias-gradient": Judge(cases=_bias_gradient_cases,
+                                       judge=_bias_gradient_judge),
     "ex-position-bias-equivariance": Judge(
         cases=_equivariance_cases, judge=_equivariance_judge),
     "ex-position-experiment": Judge(
