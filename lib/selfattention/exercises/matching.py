@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 
-from .core import (Exercise, answered, call)
+from .core import Exercise, answered, call
 
 __all__ = ["check_consistency", "check_pyramid", "check_bilinear_lookup",
            "check_soft_argmax", "check_window", "check_landing"]
@@ -63,18 +63,24 @@ check_bilinear_lookup = Exercise(
 
 
 # ------------------------------------------------------------------ 10.4
-def _soft_run(my_soft_argmax, C, temperature):
-    return call(my_soft_argmax, C, temperature, what="my_soft_argmax")
+def _soft_run(my_local_soft_argmax, C, temperature, radius):
+    return call(my_local_soft_argmax, C, temperature, radius,
+                what="my_local_soft_argmax")
 
 
 check_soft_argmax = Exercise(
-    "ex-matching-soft-argmax", kind="Implement", points=2,
-    answers=("my_soft_argmax",), run=_soft_run,
+    "ex-matching-soft-argmax", kind="Implement", points=1,
+    answers=("my_local_soft_argmax",), run=_soft_run,
     seed=96,
-    references=("selfattention.stereo.soft_argmax",),
-    success="the expected disparity and its spread, stable for a sharp "
-            "temperature and with impossible candidates at weight 0.",
-    doc="Exercise 10.4: soft-argmax over disparities and its spread.")
+    written="measure the held-out EPE of the windowed soft-argmax against "
+            "the global one and winner-take-all; why does the window help "
+            "at warm temperatures, how far can its mean stray from the "
+            "winner, and what does it give up?",
+    written_points=2,
+    success="the expected disparity and its spread over the window around "
+            "each pixel's winner, stable for a sharp temperature.",
+    doc="Exercise 10.4: soft-argmax over a window around the winner, and "
+        "its spread.")
 
 
 # ------------------------------------------------------------------ 10.5
