@@ -147,6 +147,22 @@ def pyramid(H, W, levels):
     return sum(H * W * (H // 2 ** k) * (W // 2 ** k) for k in range(levels))
 
 
+def macs(H, W, D, levels, radius, updates):
+    window = (2 * radius + 1) ** 2
+    return (H * W) ** 2 * D, updates * H * W * levels * window * D
+
+
+def counted_macs(H, W, D, levels, radius, updates):
+    """Another honest route: count the dot products, values of the finest
+    level and values read per level and update, then D multiply-adds each."""
+    built = len(range(H * W)) * len(range(H * W))     # every pixel pair
+    reads = 0
+    for _ in range(updates):
+        for _ in range(levels):
+            reads += H * W * (2 * radius + 1) ** 2
+    return built * D, reads * D
+
+
 @pytest.mark.parametrize("answer, status, code", [
     (pyramid, "correct", "correct"),
     (None, "not done", "not-done"),
@@ -163,13 +179,58 @@ def pyramid(H, W, levels):
     (lambda H, W, L: "many", "wrong", "not-a-number"),
 ])
 def test_pyramid_check(answer, status, code):
-    verdict(checks.check_pyramid, [answer], status, code)
+    verdict(checks.check_pyramid, [answer, macs], status, code)
+
+
+@pytest.mark.parametrize("answer, status, code", [
+    (macs, "correct", "correct"),
+    (counted_macs, "correct", "correct"),
+    (None, "not done", "not-done"),
+    (lambda H, W, D, L, r, U: (pyramid(H, W, L) * D,
+                               macs(H, W, D, L, r, U)[1]), "wrong",
+     "coarse-levels-multiplied"),
+    (lambda H, W, D, L, r, U: (macs(H, W, D, L, r, U)[0],
+                               U * H * W * L * (2 * r) ** 2 * D), "wrong",
+     "window-side"),
+    (lambda H, W, D, L, r, U: (macs(H, W, D, L, r, U)[0],
+                               macs(H, W, D, L, r, U)[1] // L), "wrong",
+     "one-level"),
+    (lambda H, W, D, L, r, U: (macs(H, W, D, L, r, U)[0],
+                               macs(H, W, D, L, r, U)[1] // U), "wrong",
+     "one-update"),
+    (lambda H, W, D, L, r, U: tuple(v // D for v in macs(H, W, D, L, r, U)),
+     "wrong", "no-channels"),
+    (lambda H, W, D, L, r, U: (1, 2), "wrong", "not-the-macs"),
+    (lambda H, W, D, L, r, U: macs(H, W, D, L, r, U)[0], "wrong",
+     "macs-not-a-pair"),
+])
+def test_correlation_macs_check(answer, status, code):
+    verdict(checks.check_pyramid, [pyramid, answer], status, code)
+
+
+@pytest.mark.parametrize("answer", [macs, counted_macs])
+def test_pyramid_passes_hidden_cases(answer):
+    hidden(checks.check_pyramid, [pyramid, answer])
+
+
+def test_on_demand_values_equal_the_pyramid_s():
+    # the linearity the written part asks for, checked on real tensors
+    rng = np.random.default_rng(3)
+    F1, F2 = rng.standard_normal((2, 6, 8, 5))
+    C = np.einsum("ijc,klc->ijkl", F1, F2)
+    pooled_C = torch.nn.functional.avg_pool2d(
+        torch.tensor(C.reshape(48, 1, 6, 8)), 2, stride=2).numpy()
+    pooled_F2 = torch.nn.functional.avg_pool2d(
+        torch.tensor(F2.transpose(2, 0, 1)[None]), 2, stride=2)[0].numpy()
+    on_demand = np.einsum("ijc,ckl->ijkl", F1, pooled_F2)
+    np.testing.assert_allclose(pooled_C.reshape(6, 8, 3, 4), on_demand,
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_one_level_too_few_is_named():
     case = {"H": 47, "W": 63, "levels": 4}
     with pytest.raises(judges.Wrong) as raised:
-        judges._pyramid_judge(pyramid(47, 63, 3), **case)
+        judges._entries_judge(pyramid(47, 63, 3), **case)
     assert raised.value.code == "level-too-few"
 
 

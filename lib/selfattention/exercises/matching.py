@@ -26,20 +26,29 @@ check_consistency = Exercise(
 
 
 # ------------------------------------------------------------------ 10.2
-def _pyramid_run(my_pyramid_entries, H, W, levels):
-    return call(my_pyramid_entries, H, W, levels, what="my_pyramid_entries")
+def _pyramid_run(my_pyramid_entries, my_correlation_macs, H, W, levels, D,
+                 radius, updates):
+    entries = call(my_pyramid_entries, H, W, levels,
+                   what="my_pyramid_entries")
+    macs = call(my_correlation_macs, H, W, D, levels, radius, updates,
+                what="my_correlation_macs")
+    return entries, macs
 
 
 check_pyramid = Exercise(
     "ex-matching-pyramid", kind="Derive", points=2,
-    answers=("my_pyramid_entries",), run=_pyramid_run,
+    answers=("my_pyramid_entries", "my_correlation_macs"), run=_pyramid_run,
     seed=92,
     written="show that the whole pyramid holds less than 4/3 of its finest "
-            "level, and say what that means for RAFT's memory",
-    written_points=1,
-    success="H·W · Σₖ ⌊H/2ᵏ⌋·⌊W/2ᵏ⌋: every pixel of frame 1 keeps a "
-            "shrinking slice of frame 2 at each level.",
-    doc="Exercise 10.2: entries of a correlation pyramid of (H, W, levels).")
+            "level and what that means for RAFT's memory; show that "
+            "correlations computed on demand equal the pyramid's, and find "
+            "the feature map beyond which they cost fewer multiply-adds",
+    written_points=2,
+    success="H·W · Σₖ ⌊H/2ᵏ⌋·⌊W/2ᵏ⌋ entries, (HW)²·D multiply-adds to "
+            "build and updates · HW · levels · (2r + 1)² · D on demand.",
+    doc="Exercise 10.2: entries of a correlation pyramid, and the "
+        "multiply-adds of building it against computing its lookups on "
+        "demand.")
 
 
 # ------------------------------------------------------------------ 10.3

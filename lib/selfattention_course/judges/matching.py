@@ -214,17 +214,83 @@ def pyramid_entries(H, W, levels, floor=True, frame1=True, first=0):
     return total
 
 
+def correlation_macs(H, W, D, levels, radius, updates, coarse=False,
+                     side=None, per_level=True, per_update=True,
+                     channels=True):
+    """Multiply-adds of the dot products: ``(built, on_demand)``. Built:
+    the finest level, ``(HW)² D`` (the coarser ones are pooled from it,
+    additions only). On demand: at each update, each pixel of frame 1 dots
+    its feature with one pooled (and interpolated) feature of frame 2 per
+    value it reads, ``(2r + 1)²`` per level. The keywords make the usual
+    slips: ``coarse`` (coarse levels' dot products counted), ``side`` (the
+    window's side), ``per_level``, ``per_update``, ``channels``."""
+    c = D if channels else 1
+    built = (pyramid_entries(H, W, levels) if coarse else (H * W) ** 2) * c
+    window = (2 * radius + 1 if side is None else side) ** 2
+    on_demand = (H * W * window * c * (levels if per_level else 1)
+                 * (updates if per_update else 1))
+    return built, on_demand
+
+
 def _pyramid_cases(rng):
-    cases = [{"H": 47, "W": 63, "levels": 4}]          # odd: pooling floors
+    cases = [{"H": 47, "W": 63, "levels": 4, "D": 256, "radius": 4,
+              "updates": 12}]                        # odd: pooling floors
     for _ in range(2):
-        levels = int(rng.integers(1, 6))
+        levels = int(rng.integers(2, 6))
         low = 2 ** (levels - 1)                        # no level is empty
         cases.append({"H": int(rng.integers(low, 400)),
-                      "W": int(rng.integers(low, 400)), "levels": levels})
+                      "W": int(rng.integers(low, 400)), "levels": levels,
+                      "D": int(rng.integers(8, 513)),
+                      "radius": int(rng.integers(1, 7)),
+                      "updates": int(rng.integers(2, 33))})
     return cases
 
 
-def _pyramid_judge(out, H, W, levels):
+def _pyramid_judge(out, H, W, levels, D, radius, updates):
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise Wrong("expected the two answers' values", "not-a-number")
+    entries, macs = out
+    _entries_judge(entries, H, W, levels)
+    _macs_judge(macs, H, W, D, levels, radius, updates)
+    return None
+
+
+def _macs_judge(out, H, W, D, levels, radius, updates):
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise Wrong(f"my_correlation_macs should return the pair (built, "
+                    f"on_demand), got {type_name(out)}", "macs-not-a-pair")
+    got = tuple(_number(v, "each count of my_correlation_macs") for v in out)
+    args = (H, W, D, levels, radius, updates)
+    want = correlation_macs(*args)
+    if got == want:
+        return None
+    where = (f"for H={H}, W={W}, D={D}, levels={levels}, radius={radius}, "
+             f"updates={updates}")
+    slips = [
+        ({"coarse": True}, 0, "coarse-levels-multiplied", "the coarse "
+         "levels are averages of the finest one's correlations: building "
+         "them adds, it multiplies nothing"),
+        ({"side": 2 * radius}, 1, "window-side", "a window of radius r "
+         "holds (2r + 1)² values, the centre included"),
+        ({"per_level": False}, 1, "one-level", "each level of the pyramid "
+         "is read at every update: multiply by the levels"),
+        ({"per_update": False}, 1, "one-update", "on demand, the "
+         "correlations are computed again at every update"),
+        ({"channels": False}, None, "no-channels", "each correlation is a "
+         "dot product of D channels: D multiply-adds"),
+    ]
+    for kwargs, part, code, message in slips:
+        other = correlation_macs(*args, **kwargs)
+        if (part is None and got == other) or (
+                part is not None and got[part] == other[part]
+                and got[1 - part] == want[1 - part]):
+            raise Wrong(f"{where}: {message}", code)
+    raise Wrong(f"{where} the counts should be {want[0]:,} built and "
+                f"{want[1]:,} on demand; you give ({got[0]:,.0f}, "
+                f"{got[1]:,.0f})", "not-the-macs")
+
+
+def _entries_judge(out, H, W, levels):
     value = _number(out, "my_pyramid_entries(H, W, levels)")
     want = pyramid_entries(H, W, levels)
     if value == want:
