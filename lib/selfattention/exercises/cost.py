@@ -35,11 +35,11 @@ def _merge_run(my_merge, S, V, allowed, parts, order):
 
 
 check_merge = Exercise(
-    "ex-cost-merge", kind="Derive", points=2,
+    "ex-cost-merge", kind="Derive", points=1,
     answers=("my_merge",), run=_merge_run,
     references=("selfattention.blockwise.online_softmax_update",),
     written="why may the keys be split among workers and the states merged "
-            "in any order?", written_points=1, seed=71,
+            "in any order?", written_points=2, seed=71,
     success="two partial softmaxes merge into the softmax over all their "
             "keys, in any order, with empty parts and scores near 1000.",
     doc="Exercise 7.1: merge two online-softmax states (m, l, acc).")

@@ -58,7 +58,7 @@ def _bilinear_run(my_bilinear_lookup, C, flow, radius):
 
 
 check_bilinear_lookup = Exercise(
-    "ex-matching-bilinear", kind="Implement", points=3,
+    "ex-matching-bilinear", kind="Implement", points=2,
     answers=("my_bilinear_lookup",),
     run=_bilinear_run, seed=93,
     # Interpolation at real-valued points, written by others: SciPy's
@@ -99,13 +99,13 @@ def _window_run(my_window_scores, left, right, truth, k, rows):
 
 
 check_window = Exercise(
-    "ex-matching-window", kind="Experiment", points=3,
+    "ex-matching-window", kind="Experiment", points=1,
     answers=("my_window_scores",), run=_window_run,
     seed=97,
     written="which window wins, where do small and large windows fail on "
             "the image, and what can one scene not tell you about the "
             "choice?",
-    written_points=1,
+    written_points=3,
     success="winner-take-all on k × k patches of the images given, scored "
             "on the rows given.",
     doc="Exercise 10.5: the patch size of winner-take-all, by EPE, on "
@@ -127,7 +127,7 @@ check_landing = Exercise(
     written="compare your prediction with what you measured: why does a "
             "shift of a pixel or two defeat patch matching here, and what "
             "in RAFT copes with motions between feature pixels?",
-    written_points=1,
+    written_points=2,
     success="the measured matches are right; now set the fraction that "
             "lands on the nearest whole-patch shift beside your prediction.",
     doc="Exercise 10.6: where patches land when the motion is not a whole "
