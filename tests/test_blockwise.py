@@ -4,7 +4,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -205,6 +205,7 @@ def test_tiles_of_queries_and_keys_give_dense_attention(problem):
         rtol=1e-12, atol=1e-12)
 
 
+@settings(max_examples=25)
 @given(tiled_problems())
 def test_the_recomputing_backward_pass_agrees_with_torch_autograd(problem):
     torch = pytest.importorskip("torch")
