@@ -4,12 +4,13 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from selfattention.attention import attention, softmax
-from selfattention.blockwise import blockwise_attention, online_softmax_update
+from selfattention.blockwise import (blockwise_attention, online_softmax_update,
+                                     tiled_attention, tiled_attention_backward)
 
 TOL = {np.float64: dict(rtol=1e-10, atol=1e-10),
        np.float32: dict(rtol=2e-4, atol=2e-5)}
@@ -175,3 +176,70 @@ def test_bad_shapes_name_the_arguments(shapes, error, name):
 def test_online_update_names_what_does_not_fit(shapes, name):
     with pytest.raises(ValueError, match=f"^{name}"):
         online_softmax_update(*(np.zeros(s) for s in shapes))
+
+
+# ------------------------------------------------------ tiles of queries
+@st.composite
+def tiled_problems(draw):
+    """One head: shapes, tile sizes and float64 inputs, scores up to ~30."""
+    n_q, n_k = draw(st.integers(1, 30)), draw(st.integers(1, 30))
+    d_k, d_v = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    elements = st.floats(-4, 4, allow_nan=False)
+    Q, K = (draw(hnp.arrays(np.float64, (n, d_k), elements=elements))
+            for n in (n_q, n_k))
+    V = draw(hnp.arrays(np.float64, (n_k, d_v), elements=elements))
+    dY = draw(hnp.arrays(np.float64, (n_q, d_v), elements=elements))
+    return Q, K, V, dY, draw(st.integers(1, 31)), draw(st.integers(1, 31))
+
+
+@given(tiled_problems())
+def test_tiles_of_queries_and_keys_give_dense_attention(problem):
+    Q, K, V, _, b_q, b_k = problem
+    Y, lse = tiled_attention(Q, K, V, block_q=b_q, block_k=b_k)
+    want, _ = attention(Q, K, V)
+    np.testing.assert_allclose(Y, want, rtol=1e-10, atol=1e-10)
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    top = S.max(axis=1)
+    np.testing.assert_allclose(
+        lse, top + np.log(np.exp(S - top[:, None]).sum(axis=1)),
+        rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=25)
+@given(tiled_problems())
+def test_the_recomputing_backward_pass_agrees_with_torch_autograd(problem):
+    torch = pytest.importorskip("torch")
+    Q, K, V, dY, b_q, b_k = problem
+    Y, lse = tiled_attention(Q, K, V, block_q=b_q, block_k=b_k)
+    grads = tiled_attention_backward(Q, K, V, Y, dY, lse, block_q=b_q,
+                                     block_k=b_k)
+    q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+    torch.nn.functional.scaled_dot_product_attention(q, k, v).backward(
+        torch.tensor(dY))
+    for mine, theirs in zip(grads, (q, k, v)):
+        np.testing.assert_allclose(mine, theirs.grad.numpy(), rtol=1e-9,
+                                   atol=1e-9)
+
+
+def test_the_backward_pass_keeps_no_matrix_of_weights():
+    rng = np.random.default_rng(1)
+    n, d, b = 2048, 8, 64
+    Q, K, V, dY = (rng.standard_normal((n, d)) for _ in range(4))
+    Y, lse = tiled_attention(Q, K, V, block_q=b, block_k=b)
+    tracemalloc.start()
+    try:
+        tiled_attention_backward(Q, K, V, Y, dY, lse, block_q=b, block_k=b)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * n * n / 20       # far below one n x n float64 matrix
+
+
+def test_the_backward_pass_refuses_outputs_of_another_shape():
+    Q = K = V = np.ones((4, 3))
+    with pytest.raises(ValueError, match="lse"):
+        tiled_attention_backward(Q, K, V, np.ones((4, 3)), np.ones((4, 3)),
+                                 np.ones(5))
+    with pytest.raises(ValueError, match="dY"):
+        tiled_attention_backward(Q, K, V, np.ones((4, 3)), np.ones((3, 3)),
+                                 np.ones(4))

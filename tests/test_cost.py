@@ -1,5 +1,7 @@
 """Tests of selfattention.cost: the counts of chapter 7 and Swin's formulas."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -89,3 +91,60 @@ def test_human_bytes_uses_decimal_units():
     assert cost.human_bytes(153_664) == "153.66 kB"
     assert cost.human_bytes(cost.attention_bytes(50_176)) == "10.07 GB"
     assert cost.human_bytes(2 * 10**12) == "2.00 TB"
+
+
+# ------------------------------------------------- slow-memory traffic
+def walked_tiles(n, d, M):
+    """The numbers FlashAttention's Algorithms 1 and 4 move, added up tile
+    by tile as the loops run (a construction independent of the closed
+    forms in the library)."""
+    b_k = math.ceil(M / (4 * d))
+    b_q = min(b_k, d)
+    key_tiles = [min(b_k, n - j) for j in range(0, n, b_k)]
+    query_tiles = [min(b_q, n - i) for i in range(0, n, b_q)]
+    forward = n * d + 2 * n                      # O, l, m initialised
+    backward = 3 * n * d                         # dQ, dK, dV initialised
+    for bk in key_tiles:
+        forward += 2 * bk * d                    # K_j, V_j
+        backward += 2 * bk * d + 2 * bk * d      # K_j, V_j in; dK_j, dV_j
+        for bq in query_tiles:
+            forward += 2 * bq * d + 2 * bq       # Q_i, O_i, l_i, m_i in
+            forward += bq * d + 2 * bq           # O_i, l_i, m_i out
+            backward += 4 * bq * d + 2 * bq      # Q_i, O_i, dO_i, dQ_i, l, m
+            backward += bq * d                   # dQ_i out
+    return forward, backward
+
+
+@given(st.integers(1, 400), st.integers(1, 128), st.integers(1, 60_000))
+def test_tiled_traffic_is_what_the_tiles_of_the_algorithms_move(n, d, M):
+    assert cost.tiled_attention_traffic(n, d, M) == walked_tiles(n, d, M)
+
+
+@given(st.integers(1, 3000), st.integers(1, 256))
+def test_the_standard_kernel_moves_the_score_matrix_through_memory(n, d):
+    forward, backward = cost.standard_attention_traffic(n, d)
+    # S and A each written once and read once; inputs and output once
+    assert forward == 4 * n * n + 4 * n * d
+    assert backward > forward > 4 * n * n
+
+
+@given(st.integers(64, 4096), st.sampled_from([16, 32, 64, 128]),
+       st.integers(0, 6))
+def test_tiled_traffic_follows_theorem_2_between_d_and_nd(n, d, e):
+    M = min(d * 2**e * 4, n * d)                 # d <= M <= n d
+    forward, backward = cost.tiled_attention_traffic(n, d, M)
+    bound = n * n * d * d / M
+    # Θ(n² d² / M): within constant factors of the bound, both ways
+    assert 2 * bound <= forward <= 30 * bound + 12 * n * d
+    assert 2 * bound <= backward <= 50 * bound + 20 * n * d
+    # more fast memory never moves more
+    assert cost.tiled_attention_traffic(n, d, 2 * M)[0] <= forward
+    assert cost.tiled_attention_traffic(n, d, 2 * M)[1] <= backward
+
+
+def test_with_the_a100s_fast_memory_the_pixels_move_a_quarter():
+    n, d, M = 224 * 224, 64, 192 * 1024 // 4
+    tiled = cost.tiled_attention_traffic(n, d, M)
+    standard = cost.standard_attention_traffic(n, d)
+    assert 0.2 < tiled[0] / standard[0] < 0.3
+    assert 0.2 < tiled[1] / standard[1] < 0.3

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from exercise_answers import expect, run
+from exercise_answers import expect, hidden, run
 from selfattention import blockwise, timing
 from selfattention.exercises import cost
 
@@ -79,6 +79,36 @@ def depth(grid, k):
     return math.ceil((max(grid) - 1) / ((k - 1) // 2))
 
 
+def side(k, d):
+    # the honest search, written differently from the solution: per token,
+    # attention 4d² + 2s²d against depth · k²d²
+    r, largest = (k - 1) // 2, 0
+    for s in range(2, 2 * k * k * d // r + 4):
+        if 4 * d + 2 * s * s <= depth((s, s), k) * k * k * d:
+            largest = s
+    return largest
+
+
+def one_layer_side(k, d):
+    return math.isqrt((k * k - 4) * d // 2)
+
+
+def side_without_projections(k, d):
+    r, largest = (k - 1) // 2, 0
+    for s in range(2, 2 * k * k * d // r + 4):
+        if 2 * s * s <= depth((s, s), k) * k * k * d:
+            largest = s
+    return largest
+
+
+def side_with_reach_k_minus_1(k, d):
+    largest = 0
+    for s in range(2, 2 * k * k * d + 4):
+        if 4 * d + 2 * s * s <= math.ceil((s - 1) / (k - 1)) * k * k * d:
+            largest = s
+    return largest
+
+
 @pytest.mark.parametrize("answer, status, code", [
     (depth, "correct", None),
     (lambda g, k: np.int64(depth(g, k)), "correct", None),
@@ -99,12 +129,33 @@ def depth(grid, k):
     (lambda g, k: "55", "wrong", "type"),
 ])
 def test_depth_check(answer, status, code):
-    expect(run(cost.check_conv_depth, answer), status, code)
+    expect(cost.check_conv_depth.feedback(answer, side), status, code)
+
+
+@pytest.mark.parametrize("answer, status, code", [
+    (side, "correct", None),
+    (lambda k, d: np.int64(side(k, d)), "correct", None),
+    (None, "not done", "not-done"),
+    (one_layer_side, "wrong", "one-layer"),
+    (side_without_projections, "wrong", "no-projections"),
+    (side_with_reach_k_minus_1, "wrong", "side-reach"),
+    (lambda k, d: side(k, d) ** 2, "wrong", "tokens-not-side"),
+    (lambda k, d: side(k, d) + 1, "wrong", "not-the-side"),
+    (lambda k, d: [side(k, d)], "wrong", "side-type"),
+])
+def test_global_side_check(answer, status, code):
+    expect(cost.check_conv_depth.feedback(depth, answer), status, code)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_depth_passes_hidden_cases(seed):
-    assert run(cost.check_conv_depth, depth, seed).passed
+    hidden(cost.check_conv_depth, [depth, side], seeds=[seed])
+
+
+def test_the_public_case_at_vit_b_width():
+    # one 3 × 3 stack that sees a 3,454-pixel side costs what one attention
+    # layer over it costs, far beyond one layer's break-even of 1,920 tokens
+    assert side(3, 768) == 3454 and one_layer_side(3, 768) ** 2 < 1920
 
 
 def watched(grid, k):
@@ -121,19 +172,18 @@ def watched(grid, k):
 
 
 def test_depth_cannot_be_watched_on_the_last_case():
-    small = [c for c in cost.check_conv_depth.public_cases()
-             if max(c["grid"]) < 100]
-    fb = cost.check_conv_depth.assess(
-        cost.check_conv_depth.attempt([watched], small), small)
+    ex = cost.check_conv_depth
+    small = [c for c in ex.public_cases() if max(c["grid"]) < 100]
+    fb = ex.assess(ex.attempt([watched, side], small), small)
     assert fb.passed                              # the route is right...
-    expect(run(cost.check_conv_depth, watched), "wrong", "out-of-memory")
+    expect(ex.feedback(watched, side), "wrong", "out-of-memory")
 
 
 def test_depth_diagnoses_floor_on_a_grid_that_needs_rounding():
-    fb = cost.check_conv_depth.assess(
-        cost.check_conv_depth.attempt(
-            [lambda g, k: (max(g) - 1) // ((k - 1) // 2)],
-            [{"grid": (8, 20), "k": 5}]), [{"grid": (8, 20), "k": 5}])
+    ex = cost.check_conv_depth
+    case = [{"grid": (8, 20), "k": 5, "d": 64}]
+    fb = ex.assess(ex.attempt(
+        [lambda g, k: (max(g) - 1) // ((k - 1) // 2), side], case), case)
     expect(fb, "wrong", "not-rounded-up")
 
 

@@ -147,6 +147,22 @@ def pyramid(H, W, levels):
     return sum(H * W * (H // 2 ** k) * (W // 2 ** k) for k in range(levels))
 
 
+def macs(H, W, D, levels, radius, updates):
+    window = (2 * radius + 1) ** 2
+    return (H * W) ** 2 * D, updates * H * W * levels * window * D
+
+
+def counted_macs(H, W, D, levels, radius, updates):
+    """Another honest route: count the dot products, values of the finest
+    level and values read per level and update, then D multiply-adds each."""
+    built = len(range(H * W)) * len(range(H * W))     # every pixel pair
+    reads = 0
+    for _ in range(updates):
+        for _ in range(levels):
+            reads += H * W * (2 * radius + 1) ** 2
+    return built * D, reads * D
+
+
 @pytest.mark.parametrize("answer, status, code", [
     (pyramid, "correct", "correct"),
     (None, "not done", "not-done"),
@@ -163,13 +179,58 @@ def pyramid(H, W, levels):
     (lambda H, W, L: "many", "wrong", "not-a-number"),
 ])
 def test_pyramid_check(answer, status, code):
-    verdict(checks.check_pyramid, [answer], status, code)
+    verdict(checks.check_pyramid, [answer, macs], status, code)
+
+
+@pytest.mark.parametrize("answer, status, code", [
+    (macs, "correct", "correct"),
+    (counted_macs, "correct", "correct"),
+    (None, "not done", "not-done"),
+    (lambda H, W, D, L, r, U: (pyramid(H, W, L) * D,
+                               macs(H, W, D, L, r, U)[1]), "wrong",
+     "coarse-levels-multiplied"),
+    (lambda H, W, D, L, r, U: (macs(H, W, D, L, r, U)[0],
+                               U * H * W * L * (2 * r) ** 2 * D), "wrong",
+     "window-side"),
+    (lambda H, W, D, L, r, U: (macs(H, W, D, L, r, U)[0],
+                               macs(H, W, D, L, r, U)[1] // L), "wrong",
+     "one-level"),
+    (lambda H, W, D, L, r, U: (macs(H, W, D, L, r, U)[0],
+                               macs(H, W, D, L, r, U)[1] // U), "wrong",
+     "one-update"),
+    (lambda H, W, D, L, r, U: tuple(v // D for v in macs(H, W, D, L, r, U)),
+     "wrong", "no-channels"),
+    (lambda H, W, D, L, r, U: (1, 2), "wrong", "not-the-macs"),
+    (lambda H, W, D, L, r, U: macs(H, W, D, L, r, U)[0], "wrong",
+     "macs-not-a-pair"),
+])
+def test_correlation_macs_check(answer, status, code):
+    verdict(checks.check_pyramid, [pyramid, answer], status, code)
+
+
+@pytest.mark.parametrize("answer", [macs, counted_macs])
+def test_pyramid_passes_hidden_cases(answer):
+    hidden(checks.check_pyramid, [pyramid, answer])
+
+
+def test_on_demand_values_equal_the_pyramid_s():
+    # the linearity the written part asks for, checked on real tensors
+    rng = np.random.default_rng(3)
+    F1, F2 = rng.standard_normal((2, 6, 8, 5))
+    C = np.einsum("ijc,klc->ijkl", F1, F2)
+    pooled_C = torch.nn.functional.avg_pool2d(
+        torch.tensor(C.reshape(48, 1, 6, 8)), 2, stride=2).numpy()
+    pooled_F2 = torch.nn.functional.avg_pool2d(
+        torch.tensor(F2.transpose(2, 0, 1)[None]), 2, stride=2)[0].numpy()
+    on_demand = np.einsum("ijc,ckl->ijkl", F1, pooled_F2)
+    np.testing.assert_allclose(pooled_C.reshape(6, 8, 3, 4), on_demand,
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_one_level_too_few_is_named():
     case = {"H": 47, "W": 63, "levels": 4}
     with pytest.raises(judges.Wrong) as raised:
-        judges._pyramid_judge(pyramid(47, 63, 3), **case)
+        judges._entries_judge(pyramid(47, 63, 3), **case)
     assert raised.value.code == "level-too-few"
 
 
@@ -236,55 +297,89 @@ def test_bilinear_check(answer, status, code):
 
 
 # ------------------------------------------------------------ 10.4 soft-argmax
-def soft(C, T, naive=False, variance=False, times=False, from_one=False):
-    """A retyped soft-argmax, with the slips the check names."""
+def soft(C, T, r, naive=False, variance=False, times=False, from_one=False,
+         one_sided=False, strict=False, cut_only=False, window=True):
+    """A retyped windowed soft-argmax, with the slips the check names."""
+    gap = np.arange(C.shape[-1]) - np.argmax(C, -1)[..., None]
+    near = (gap >= 0) & (gap <= r) if one_sided else \
+        (np.abs(gap) < r if strict else np.abs(gap) <= r)
+    near = near | (not window)
     Z = C * T if times else C / T
+    if not cut_only:
+        Z = np.where(near, Z, -np.inf)
     with np.errstate(over="ignore", invalid="ignore"):
         E = np.exp(Z) if naive else np.exp(Z - Z.max(-1, keepdims=True))
         p = E / E.sum(-1, keepdims=True)
+    if cut_only:
+        p = np.where(near, p, 0.0)
     d = np.arange(C.shape[-1]) + (1 if from_one else 0)
     mean = p @ d
     var = np.maximum(p @ d ** 2 - mean ** 2, 0)
     return mean, var if variance else np.sqrt(var)
 
 
+def by_slices(C, T, r):
+    """Another honest route: a loop over pixels, slicing each window."""
+    mean, spread = np.empty(C.shape[:-1]), np.empty(C.shape[:-1])
+    for idx in np.ndindex(C.shape[:-1]):
+        w = int(np.argmax(C[idx]))
+        lo, hi = max(w - r, 0), min(w + r + 1, C.shape[-1])
+        p = torch.softmax(torch.as_tensor(C[idx][lo:hi]) / T, 0).numpy()
+        d = np.arange(lo, hi)
+        mean[idx] = p @ d
+        spread[idx] = np.sqrt(max(p @ (d - p @ d) ** 2, 0.0))
+    return mean, spread
+
+
+def masked_library(C, T, r):
+    """The window by hand, the rest by the chapter's printed soft_argmax:
+    the reasoning the exercise asks for is the window."""
+    gap = np.arange(C.shape[-1]) - np.argmax(C, -1)[..., None]
+    return stereo.soft_argmax(np.where(np.abs(gap) <= r, C, -np.inf), T)
+
+
 @pytest.mark.parametrize("answer, status, code", [
     (soft, "correct", "correct"),
-    (lambda C, T: torch_soft(C, T), "correct", "correct"),
+    (by_slices, "correct", "correct"),
+    (masked_library, "correct", "correct"),
     (None, "not done", "not-done"),
-    (lambda C, T: soft(C, T, naive=True), "wrong", "overflow"),
-    (lambda C, T: soft(C, T, variance=True), "wrong", "variance-not-spread"),
-    (lambda C, T: soft(C, T, times=True), "wrong",
+    (lambda C, T, r: soft(C, T, r, window=False), "wrong", "not-windowed"),
+    (lambda C, T, r: stereo.soft_argmax(C, T), "wrong", "not-windowed"),
+    (lambda C, T, r: soft(C, T, r, one_sided=True), "wrong",
+     "window-one-sided"),
+    (lambda C, T, r: soft(C, T, r, strict=True), "wrong",
+     "window-too-narrow"),
+    (lambda C, T, r: soft(C, T, r, cut_only=True), "wrong",
+     "not-renormalised"),
+    (lambda C, T, r: soft(C, T, r, naive=True), "wrong", "overflow"),
+    (lambda C, T, r: soft(C, T, r, variance=True), "wrong",
+     "variance-not-spread"),
+    (lambda C, T, r: soft(C, T, r, times=True), "wrong",
      "multiplied-by-temperature"),
-    (lambda C, T: soft(C, T, from_one=True), "wrong", "disparities-from-one"),
-    (lambda C, T: (soft(C, T)[0], soft(C, 2 * T)[1]), "wrong",
+    (lambda C, T, r: soft(C, T, r, from_one=True), "wrong",
+     "disparities-from-one"),
+    (lambda C, T, r: (soft(C, T, r)[0], soft(C, 2 * T, r)[1]), "wrong",
      "not-the-spread"),
-    (lambda C, T: soft(C, 2 * T), "wrong", "not-the-mean"),
-    (lambda C, T: soft(C, T)[0], "wrong", "type"),
-    (lambda C, T: (soft(C, T)[0][..., None], soft(C, T)[1]), "wrong",
-     "shape"),
-    (lambda C, T: stereo.soft_argmax(C, T), "for review", "for-review"),
+    (lambda C, T, r: soft(C, 2 * T, r), "wrong", "not-the-mean"),
+    (lambda C, T, r: soft(C, T, r)[0], "wrong", "type"),
+    (lambda C, T, r: (soft(C, T, r)[0][..., None], soft(C, T, r)[1]),
+     "wrong", "shape"),
 ])
 def test_soft_argmax_check(answer, status, code):
     verdict(checks.check_soft_argmax, [answer], status, code)
 
 
-def test_a_call_of_the_library_s_soft_argmax_is_named():
-    fb = checks.check_soft_argmax.feedback(
-        lambda C, T: stereo.soft_argmax(C, T))
-    expect(fb, "for review", "for-review")
-    # Kept on purpose: the message names the library function the answer
-    # called (its name in the library, not wording), which is what the
-    # student has to write instead.
-    assert "soft_argmax" in fb.message
+@pytest.mark.parametrize("answer", [soft, by_slices])
+def test_soft_argmax_passes_hidden_cases(answer):
+    hidden(checks.check_soft_argmax, answer)
 
 
-def torch_soft(C, T):
-    """The same weights from PyTorch's softmax: an independent route."""
-    p = torch.softmax(torch.as_tensor(C) / T, dim=-1).numpy()
-    d = np.arange(C.shape[-1])
-    mean = p @ d
-    return mean, np.sqrt(np.maximum(p @ d ** 2 - mean ** 2, 0))
+def test_the_windowed_mean_stays_within_the_radius_of_the_winner():
+    rng = np.random.default_rng(5)
+    C = rng.uniform(-1, 1, (4, 9, 12))
+    for r in (1, 2, 3):
+        mean, _ = soft(C, 5.0, r)               # warm: weights spread
+        assert np.all(np.abs(mean - np.argmax(C, -1)) <= r + 1e-12)
 
 
 # ------------------------------------------------------------ 10.5 window

@@ -7,7 +7,7 @@ import torch
 from exercise_answers import expect, verdict
 from selfattention.exercises import misconceptions as checks
 from selfattention_course.judges import misconceptions as judges
-from selfattention.exercises.core import (CORRECT, FOR_REVIEW, NOT_DONE, WRONG,
+from selfattention.exercises.core import (CORRECT, NOT_DONE, WRONG,
                                          Wrong)
 
 
@@ -302,38 +302,110 @@ def of_probability(logits):
         1, logits.argmax(1)[:, None])[:, 0]
 
 
+def integrated(model, X, steps, alphas=None, of_path=False, times=True,
+               mean=True):
+    """Integrated gradients from the blank image, midpoint rule, with the
+    slips the check names."""
+    with torch.no_grad():
+        fixed = model(torch.from_numpy(X))[0].argmax(1)
+    alphas = (np.arange(steps) + 0.5) / steps if alphas is None else alphas
+    total = 0.0
+    for a in alphas:
+        x = torch.from_numpy(a * X).requires_grad_(True)
+        logits, _ = model(x)
+        t = logits.argmax(1) if of_path else fixed
+        logits.gather(1, t[:, None]).sum().backward()
+        total = total + x.grad.numpy()
+    g = total / steps if mean else total
+    return (X * g).sum(-1) if times else g.sum(-1)
+
+
+def by_batch(model, X, steps):
+    """Another honest route: all points of the path in one batch, the
+    predicted logit picked with a one-hot mask."""
+    N = len(X)
+    alpha = torch.arange(1, steps + 1, dtype=torch.float64) - 0.5
+    path = (alpha[:, None, None, None] / steps * torch.from_numpy(X))
+    path = path.reshape(steps * N, *X.shape[1:]).requires_grad_(True)
+    with torch.no_grad():
+        pred = model(torch.from_numpy(X))[0].argmax(1)
+    logits, _ = model(path)
+    onehot = torch.nn.functional.one_hot(pred, logits.shape[1]).repeat(
+        steps, 1)
+    (logits * onehot).sum().backward()
+    g = path.grad.reshape(steps, N, *X.shape[1:]).mean(0).numpy()
+    return (X * g).sum(-1)
+
+
 @pytest.mark.parametrize("answer, status, code", [
-    (right_ixg, CORRECT, None),
-    (lambda m, X: torch.from_numpy(right_ixg(m, X)), CORRECT, None),
-    (library_ixg, FOR_REVIEW, "for-review"),
+    (integrated, CORRECT, None),
+    (by_batch, CORRECT, None),
+    (lambda m, X, s: torch.from_numpy(integrated(m, X, s)), CORRECT, None),
     (None, NOT_DONE, "not-done"),
-    (lambda m, X: None, NOT_DONE, "not-done"),
-    (lambda m, X: np.abs(right_ixg(m, X)), WRONG, "absolute-value"),
-    (lambda m, X: np.linalg.norm(input_x_gradient(m, X)[0], axis=-1), WRONG,
-     "saliency"),
-    (lambda m, X: input_x_gradient(m, X)[0].sum(-1), WRONG, "input-missing"),
-    (lambda m, X: X * input_x_gradient(m, X)[0], WRONG, "not-summed"),
-    (lambda m, X: input_x_gradient(m, X, lambda z: torch.zeros(
-        len(z), dtype=torch.int64))[1], WRONG, "class-0"),
-    (lambda m, X: input_x_gradient(m, X, lambda z: z.sum(1))[1], WRONG,
-     "all-logits"),
-    (lambda m, X: input_x_gradient(m, X, of_log_probability)[1], WRONG,
-     "log-probability"),
-    (lambda m, X: input_x_gradient(m, X, of_probability)[1], WRONG,
-     "probability"),
-    (lambda m, X: right_ixg(m, X)[:, :4], WRONG, "shape"),
-    (lambda m, X: 1.01 * right_ixg(m, X), WRONG, "not-input-x-gradient"),
+    (lambda m, X, s: None, NOT_DONE, "not-done"),
+    (lambda m, X, s: right_ixg(m, X), WRONG, "not-integrated"),
+    (lambda m, X, s: integrated(m, X, s, np.arange(1, s + 1) / s), WRONG,
+     "right-endpoints"),
+    (lambda m, X, s: integrated(m, X, s, np.arange(s) / s), WRONG,
+     "left-endpoints"),
+    (lambda m, X, s: integrated(m, X, s, times=False), WRONG,
+     "input-missing"),
+    (lambda m, X, s: integrated(m, X, s, mean=False), WRONG,
+     "not-averaged"),
+    (lambda m, X, s: np.repeat(integrated(m, X, s)[..., None], 4, -1),
+     WRONG, "not-summed"),
+    (lambda m, X, s: integrated(m, X, s)[:, :4], WRONG, "shape"),
+    (lambda m, X, s: 1.01 * integrated(m, X, s), WRONG,
+     "not-integrated-gradients"),
 ])
 @pytest.mark.slow
-def test_input_x_gradient(answer, status, code):
-    verdict(checks.check_input_x_gradient, [answer], status, code)
+def test_integrated_gradients(answer, status, code):
+    verdict(checks.check_integrated_gradients, [answer], status, code)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
-def test_input_x_gradient_on_hidden_cases(seed):
-    fb = graded(checks.check_input_x_gradient, right_ixg, seed=seed)
-    assert fb.status == CORRECT, fb.message
+def test_integrated_gradients_on_hidden_cases(seed):
+    for answer in (integrated, by_batch):
+        fb = graded(checks.check_integrated_gradients, answer, seed=seed)
+        assert fb.status == CORRECT, fb.message
+
+
+@pytest.mark.slow
+def test_a_class_taken_along_the_path_is_named_where_the_class_moves():
+    # along the path from the blank image the predicted class can change;
+    # where it does on a draw, the check names the slip, and it never
+    # passes an answer that differs from integrated gradients
+    codes = set()
+    for seed in range(8):
+        fb = graded(checks.check_integrated_gradients,
+                    lambda m, X, s: integrated(m, X, s, of_path=True),
+                    seed=seed)
+        codes.add(fb.code)
+    assert "class-moves" in codes and codes <= {"class-moves", "correct"}
+
+
+def test_integrated_gradients_are_complete_on_a_model_linear_in_x():
+    """On a model linear in x without bias every gradient is the same, so
+    one step already sums to f(x) - f(0) = f(x) (completeness)."""
+    class Linear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W = torch.nn.Parameter(torch.randn(64, 3,
+                                                    dtype=torch.float64))
+
+        def forward(self, x):
+            return x.reshape(len(x), -1) @ self.W, None
+
+    torch.manual_seed(1)
+    model = Linear()
+    X = np.random.default_rng(1).random((4, 16, 4))
+    logits = model(torch.from_numpy(X))[0].detach().numpy()
+    assert np.allclose(judges_ig_linear(model, X), logits.max(1))
+
+
+def judges_ig_linear(model, X):
+    return integrated(model, X, 1).sum(1)
 
 
 @pytest.mark.slow

@@ -175,6 +175,19 @@ def running_sums_fit(name, m, l, acc, S, V) -> None:
 
 
 @relation
+def gradients_fit(name, Q, V, Y, dY, lse) -> None:
+    """``Y`` and ``dY`` hold one output row per query, ``lse`` one number."""
+    want = Q.shape[:-1] + V.shape[-1:]
+    for label, x in (("Y", Y), ("dY", dY)):
+        if x.shape != want:
+            raise ValueError(f"{name[label]} must have shape (n_q, d_v) = "
+                             f"{want}, got {x.shape}")
+    if lse.shape != Q.shape[:-1]:
+        raise ValueError(f"{name['lse']} must have shape (n_q,) = "
+                         f"{Q.shape[:-1]}, got {lse.shape}")
+
+
+@relation
 def weight_rows(name, p) -> None:
     """Every row of ``p`` holds non-negative weights summing to one."""
     sums = p.sum(axis=-1)

@@ -1,17 +1,21 @@
 """Exact attention in blocks of keys with an online softmax (:ref:`ch-cost`;
 Milakov and Gimelshein, 2018; Rabe and Staats, 2021; Dao et al., 2022):
-memory ``O(n_q · block)`` instead of ``O(n_q · n_k)``, the same work.
+memory ``O(n_q · block)`` instead of ``O(n_q · n_k)``, the same work; and
+FlashAttention's order, tiles of queries as well as keys, with a backward
+pass that recomputes each tile of weights instead of storing them.
 """
 
 import math
 
 import numpy as np
 
-from ._relations import mask_and_bias_fit_scores, qkv_fit, running_sums_fit
+from ._relations import (gradients_fit, mask_and_bias_fit_scores, qkv_fit,
+                         running_sums_fit)
 from ._validate import (boundary, bools, floats, optional, positive,
                         positive_int)
 
-__all__ = ["online_softmax_update", "blockwise_attention"]
+__all__ = ["online_softmax_update", "blockwise_attention", "tiled_attention",
+           "tiled_attention_backward"]
 
 
 @boundary(m=floats(min_ndim=1, neg_inf=True), l=floats(min_ndim=1),
@@ -69,3 +73,79 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
             S = np.where(mask[..., keys], S, -np.inf)     # forbidden -> -inf
         m, l, acc = online_softmax_update(m, l, acc, S, V[..., keys, :])
     return acc / l[..., None]                             # (..., n_q, d_v)
+
+
+@boundary(Q=floats(ndim=2), K=floats(ndim=2), V=floats(ndim=2),
+          block_q=positive_int(), block_k=positive_int(), checks=(qkv_fit,))
+def tiled_attention(Q, K, V, block_q=64, block_k=64):
+    """Attention in tiles of queries and of keys; also each query's log-sum-exp.
+
+    Parameters
+    ----------
+    Q, K, V : ndarray, shapes (n_q, d_k), (n_k, d_k), (n_k, d_v)
+    block_q, block_k : int
+        Rows of a tile of queries and of keys.
+
+    Returns
+    -------
+    Y : ndarray, shape (n_q, d_v)
+        :func:`blockwise_attention`'s output up to rounding.
+    lse : ndarray, shape (n_q,)
+        ``log Σ_j exp(s_ij)``: with it the backward pass rebuilds any weight
+        as ``exp(s_ij - lse_i)`` (:func:`tiled_attention_backward`).
+    """
+    scale = 1 / math.sqrt(Q.shape[-1])
+    dtype = np.result_type(Q, K, V)
+    Y = np.empty((len(Q), V.shape[-1]), dtype)
+    lse = np.empty(len(Q), dtype)
+    for q0 in range(0, len(Q), block_q):                 # one tile of queries
+        rows = slice(q0, q0 + block_q)                    # its state stays
+        m = np.full(len(Q[rows]), -np.inf, dtype)         # in fast memory
+        l = np.zeros(len(Q[rows]), dtype)
+        acc = np.zeros((len(Q[rows]), V.shape[-1]), dtype)
+        for k0 in range(0, len(K), block_k):              # one tile of keys
+            keys = slice(k0, k0 + block_k)
+            S = Q[rows] @ K[keys].T * scale               # (b_q, b_k)
+            m, l, acc = online_softmax_update(m, l, acc, S, V[keys])
+        Y[rows] = acc / l[:, None]                        # written once
+        lse[rows] = m + np.log(l)
+    return Y, lse
+
+
+@boundary(Q=floats(ndim=2), K=floats(ndim=2), V=floats(ndim=2),
+          Y=floats(ndim=2), dY=floats(ndim=2), lse=floats(ndim=1),
+          block_q=positive_int(), block_k=positive_int(),
+          checks=(qkv_fit, gradients_fit))
+def tiled_attention_backward(Q, K, V, Y, dY, lse, block_q=64, block_k=64):
+    """Gradients of attention from ``dY``, recomputing each tile of weights.
+
+    Parameters
+    ----------
+    Q, K, V : ndarray
+        The inputs of :func:`tiled_attention`.
+    Y, lse : ndarray, shapes (n_q, d_v) and (n_q,)
+        Its outputs: all the forward pass keeps, no ``n_q × n_k`` matrix.
+    dY : ndarray, shape (n_q, d_v)
+        Gradient of the loss with respect to ``Y``.
+
+    Returns
+    -------
+    dQ, dK, dV : ndarray
+        Gradients with respect to ``Q``, ``K`` and ``V``.
+    """
+    scale = 1 / math.sqrt(Q.shape[-1])
+    dtype = np.result_type(Q, K, V, dY)
+    dQ, dK, dV = (np.zeros(x.shape, dtype) for x in (Q, K, V))
+    D = np.sum(dY * Y, axis=-1)                           # (n_q,): Σ dY·Y
+    for k0 in range(0, len(K), block_k):                  # one tile of keys
+        keys = slice(k0, k0 + block_k)
+        for q0 in range(0, len(Q), block_q):              # one of queries
+            rows = slice(q0, q0 + block_q)
+            S = Q[rows] @ K[keys].T * scale               # recomputed
+            P = np.exp(S - lse[rows, None])               # the weights again
+            dV[keys] += P.T @ dY[rows]
+            dP = dY[rows] @ V[keys].T                     # (b_q, b_k)
+            dS = P * (dP - D[rows, None]) * scale         # softmax's Jacobian
+            dQ[rows] += dS @ K[keys]
+            dK[keys] += dS.T @ Q[rows]
+    return dQ, dK, dV

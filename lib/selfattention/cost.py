@@ -13,7 +13,8 @@ from ._validate import (Constraint, boundary, grid_shape, integer, optional,
                         pair, positive_int)
 
 __all__ = ["tokens", "score_entries", "attention_bytes", "msa_macs",
-           "window_msa_macs", "window_score_entries", "human_bytes"]
+           "window_msa_macs", "window_score_entries", "human_bytes",
+           "standard_attention_traffic", "tiled_attention_traffic"]
 
 
 def _sides(names: tuple[str, str]) -> Constraint:
@@ -89,6 +90,42 @@ def window_msa_macs(grid, C, M):
 def window_score_entries(grid, M, h=1):
     """Score entries of window attention: ``H·W`` queries times ``M²`` keys."""
     return h * grid[0] * grid[1] * M * M
+
+
+@boundary(n=positive_int(), d=positive_int())
+def standard_attention_traffic(n, d):
+    """Numbers a standard kernel moves through slow memory, one head.
+
+    Returns ``(forward, backward)``, counted step by step after Dao et al.
+    (2022), Algorithms 0 and 3 (:ref:`ch-cost`).
+    """
+    forward = (2 * n * d + n * n          # Q, K in; S = Q Kᵀ out
+               + n * n + n * n            # S in; A = softmax(S) out
+               + n * n + n * d + n * d)   # A, V in; Y = A V out
+    backward = (n * n + 2 * n * d         # A, dY in; dV = Aᵀ dY out
+                + 2 * n * d + n * n       # dY, V in; dA = dY Vᵀ out
+                + 3 * n * n               # A, dA in; dS out
+                + n * n + 2 * n * d       # dS, K in; dQ = dS K out
+                + n * n + 2 * n * d)      # dS, Q in; dK = dSᵀ Q out
+    return forward, backward
+
+
+@boundary(n=positive_int(), d=positive_int(), fast_memory=positive_int())
+def tiled_attention_traffic(n, d, fast_memory):
+    """Numbers FlashAttention moves through slow memory, one head.
+
+    Returns ``(forward, backward)`` for a fast memory of ``fast_memory``
+    numbers, after Dao et al. (2022), Algorithms 1 and 4 (:ref:`ch-cost`):
+    tiles of ``⌈M / 4d⌉`` keys, and for each tile one pass over the queries.
+    """
+    passes = -(-n // -(-fast_memory // (4 * d)))   # T_c = ⌈n / ⌈M / 4d⌉⌉
+    forward = (n * d + 2 * n                      # Y, l, m set to 0, -inf
+               + 2 * n * d                        # each K, V tile in once
+               + passes * (3 * n * d + 4 * n))    # Q, Y, l, m in; Y, l, m out
+    backward = (3 * n * d                         # dQ, dK, dV set to 0
+                + 2 * n * d + 2 * n * d           # K, V in; dK, dV out once
+                + passes * (5 * n * d + 2 * n))   # Q, Y, dY, dQ, l, m in; dQ
+    return forward, backward
 
 
 @boundary(nbytes=integer(0))

@@ -35,31 +35,37 @@ def _merge_run(my_merge, S, V, allowed, parts, order):
 
 
 check_merge = Exercise(
-    "ex-cost-merge", kind="Derive", points=2,
+    "ex-cost-merge", kind="Derive", points=1,
     answers=("my_merge",), run=_merge_run,
     references=("selfattention.blockwise.online_softmax_update",),
     written="why may the keys be split among workers and the states merged "
-            "in any order?", written_points=1, seed=71,
+            "in any order?", written_points=2, seed=71,
     success="two partial softmaxes merge into the softmax over all their "
             "keys, in any order, with empty parts and scores near 1000.",
     doc="Exercise 7.1: merge two online-softmax states (m, l, acc).")
 
 
 # ------------------------------------------------------------------ 7.2
-def _depth_run(my_conv_depth, grid, k):
-    return call(my_conv_depth, grid, k, what="my_conv_depth")
+def _depth_run(my_conv_depth, my_global_side, grid, k, d):
+    depth = call(my_conv_depth, grid, k, what="my_conv_depth")
+    side = call(my_global_side, k, d, what="my_global_side")
+    return depth, side
 
 
 check_conv_depth = Exercise(
     "ex-cost-conv-depth", kind="Derive", points=2,
-    answers=("my_conv_depth",), run=_depth_run,
+    answers=("my_conv_depth", "my_global_side"), run=_depth_run,
     written="which convolutions reach Table 1's O(log_k n), and how many "
-            "layers do a 3 × 3 stack and a ViT need on a 56 × 56 grid?",
-    written_points=1, seed=72,
-    success="ceil((max(H, W) - 1) / ((k - 1)/2)) layers: the receptive "
-            "field grows by (k - 1)/2 pixels per side per layer.",
+            "layers do a 3 × 3 stack and a ViT need on a 56 × 56 grid? What "
+            "does the largest side for d = 768 say, and why does it "
+            "overstate attention's advantage over real CNNs?",
+    written_points=2, seed=72,
+    success="the depth is ceil((max(H, W) - 1) / ((k - 1)/2)) layers, and "
+            "one global attention layer costs no more than that stack up "
+            "to the side you found.",
     doc="Exercise 7.2: k × k convolutions until every output sees every "
-        "pixel.")
+        "pixel, and the largest grid on which one attention layer costs "
+        "no more than that stack.")
 
 
 # ------------------------------------------------------------------ 7.3
@@ -75,7 +81,7 @@ check_block_memory = Exercise(
     answers=("my_block_memory",), run=_memory_run,
     written="measure the peaks over b, n and d, fit them: what does each "
             "term count, and at which block size would they reach dense "
-            "attention's?", written_points=5,
+            "attention's?", written_points=4,
     seed=73,
     success="the measured peaks of blockwise_attention, one per block size.",
     doc="Exercise 7.3: peak memory of blockwise attention against the "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 
-from .core import (Exercise, answered, call)
+from .core import Exercise, answered, call
 
 __all__ = ["check_consistency", "check_pyramid", "check_bilinear_lookup",
            "check_soft_argmax", "check_window", "check_landing"]
@@ -26,20 +26,29 @@ check_consistency = Exercise(
 
 
 # ------------------------------------------------------------------ 10.2
-def _pyramid_run(my_pyramid_entries, H, W, levels):
-    return call(my_pyramid_entries, H, W, levels, what="my_pyramid_entries")
+def _pyramid_run(my_pyramid_entries, my_correlation_macs, H, W, levels, D,
+                 radius, updates):
+    entries = call(my_pyramid_entries, H, W, levels,
+                   what="my_pyramid_entries")
+    macs = call(my_correlation_macs, H, W, D, levels, radius, updates,
+                what="my_correlation_macs")
+    return entries, macs
 
 
 check_pyramid = Exercise(
     "ex-matching-pyramid", kind="Derive", points=2,
-    answers=("my_pyramid_entries",), run=_pyramid_run,
+    answers=("my_pyramid_entries", "my_correlation_macs"), run=_pyramid_run,
     seed=92,
     written="show that the whole pyramid holds less than 4/3 of its finest "
-            "level, and say what that means for RAFT's memory",
-    written_points=1,
-    success="H·W · Σₖ ⌊H/2ᵏ⌋·⌊W/2ᵏ⌋: every pixel of frame 1 keeps a "
-            "shrinking slice of frame 2 at each level.",
-    doc="Exercise 10.2: entries of a correlation pyramid of (H, W, levels).")
+            "level and what that means for RAFT's memory; show that "
+            "correlations computed on demand equal the pyramid's, and find "
+            "the feature map beyond which they cost fewer multiply-adds",
+    written_points=2,
+    success="H·W · Σₖ ⌊H/2ᵏ⌋·⌊W/2ᵏ⌋ entries, (HW)²·D multiply-adds to "
+            "build and updates · HW · levels · (2r + 1)² · D on demand.",
+    doc="Exercise 10.2: entries of a correlation pyramid, and the "
+        "multiply-adds of building it against computing its lookups on "
+        "demand.")
 
 
 # ------------------------------------------------------------------ 10.3
@@ -49,7 +58,7 @@ def _bilinear_run(my_bilinear_lookup, C, flow, radius):
 
 
 check_bilinear_lookup = Exercise(
-    "ex-matching-bilinear", kind="Implement", points=3,
+    "ex-matching-bilinear", kind="Implement", points=2,
     answers=("my_bilinear_lookup",),
     run=_bilinear_run, seed=93,
     # Interpolation at real-valued points, written by others: SciPy's
@@ -63,18 +72,24 @@ check_bilinear_lookup = Exercise(
 
 
 # ------------------------------------------------------------------ 10.4
-def _soft_run(my_soft_argmax, C, temperature):
-    return call(my_soft_argmax, C, temperature, what="my_soft_argmax")
+def _soft_run(my_local_soft_argmax, C, temperature, radius):
+    return call(my_local_soft_argmax, C, temperature, radius,
+                what="my_local_soft_argmax")
 
 
 check_soft_argmax = Exercise(
-    "ex-matching-soft-argmax", kind="Implement", points=2,
-    answers=("my_soft_argmax",), run=_soft_run,
+    "ex-matching-soft-argmax", kind="Implement", points=1,
+    answers=("my_local_soft_argmax",), run=_soft_run,
     seed=96,
-    references=("selfattention.stereo.soft_argmax",),
-    success="the expected disparity and its spread, stable for a sharp "
-            "temperature and with impossible candidates at weight 0.",
-    doc="Exercise 10.4: soft-argmax over disparities and its spread.")
+    written="measure the held-out EPE of the windowed soft-argmax against "
+            "the global one and winner-take-all; why does the window help "
+            "at warm temperatures, how far can its mean stray from the "
+            "winner, and what does it give up?",
+    written_points=2,
+    success="the expected disparity and its spread over the window around "
+            "each pixel's winner, stable for a sharp temperature.",
+    doc="Exercise 10.4: soft-argmax over a window around the winner, and "
+        "its spread.")
 
 
 # ------------------------------------------------------------------ 10.5
@@ -84,13 +99,13 @@ def _window_run(my_window_scores, left, right, truth, k, rows):
 
 
 check_window = Exercise(
-    "ex-matching-window", kind="Experiment", points=3,
+    "ex-matching-window", kind="Experiment", points=1,
     answers=("my_window_scores",), run=_window_run,
     seed=97,
     written="which window wins, where do small and large windows fail on "
             "the image, and what can one scene not tell you about the "
             "choice?",
-    written_points=1,
+    written_points=3,
     success="winner-take-all on k × k patches of the images given, scored "
             "on the rows given.",
     doc="Exercise 10.5: the patch size of winner-take-all, by EPE, on "
@@ -112,7 +127,7 @@ check_landing = Exercise(
     written="compare your prediction with what you measured: why does a "
             "shift of a pixel or two defeat patch matching here, and what "
             "in RAFT copes with motions between feature pixels?",
-    written_points=1,
+    written_points=2,
     success="the measured matches are right; now set the fraction that "
             "lands on the nearest whole-patch shift beside your prediction.",
     doc="Exercise 10.6: where patches land when the motion is not a whole "

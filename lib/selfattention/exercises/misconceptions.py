@@ -8,7 +8,7 @@ import numpy as np
 from .core import (Exercise, call)
 
 __all__ = ["check_same_output_row", "check_faithfulness",
-           "check_input_x_gradient", "check_reading_heads", "reading_heads",
+           "check_integrated_gradients", "check_reading_heads", "reading_heads",
            "digit_patches"]
 
 
@@ -26,7 +26,7 @@ check_same_output_row = Exercise(
     written="why does such a row exist whenever n > d_v + 1, and what does "
             "that mean for the class token's 17 weights per head of "
             "width 8?",
-    written_points=1,
+    written_points=2,
     success="b is a different attention row, with a key dropped, and "
             "b @ V = a @ V.",
     doc="Exercise 11.1: a different attention row with the same output, "
@@ -52,13 +52,13 @@ def _faithfulness_run(faithfulness, X, y, W, scores, k, seeds):
 
 
 check_faithfulness = Exercise(
-    "ex-misconceptions-faithfulness", kind="Experiment", points=3,
+    "ex-misconceptions-faithfulness", kind="Experiment", points=2,
     answers=("faithfulness",),
     run=_faithfulness_run, seed=112,
     written="on the tiny ViT, does blanking the layer-2 map's top patches "
             "hurt more than your control, and what can blanking not "
             "measure?",
-    written_points=2,
+    written_points=3,
     success="the ranked removal is exact and the control matches ink "
             "patches drawn in proportion to their ink, on every seed.",
     doc="Exercise 11.2: accuracy after blanking the top-k patches and k "
@@ -79,23 +79,27 @@ def _small_vit(seed):
     return model.double().eval()
 
 
-def _gradient_run(my_input_x_gradient, X, seed):
-    out = call(my_input_x_gradient, _small_vit(seed), X,
-               what="my_input_x_gradient")
+def _gradient_run(my_integrated_gradients, X, seed, steps):
+    out = call(my_integrated_gradients, _small_vit(seed), X, steps,
+               what="my_integrated_gradients")
     if hasattr(out, "detach") and hasattr(out, "numpy"):
         out = out.detach().numpy()                        # a torch tensor
     return out
 
 
-check_input_x_gradient = Exercise(
-    "ex-misconceptions-gradient", kind="Implement", points=2,
-    answers=("my_input_x_gradient",),
-    run=_gradient_run,
-    references=("selfattention.interpret.logit_gradient",), seed=113,
-    success="the predicted logit's gradient times the input, summed over "
-            "each patch.",
-    doc="Exercise 11.3: input × gradient per patch with autograd, for any "
-        "TinyViT.")
+check_integrated_gradients = Exercise(
+    "ex-misconceptions-gradient", kind="Implement", points=1,
+    answers=("my_integrated_gradients",),
+    run=_gradient_run, seed=113,
+    written="show that the attributions sum to f(x) - f(0) up to the "
+            "quadrature error and measure the gap on the tiny ViT against "
+            "input × gradient's; why does a blank patch get exactly 0, and "
+            "what does that mean for the head that reads empty space?",
+    written_points=3,
+    success="the predicted logit's gradient averaged along the path from "
+            "the blank image, times the input, summed over each patch.",
+    doc="Exercise 11.3: integrated gradients from a blank baseline, per "
+        "patch, for any TinyViT.")
 
 
 # ------------------------------------------------------------------ 11.4
@@ -156,7 +160,7 @@ check_reading_heads = Exercise(
     answers=("predicted_signs",),
     written="why do the two signs differ, and is the head that reads empty "
             "space unimportant?",
-    written_points=2,
+    written_points=3,
     success="both signs are right.",
     doc="Exercise 11.4: the sign of the rank correlation between attention "
         "and the size of input × gradient, for a head that reads ink and one "

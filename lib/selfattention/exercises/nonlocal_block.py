@@ -45,7 +45,7 @@ check_gate_gradients = Exercise(
     seed=91,
     written="why do W_θ and W_φ also receive exactly zero at γ = 0, and "
             "which parameters move at the second step?",
-    written_points=1,
+    written_points=2,
     success="dγ = Σ dL/dz ⊙ u, and both weight gradients carry the factor "
             "γ, so they vanish while the gate is shut.",
     doc="Exercise 9.1: the gradients of γ, W_g and W_z, for any γ.")
@@ -57,7 +57,10 @@ def _sub_run(my_subsampled, X, W_theta, W_phi, W_g):
 
 
 check_subsampled = Exercise(
-    "ex-nonlocal-subsampled", kind="Implement", points=3,
+    "ex-nonlocal-subsampled", kind="Implement", points=1,
+    written="how many scores does it compute against the N² of "
+            "nonlocal_op, and why are the keys pooled after the embeddings?",
+    written_points=1,
     answers=("my_subsampled",), run=_sub_run,
     seed=92,
     success="every position queries a quarter as many keys: φ and g "

@@ -14,11 +14,11 @@ def _kernel_run(my_merging_kernel, W_merge):
 
 
 check_merging_kernel = Exercise(
-    "ex-windows-merging-conv", kind="Prove", points=2,
+    "ex-windows-merging-conv", kind="Prove", points=1,
     answers=("my_merging_kernel",), run=_kernel_run,
     references=("selfattention.windows.patch_merging",),
     written="is Swin's merging, layer norm included, still a convolution? "
-            "What does each output depend on?", written_points=1, seed=81,
+            "What does each output depend on?", written_points=2, seed=81,
     success="the merging's linear map is a 2 × 2 convolution of stride 2 "
             "whose kernel holds the four blocks of W_merge.",
     doc="Exercise 8.1: patch merging as a strided convolution.")
@@ -31,7 +31,7 @@ def _macs_run(my_swin_macs, image_size, patch_size, C, M, depths):
 
 
 check_swin_macs = Exercise(
-    "ex-windows-hierarchy-cost", kind="Derive", points=3,
+    "ex-windows-hierarchy-cost", kind="Derive", points=2,
     answers=("my_swin_macs",), run=_macs_run,
     references=("selfattention.cost.window_msa_macs",
                 "selfattention.cost.msa_macs",
@@ -41,7 +41,7 @@ check_swin_macs = Exercise(
                 "torch.profiler", "torch.autograd.profiler"),
     written="why is 4HWC² the same in every stage, and what does the "
             "64-fold ratio of chapter 8 count besides score entries?",
-    written_points=1, seed=82,
+    written_points=2, seed=82,
     success="embedding or merging, then per block 4HWC² + 2M²HWC for the "
             "attention and 8HWC² for the MLP, stage by stage.",
     doc="Exercise 8.2: the multiply-adds of a Swin backbone, per stage.")
@@ -55,7 +55,7 @@ def _padding_run(my_padded_attention, x, W_q, W_k, W_v, W_o, h, M, shift,
 
 
 check_padding = Exercise(
-    "ex-windows-padding", kind="Prove", points=3,
+    "ex-windows-padding", kind="Prove", points=2,
     answers=("my_padded_attention",),
     run=_padding_run,
     references=("selfattention.windows.window_attention",

@@ -91,14 +91,30 @@ HUGE_SIDES = (10**8, 10**9)
 
 def _depth_cases(rng):
     drawn = [(int(rng.integers(2, 80)), int(rng.integers(2, 80)),
-              int(rng.choice([3, 5, 7, 9]))) for _ in range(3)]
+              int(rng.choice([3, 5, 7, 9])), int(rng.integers(8, 1025)))
+             for _ in range(3)]
     huge = (int(rng.integers(*HUGE_SIDES)), int(rng.integers(*HUGE_SIDES)),
-            int(rng.choice([5, 7, 9])))
-    return [{"grid": (H, W), "k": k} for H, W, k in
-            [(56, 56, 3), (8, 20, 5)] + drawn + [huge]]
+            int(rng.choice([5, 7, 9])), int(rng.integers(8, 1025)))
+    return [{"grid": (H, W), "k": k, "d": d} for H, W, k, d in
+            [(56, 56, 3, 768), (8, 20, 5, 64)] + drawn + [huge]]
 
 
-def _depth_judge(out, grid, k):
+def global_side(k, d, reach=None, projections=True):
+    """The largest side ``s`` at which one global attention layer over
+    ``s × s`` tokens of width ``d``, ``4nd² + 2n²d`` multiply-adds, costs no
+    more than the stack of ``k × k`` convolutions that lets every output
+    see every pixel, ``depth · k² n d²`` (0 if there is none). ``reach``
+    (default ``(k - 1) // 2``) and ``projections`` make the usual slips."""
+    r = (k - 1) // 2 if reach is None else reach
+    s = np.arange(2, k * k * d // r + 3, dtype=np.int64)   # beyond: never
+    n = (s * s).astype(float)
+    depth = -(-(s - 1) // r)
+    attention = 2 * n * n * d + (4 * n * d * d if projections else 0)
+    cheaper = attention <= depth * k * k * n * d * d
+    return int(s[cheaper].max()) if cheaper.any() else 0
+
+
+def _depth_value(out, grid, k):
     if isinstance(out, (str, Opaque, tuple, list)) or np.ndim(out) != 0:
         raise Wrong(f"my_conv_depth should return a number of layers, got "
                     f"{type_name(out)}", "type")
@@ -132,6 +148,49 @@ def _depth_judge(out, grid, k):
                     "dilated-depth")
     raise Wrong(f"{where} {got:g} layers is not the smallest depth at which "
                 f"every output depends on every pixel", "not-the-depth")
+
+
+def _side_value(out, k, d):
+    if isinstance(out, (str, Opaque, tuple, list)) or np.ndim(out) != 0:
+        raise Wrong(f"my_global_side should return a side in tokens, got "
+                    f"{type_name(out)}", "side-type")
+    got = float(out)
+    want = global_side(k, d)
+    if got == want:
+        return None
+    where = f"for k={k} and d={d}"
+    one_layer = math.isqrt((k * k - 4) * d // 2)
+    if got in (one_layer, one_layer + 1) and got != want:
+        raise Wrong(f"{where} you compared attention with one convolution "
+                    f"layer, as the break-even n < (k² - 4)d/2 does; "
+                    f"compare it with the whole stack that sees every "
+                    f"pixel, my_conv_depth layers deep", "one-layer")
+    if got == want * want:
+        raise Wrong(f"{where} return the side s of the grid, not its "
+                    f"s² tokens", "tokens-not-side")
+    if got == global_side(k, d, reach=k - 1):
+        raise Wrong(f"{where} the stack's depth uses a reach of (k - 1)/2 "
+                    f"pixels per layer, not k - 1", "side-reach")
+    if got == global_side(k, d, projections=False):
+        raise Wrong(f"{where} attention also pays 4nd² for its four "
+                    f"projections", "no-projections")
+    raise Wrong(f"{where} {got:g} is not the largest side at which one "
+                f"attention layer costs no more than the stack",
+                "not-the-side")
+
+
+def _depth_judge(out, grid, k, d):
+    depth, side = returned_pair(out)
+    _depth_value(depth, grid, k)
+    _side_value(side, k, d)
+    return None
+
+
+def returned_pair(out):
+    """The two values of ``(my_conv_depth, my_global_side)``."""
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise Wrong("expected the two answers' values", "type")
+    return out
 
 
 def _memory_cases(rng):

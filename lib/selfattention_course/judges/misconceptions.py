@@ -213,75 +213,84 @@ def _faithfulness_judge(outs, X, y, W, scores, k, seeds):
 
 def _gradient_cases(rng):
     cases = []
-    for N in (5, 8):
+    for N, steps in ((8, 3), (5, 1), (6, int(rng.integers(2, 9)))):
         X = rng.uniform(0.0, 1.0, (N, 16, 4))
         X[rng.random((N, 16)) < 0.3] = 0.0                # blank patches
-        cases.append({"X": X, "seed": int(rng.integers(2 ** 31))})
+        cases.append({"X": X, "seed": int(rng.integers(2 ** 31)),
+                      "steps": steps})
     return cases
 
 
-def _gradients(X, seed):
-    """The logits (N, classes) of the case's model and the gradient of
-    each logit with respect to the tokens, (classes, N, n, d_in)."""
+def integrated_gradients(X, seed, steps, alphas="midpoint", target="x",
+                         times_input=True, average=True):
+    """Integrated gradients of the case's model from the blank image, per
+    patch, (N, n); the keywords make the slips the check names:
+    ``alphas`` "right" (k / steps) or "left" ((k - 1) / steps),
+    ``target`` "path" (the class predicted at each point of the path),
+    ``times_input=False``, ``average=False`` (gradients summed)."""
+    import torch
+
+    model = _small_vit(seed)
+    with torch.no_grad():
+        fixed = model(torch.from_numpy(X))[0].argmax(1)
+    k = np.arange(1, steps + 1)
+    alpha = {"midpoint": (k - 0.5), "right": k, "left": k - 1}[alphas] / steps
+    total = np.zeros_like(X)
+    for a in alpha:
+        x = torch.from_numpy(a * X).requires_grad_(True)
+        logits, _ = model(x)
+        t = logits.argmax(1) if target == "path" else fixed
+        logits.gather(1, t[:, None]).sum().backward()
+        total += x.grad.numpy()
+    g = total / steps if average else total
+    return (X * g).sum(-1) if times_input else g.sum(-1)
+
+
+def _gradient_judge(out, X, seed, steps):
+    out = returned_array(out, "my_integrated_gradients", "an array (N, n)")
+    N, n, d_in = X.shape
+    if out.shape == (N, n, d_in):
+        raise Wrong("you return one number per value; sum over each "
+                    "patch's values, one number per patch", "not-summed")
+    if out.shape != (N, n):
+        raise Wrong(f"my_integrated_gradients returned shape {out.shape}; "
+                    f"expected (N, n) = {(N, n)}, one number per patch",
+                    "shape")
+    want = integrated_gradients(X, seed, steps)
+    if np.allclose(out, want, rtol=1e-6, atol=1e-9):
+        return None
+    where = f"with {steps} step{'s' * (steps > 1)}"
     import torch
 
     model = _small_vit(seed)
     x = torch.from_numpy(X).requires_grad_(True)
     logits, _ = model(x)
-    grads = [torch.autograd.grad(logits[:, c].sum(), x, retain_graph=True)[0]
-             .numpy() for c in range(logits.shape[1])]
-    return logits.detach().numpy(), np.stack(grads)
-
-
-def _gradient_judge(out, X, seed):
-    out = returned_array(out, "my_input_x_gradient", "an array (N, n)")
-    N, n, d_in = X.shape
-    logits, G = _gradients(X, seed)
-    rows = np.arange(N)
-    pred = logits.argmax(1)
-    g = G[pred, rows]                                     # (N, n, d_in)
-    want = (X * g).sum(-1)                                # (N, n)
-    if out.shape == (N, n, d_in) and np.allclose(out, X * g, atol=1e-9):
-        raise Wrong("you return x · gradient for every value; sum it over "
-                    "each patch's values, one number per patch", "not-summed")
-    if out.shape != (N, n):
-        raise Wrong(f"my_input_x_gradient returned shape {out.shape}; "
-                    f"expected (N, n) = {(N, n)}, one number per patch",
-                    "shape")
-    if np.allclose(out, want, rtol=1e-6, atol=1e-9):
-        return None
-    p = np.exp(logits - logits.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    dlogp = g - np.einsum("cn,cnpd->npd", p.T, G)         # d log p_pred
-    guesses = [
-        (np.abs(want), "take the signed sum: the chapter takes |·| only "
-                       "when it ranks patches", "absolute-value"),
-        (np.linalg.norm(g, axis=-1), "this is the gradient's norm per "
-                                     "patch (saliency); multiply the "
-                                     "gradient by the input and sum",
-         "saliency"),
-        (g.sum(-1), "you summed the gradient alone; multiply it by the "
-                    "input values first", "input-missing"),
-        ((X * G[0]).sum(-1), "you differentiated the logit of class 0; "
-                             "take each image's predicted class",
-         "class-0"),
-        ((X * G.sum(0)).sum(-1), "you differentiated the sum of all "
-                                 "logits; take each image's predicted "
-                                 "class", "all-logits"),
-        ((X * dlogp).sum(-1), "you differentiated the log-probability; "
-                              "differentiate the predicted logit itself",
-         "log-probability"),
-        ((X * p[rows, pred][:, None, None] * dlogp).sum(-1),
-         "you differentiated the probability; differentiate the "
-         "predicted logit itself", "probability"),
+    logits.gather(1, logits.argmax(1)[:, None]).sum().backward()
+    if np.allclose(out, (X * x.grad.numpy()).sum(-1), rtol=1e-6, atol=1e-9):
+        raise Wrong(f"{where}: this is input × gradient at x; average the "
+                    f"gradient along the path from the blank image to x",
+                    "not-integrated")
+    slips = [
+        ({"alphas": "right"}, "right-endpoints", "the midpoint rule takes "
+         "α = (k - 1/2) / steps, not k / steps"),
+        ({"alphas": "left"}, "left-endpoints", "the midpoint rule takes "
+         "α = (k - 1/2) / steps, not (k - 1) / steps (α = 0 is the blank "
+         "image)"),
+        ({"target": "path"}, "class-moves", "differentiate the logit of the "
+         "class predicted at x at every point of the path, not of the "
+         "class predicted there"),
+        ({"times_input": False}, "input-missing", "multiply the averaged "
+         "gradient by x - x' = x before summing"),
+        ({"average": False}, "not-averaged", "the integral over α in "
+         "[0, 1] is the mean of the gradients, not their sum"),
     ]
-    for value, message, code in guesses:
-        if value.shape == out.shape and np.allclose(out, value, rtol=1e-6,
-                                                    atol=1e-9):
-            raise Wrong(message, code)
-    raise Wrong(f"the values differ from x · d logit / d x summed per patch "
-                f"by up to {np.abs(out - want).max():.3g}",
-                "not-input-x-gradient")
+    for kwargs, code, message in slips:
+        if np.allclose(out, integrated_gradients(X, seed, steps, **kwargs),
+                       rtol=1e-6, atol=1e-9):
+            raise Wrong(f"{where}: {message}", code)
+    raise Wrong(f"{where} the values differ from integrated gradients by up "
+                f"to {np.abs(out - want).max():.3g}",
+                "not-integrated-gradients")
 
 
 def _median_rho_sign(a, b):
