@@ -432,16 +432,16 @@ def retyped(tree):
 @pytest.mark.parametrize("module, helpers", judge_helper_routes(),
                          ids=lambda x: x if isinstance(x, str) else "")
 def test_a_copy_of_a_judge_s_helper_is_for_review(built, module, helpers):
-    """Each function a judge computes an answer with, pasted as it is and
-    retyped under other names, the answer calling it: sent for review,
-    as a copy of the judge's code; the chapter's solutions are not
-    (test_no_solution_of_the_book_is_flagged)."""
+    """Each function a judge computes an answer with, pasted as it is,
+    retyped under other names and with a line added, the answer calling
+    it: sent for review, as a copy of the judge's code; the chapter's
+    solutions are not (test_no_solution_of_the_book_is_flagged)."""
     import ast
     import inspect
     import textwrap
 
     from selfattention_course.judges import answer_helpers
-    from selfattention_course.review import SHAPE_NODES, _size
+    from selfattention_course.review import MIN_STEPS, SHAPE_NODES, _size
 
     _, chapters = built
     stems = {e["label"]: stem for stem, chapter in chapters.items()
@@ -461,6 +461,11 @@ def test_a_copy_of_a_judge_s_helper_is_for_review(built, module, helpers):
             if _size(tree) >= SHAPE_NODES:
                 other = retyped(tree)
                 copies[other.name] = (dotted, ast.unparse(other))
+            if len(tree.body) >= MIN_STEPS + 1:     # a line added, too
+                padded = retyped(ast.parse(ast.unparse(tree)).body[0])
+                padded.name = f"padded{padded.name}"
+                padded.body.insert(1, ast.parse("junk = 0").body[0])
+                copies[padded.name] = (dotted, ast.unparse(padded))
         calls = ", ".join(f"{name}(*args, **kw)" for name in copies)
         source = "\n\n".join(code for _, code in copies.values()) + (
             f"\n\ndef {answers[label][0]}(*args, **kw):\n"

@@ -891,19 +891,45 @@ class _Helper:
         # read as a notebook's cell is (getattr(x, "name") as x.name)
         tree = ast.fix_missing_locations(
             _NamedAttributes().visit(tree)).body[0]
+        self.steps = ()
         if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.code = _body_dump(tree).replace(f"'{self.short}'",
                                                  "'?'", 1)
             if _size(tree) >= SHAPE_NODES:
                 self.shape = _shape_dump(tree)
+                steps = _steps(tree)
+                if len(steps) >= MIN_STEPS:
+                    self.steps = steps
 
     def copied_by(self, node, mine: str | None) -> bool:
         if self.code is None or mine is None:
             return False
         if mine.replace(f"'{node.name}'", "'?'", 1) == self.code:
             return True
-        return self.shape is not None and _size(node) >= SHAPE_NODES and \
-            _shape_dump(node) == self.shape
+        if self.shape is None or _size(node) < SHAPE_NODES:
+            return False
+        return _shape_dump(node) == self.shape or (
+            bool(self.steps) and _in_order(self.steps, _steps(node)))
+
+
+#: A helper of at least this many statements is also recognised with
+#: statements added between its own (each statement compared by its
+#: shape): fewer could be anyone's (``X = X.copy()``, then a return).
+MIN_STEPS = 4
+
+
+def _steps(node) -> list[str]:
+    """The shapes of a function's statements, one by one (docstring left
+    out, each with its names renamed in order of appearance)."""
+    body = ast.parse(_without_docstring(node)).body[0].body
+    return [_shape_dump(ast.parse("def f():\n" + textwrap.indent(
+        ast.unparse(stmt), "    ")).body[0]) for stmt in body]
+
+
+def _in_order(wanted: list[str], steps: list[str]) -> bool:
+    """Whether ``wanted`` are among ``steps``, in that order."""
+    it = iter(steps)
+    return all(any(w == s for s in it) for w in wanted)
 
 
 #: A function of at least this many syntax nodes is compared with a
@@ -1624,25 +1650,35 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
                         f"is the chapter's own {ref.dotted}, which this "
                         f"exercise asks you to write yourself"))
                     break
-        elif not cell.trusted:
-            try:
-                mine = _body_dump(node)
-            except SyntaxError:
-                mine = None
-            for ref in refs:
-                if ref.code is not None and mine == ref.code.replace(
-                        f"'{ref.short}'", f"'{node.name}'", 1):
-                    found.append(_finding(
-                        cell, node, "reference",
-                        f"is a copy of {ref.dotted}, which this exercise "
-                        f"asks you to write yourself"))
-            for helper in helpers:
-                if helper.copied_by(node, mine):
-                    found.append(_finding(
-                        cell, node, "judge",
-                        f"is a copy of {helper.dotted}, with which the "
-                        f"grader computes this exercise's answer"))
-                    break
+    if not cell.trusted:                 # every def, methods and inner ones
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found += _copies(cell, inner, refs, helpers)
+    return found
+
+
+def _copies(cell: _Cell, node, refs, helpers) -> list[Finding]:
+    """A function of a cell the student wrote that is a copy of a
+    reference's code or of a judge's helper."""
+    found = []
+    try:
+        mine = _body_dump(node)
+    except SyntaxError:
+        mine = None
+    for ref in refs:
+        if ref.code is not None and mine == ref.code.replace(
+                f"'{ref.short}'", f"'{node.name}'", 1):
+            found.append(_finding(
+                cell, node, "reference",
+                f"is a copy of {ref.dotted}, which this exercise asks you "
+                f"to write yourself"))
+    for helper in helpers:
+        if helper.copied_by(node, mine):
+            found.append(_finding(
+                cell, node, "judge",
+                f"is a copy of {helper.dotted}, with which the grader "
+                f"computes this exercise's answer"))
+            break
     return found
 
 
