@@ -979,9 +979,16 @@ def _without_docstring(node) -> str:
     return ast.unparse(node)
 
 
-@functools.lru_cache(maxsize=None)
 def _helpers(label: str, judge) -> tuple:
     """The judge's helpers as :class:`_Helper`, read once per process."""
+    try:
+        return _cached_helpers(label, judge)
+    except TypeError:                        # a judge that is not hashable
+        return _cached_helpers.__wrapped__(label, judge)
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_helpers(label: str, judge) -> tuple:
     from .judges import answer_helpers
 
     return tuple(_Helper(dotted, fn)
@@ -1055,10 +1062,10 @@ def _holds(dotted: str, refs: list[_Reference]) -> _Reference | None:
                     return ref
             except TypeError:
                 pass
-    held = _held(dotted)
-    for ref in objs:
-        if any(_same(obj, ref.obj) for obj in held):
-            return ref
+    for obj in _held(dotted):            # the nearest one first
+        for ref in objs:
+            if _same(obj, ref.obj):
+                return ref
     return None
 
 

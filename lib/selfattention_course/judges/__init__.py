@@ -131,8 +131,9 @@ NOT_HELPERS = (f"{EXERCISES}.core",)
 MAX_HELPERS = 400
 
 
-def answer_helpers(judge: Judge) -> dict:
-    """Every function the judge uses to compute an expected answer:
+def answer_helpers(judge) -> dict:
+    """Every function the judge (a :class:`Judge`, or an exercise declared
+    with its judge) uses to compute an expected answer:
     ``{dotted name: function}``, found by reading the code of its
     ``judge``, ``replay`` and ``prepare`` (not ``cases``, which only draws
     the inputs a notebook sees anyway) for the functions they name, and
@@ -144,8 +145,8 @@ def answer_helpers(judge: Judge) -> dict:
     import inspect
 
     found: dict = {}
-    todo = [f for f in (judge.judge, judge.replay, judge.prepare)
-            if f is not None]
+    todo = [f for f in (getattr(judge, k, None) for k in
+                        ("judge", "replay", "prepare")) if f is not None]
     seen: set[int] = set()
     while todo and len(seen) < MAX_HELPERS:
         fn = inspect.unwrap(todo.pop())
@@ -188,23 +189,22 @@ def named_functions(fn) -> list:
         if isinstance(node, ast.ImportFrom) and node.module and \
                 not node.level:
             for alias in node.names:
-                try:
-                    module = importlib.import_module(node.module)
-                    space[alias.asname or alias.name] = getattr(
-                        module, alias.name, None) or importlib.import_module(
-                        f"{node.module}.{alias.name}")
-                except ImportError:
-                    continue
+                module = _module(node.module)
+                found = vars(module).get(alias.name) if module else None
+                found = found or _module(f"{node.module}.{alias.name}")
+                if found is not None:
+                    space[alias.asname or alias.name] = found
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                try:
-                    module = importlib.import_module(alias.name)
-                except ImportError:
-                    continue
-                space[alias.asname or alias.name.split(".")[0]] = (
-                    module if alias.asname else importlib.import_module(
-                        alias.name.split(".")[0]))
-    closure = inspect.getclosurevars(fn).nonlocals if fn.__closure__ else {}
+                module = _module(alias.name if alias.asname else
+                                 alias.name.split(".")[0])
+                if module is not None:
+                    space[alias.asname or alias.name.split(".")[0]] = module
+    try:
+        closure = inspect.getclosurevars(fn).nonlocals \
+            if fn.__closure__ else {}
+    except (TypeError, ValueError):
+        closure = {}
     space.update(closure)
     found = []
     for node in ast.walk(tree):
@@ -225,3 +225,19 @@ def named_functions(fn) -> list:
         if callable(obj):
             found.append(obj)
     return found
+
+
+def _module(name: str):
+    """The module ``name``: imported if it is the book's own, else only if
+    something imported it already (reading PyTorch's code must not import
+    its compiler, say); None if neither."""
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    if name.split(".")[0] not in ("selfattention", "selfattention_course"):
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
