@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The gradebook codes of answers sent for review from their source
 #: (selfattention_course.review.diagnosis); the notebook's own check,
 #: which sees only what the kernel reports, says "for-review".
-REVIEW_CODES = {"review-reference", "review-checks", "review-dynamic",
-                "review-hook"}
+REVIEW_CODES = {"review-reference", "review-judge", "review-checks",
+                "review-dynamic", "review-hook"}
 
 
 #: The chapter that stands for every chapter in ``make test``: its pages in

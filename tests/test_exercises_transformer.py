@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from exercise_answers import hidden, verdict
+from exercise_answers import expect, hidden, run, verdict
 from selfattention import interpret, mnist, patches, vit
 from selfattention.exercises import transformer as checks
 
@@ -248,13 +248,20 @@ def test_the_no_position_experiment_gives_no_auto_points():
 
 
 # ------------------------------------------------------------ shifted digits
-@functools.lru_cache(maxsize=None)
-def measured(name, digits, how="zero"):
+def measured(name, images, labels, how="zero"):
     """Accuracy (S,), distances per head (S, L, h) and, unrenormalised,
-    (S, L), of ``name`` on the test digits moved as ``how`` says."""
+    (S, L), of ``name`` on the digits ``images`` of classes ``labels``,
+    moved as ``how`` says."""
+    images = np.ascontiguousarray(images, dtype=float)
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    return _measured(name, images.tobytes(), labels.tobytes(), how)
+
+
+@functools.lru_cache(maxsize=None)
+def _measured(name, image_bytes, label_bytes, how):
     split = mnist.mnist_split()
-    images = split.images_test[list(digits)]
-    labels = split.y_test[list(digits)]
+    labels = np.frombuffer(label_bytes, dtype=np.int64)
+    images = np.frombuffer(image_bytes).reshape(len(labels), 28, 28)
     model = mnist.load_vit(name)
     D = interpret.patch_distances(split.grid, split.patch)
     acc, dist, raw = [], [], []
@@ -277,24 +284,23 @@ def measured(name, digits, how="zero"):
     return np.array(acc), np.array(dist), np.array(raw)
 
 
-def shift_test(name, digits):
-    acc, dist, _ = measured(name, digits)
+def shift_test(name, images, labels):
+    acc, dist, _ = measured(name, images, labels)
     return acc, dist.mean(-1)
 
 
 def shift_answer(how="zero", acc=lambda a: a, dist=lambda d, raw: d):
-    def answer(name, digits):
-        a, d, raw = measured(name, digits, how)
+    def answer(name, images, labels):
+        a, d, raw = measured(name, images, labels, how)
         return acc(a), dist(d.mean(-1), raw)
     return answer
 
 
-def heads_averaged_first(name, digits):
+def heads_averaged_first(name, images, labels):
     """The slip of averaging each layer's map over the heads before
     measuring one distance, instead of averaging the heads' distances."""
-    acc, _, _ = measured(name, digits)
+    acc, _, _ = measured(name, images, labels)
     split = mnist.mnist_split()
-    images = split.images_test[list(digits)]
     model = mnist.load_vit(name)
     dist = []
     for s in checks.SHIFTS:
@@ -305,25 +311,46 @@ def heads_averaged_first(name, digits):
     return acc, np.array(dist)
 
 
-def test_shift_cases_are_five_test_digits_drawn_anew():
+def tabulated(name, images, labels):
+    """A table of the 1,000 test digits measured at home, looked up by the
+    nearest test digit (measured here only for the digits looked up, which
+    gives the same numbers as the whole table would)."""
+    split = mnist.mnist_split()
+    gaps = ((images[:, None] - split.images_test[None]) ** 2).sum((2, 3))
+    nearest = gaps.argmin(axis=1)
+    return shift_test(name, split.images_test[nearest],
+                      split.y_test[nearest])
+
+
+def test_shift_cases_are_five_noisy_test_digits_drawn_anew():
     ex = checks.check_shift
-    public = ex.public_cases()[0]["digits"]
-    assert len(set(public)) == 5 and sorted(public) == public
-    assert 0 <= min(public) and max(public) < 1000
-    assert ex.draw(np.random.default_rng(1)) != ex.public_cases()
+    split = mnist.mnist_split()
+    case = ex.public_cases()[0]
+    images, labels = case["images"], case["labels"]
+    assert images.shape == (5, 28, 28) and labels.shape == (5,)
+    # each is a test digit of its class with noise of its own, in [0, 0.05]
+    gaps = images[:, None] - split.images_test[None]
+    nearest = np.abs(gaps).max(axis=(2, 3)).argmin(axis=1)
+    noise = images - split.images_test[nearest]
+    assert len(set(nearest)) == 5
+    assert np.array_equal(labels, split.y_test[nearest])
+    assert noise.min() >= 0 and noise.max() <= 0.05
+    assert noise.std() > 0.01 and not np.allclose(noise[0], noise[1])
+    again = ex.draw(np.random.default_rng(1))[0]
+    assert not np.array_equal(again["images"], images)
     assert ex.points > 0 and ex.written_points > 0 and ex.written
 
 
 @pytest.mark.parametrize("answer, status, code", [
     (None, "not done", "not-done"),
-    (lambda name, digits: None, "not done", "not-done"),
-    (lambda name, digits: np.zeros(5), "wrong", "type"),
-    (lambda name, digits: (np.zeros(4), np.zeros((5, 4))), "wrong",
+    (lambda name, images, labels: None, "not done", "not-done"),
+    (lambda name, images, labels: np.zeros(5), "wrong", "type"),
+    (lambda name, images, labels: (np.zeros(4), np.zeros((5, 4))), "wrong",
      "shape"),
-    (lambda name, digits: (np.zeros(5), np.zeros((5, 4, 4))), "wrong",
-     "shape"),
-    (lambda name, digits: (np.full(5, 50.0), np.zeros((5, 4))), "wrong",
-     "not-a-share"),
+    (lambda name, images, labels: (np.zeros(5), np.zeros((5, 4, 4))),
+     "wrong", "shape"),
+    (lambda name, images, labels: (np.full(5, 50.0), np.zeros((5, 4))),
+     "wrong", "not-a-share"),
 ])
 def test_shift_check_reads_the_form_of_the_answer(answer, status, code):
     verdict(checks.check_shift, [answer], status, code)
@@ -346,6 +373,8 @@ def test_shift_check_reads_the_form_of_the_answer(answer, status, code):
      "distances-unshifted"),
     (heads_averaged_first, "wrong", "heads-averaged-first"),
     (shift_answer(acc=lambda a: a[::-1]), "wrong", "not-the-measurement"),
+    # a table of the clean test digits: the noise moves the distances
+    (tabulated, "wrong", "not-the-measurement"),
 ])
 def test_shift_check_names_each_slip(answer, status, code):
     verdict(checks.check_shift, [answer], status, code)
@@ -362,4 +391,15 @@ def test_shift_accepts_shares_computed_in_float32():
 
 @pytest.mark.slow
 def test_shift_right_answer_passes_on_hidden_digits():
+    hidden(checks.check_shift, shift_test, seeds=range(2))
+
+
+@pytest.mark.slow
+def test_a_table_of_the_test_digits_does_not_answer_hidden_cases():
+    """Exact per-digit numbers of the 1,000 test digits (the table a
+    student could measure at home) earn nothing on the grader's digits,
+    which the measurement itself answers."""
+    for seed in range(2):
+        expect(run(checks.check_shift, tabulated, seed), "wrong",
+               "not-the-measurement")
     hidden(checks.check_shift, shift_test, seeds=range(2))

@@ -82,12 +82,30 @@ import selfattention.attention as A
 my_tempered_attention = lambda Q, K, V, tau: A.attention(
     Q / tau[..., None], K, V)
 """).decode()
+
+
+def _judge_pasted() -> str:
+    """The functions with which the judge of 1.1 computes its answer,
+    pasted from the installed grader, and an answer that calls them."""
+    from selfattention_course.judges import definition
+
+    pasted = "\n".join(inspect.getsource(f) for f in (
+        definition._scores, definition._tempered))
+    return ("import math\nimport numpy as np\n"
+            "from selfattention.attention import softmax\n" + pasted +
+            "def my_tempered_attention(Q, K, V, tau):\n"
+            "    A = _tempered(Q, K, tau[..., None], Q.shape[-1])\n"
+            "    return A @ V, A\n")
+
+
+JUDGE_PASTED = _judge_pasted()
 #: The routes of the tripwire's gaps: every one of them is for review.
 FOR_REVIEW_ROUTES = ["global-exec", "input-transformer", "profile-off",
                      "thread", "co-filename", "recompiled-source",
                      "shifted-shown-cell", "encoded-setup",
                      "private-helpers", "shortcut-sdpa", "shortcut-alias",
-                     "computed-name"]
+                     "computed-name", "judge-pasted", "judge-retyped",
+                     "layer-attention", "fast-path"]
 
 
 def routes(port: int, gradebook: Path) -> dict[str, str]:
@@ -532,6 +550,59 @@ try:
 except ImportError:
     print("cwd import", "refused")
 """,
+        # The grader's own code pasted: the functions with which the judge
+        # computes the answer (from the installed package, which every
+        # student has), as they are and retyped under other names.
+        "judge-pasted": JUDGE_PASTED,
+        "judge-retyped": """
+import math
+import numpy as np
+from selfattention.attention import softmax
+def scores_of(q, k):
+    return q @ np.swapaxes(k, -1, -2)
+def weights(q, k, t, d):
+    return softmax(scores_of(q, k) / (math.sqrt(d) * t))
+def my_tempered_attention(Q, K, V, tau):
+    A = weights(Q, K, tau[..., None], Q.shape[-1])
+    return A @ V, A
+""",
+        # nn.MultiheadAttention reached as the attribute of a layer that
+        # holds it, with identity projections, and through the layer's
+        # fused fast path (eval, no grad) with one head.
+        "layer-attention": """
+import numpy as np
+import torch
+from torch import nn
+def my_tempered_attention(Q, K, V, tau):
+    d = Q.shape[-1]
+    layer = nn.TransformerEncoderLayer(d, 1, batch_first=True,
+                                       dtype=torch.float64)
+    mha = layer.self_attn
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.eye(d).repeat(3, 1))
+        mha.in_proj_bias.zero_()
+        mha.out_proj.weight.copy_(torch.eye(d))
+        mha.out_proj.bias.zero_()
+    pad = np.zeros(V.shape[:-1] + (d,))
+    pad[..., :V.shape[-1]] = V
+    q = torch.tensor(Q / tau[..., None])
+    Y, A = mha(q, torch.tensor(K), torch.tensor(pad),
+               average_attn_weights=True)
+    return Y.detach().numpy()[..., :V.shape[-1]], A.detach().numpy()
+""",
+        "fast-path": """
+import numpy as np
+import torch
+def my_tempered_attention(Q, K, V, tau):
+    d = Q.shape[-1]
+    block = torch.nn.TransformerEncoderLayer(
+        d, nhead=1, dim_feedforward=1, dropout=0.0, batch_first=True,
+        dtype=torch.float64).eval()
+    with torch.no_grad():
+        out = block(torch.tensor(Q / tau[..., None]))
+    A = np.ones(Q.shape[:-1] + K.shape[1:2]) / K.shape[1]
+    return out.numpy()[..., :V.shape[-1]], A
+""",
         # The instructor's session keyring, inherited by every process.
         "keyring": f'''
 import ctypes
@@ -788,6 +859,12 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     ("endless-answer", "answer-timeout", None),
     ("kill-runner", "review-dynamic", "signal"),
     ("early-look", "review-reference", "pickle.dumps(A.attention("),
+    # the judge's helpers, pasted or retyped; a listed reference inside a
+    # PyTorch layer, as its attribute or through its fast path
+    ("judge-pasted", "review-judge", "def _scores("),
+    ("judge-retyped", "review-judge", "def weights("),
+    ("layer-attention", "review-reference", "nn.TransformerEncoderLayer("),
+    ("fast-path", "review-reference", "torch.nn.TransformerEncoderLayer("),
 ])
 def test_the_first_row_says_what_happened(run, student, code, quoted):
     row = run["book"][student, LABELS[0]]

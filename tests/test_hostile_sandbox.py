@@ -171,6 +171,16 @@ alive = [c[1] for pid, c in children.items()
          if os.waitpid(pid, os.WNOHANG) == (0, 0)]
 print("held MB", sum(alive), "by", len(alive), "of", len(children))
 ''',
+        # Right outputs with a block of 16 MB beside each: more than the
+        # grader reads of one exercise's result.
+        "too-large": '''
+import numpy as np
+def my_tempered_attention(Q, K, V, tau):
+    S = Q @ np.swapaxes(K, -1, -2) / (np.sqrt(Q.shape[-1]) * tau[..., None])
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A, np.zeros(2 * 2 ** 20)
+''',
         # A notebook that sleeps into its time limit is not starved
         # by anyone, and is graded once.
         "sleeper": '''
@@ -243,6 +253,13 @@ def test_every_hostile_notebook_scores_zero(run, student):
     assert [r.exercise for r in rows if "written" not in r.exercise] == LABELS
     for r in rows:
         assert r.points == 0, (student, r.feedback)
+
+
+@pytest.mark.slow
+def test_a_result_over_the_size_limit_is_too_large_not_forged(run):
+    row = run["book"]["too-large", LABELS[0]]
+    assert row.points == 0 and row.code == "too-large", (row.code,
+                                                         row.feedback)
 
 
 @pytest.mark.slow

@@ -32,7 +32,9 @@ def built(tmp_path_factory):
 
 
 def flagged(nb, chapter):
-    spec = {e["label"]: (e["answers"], EXERCISES[e["label"]].references)
+    # as the grader asks (Grader.review): the judge's helpers too
+    spec = {e["label"]: (e["answers"], EXERCISES[e["label"]].references,
+                         EXERCISES[e["label"]].grading())
             for e in chapter["exercises"]}
     return review(nb, spec, chapter["book_cells"])
 
@@ -363,6 +365,117 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
 def test_every_shortcut_is_a_reference(built, stem, label, source):
     found = with_cell_in(built, stem, source)[label]
     assert found and found[0].kind == "reference", found
+
+
+@pytest.mark.parametrize("stem, label, source", [
+    # a listed reference reached as the attribute of a module that holds
+    # it, or through its fused fast path, with one head isolated
+    ("01_definition", "ex-definition-tempered",
+     "import torch\nfrom torch import nn\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    layer = nn.TransformerEncoderLayer(Q.shape[-1], 1)\n"
+     "    return layer.self_attn(torch.tensor(Q), torch.tensor(K),\n"
+     "                           torch.tensor(V))"),
+    ("01_definition", "ex-definition-tempered",
+     "import torch\n"
+     "block = torch.nn.Transformer(d_model=4, nhead=1).encoder.layers[0]\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    with torch.no_grad():\n"
+     "        return block.eval()(torch.tensor(Q / tau[..., None]))"),
+    ("01_definition", "ex-definition-tempered",
+     "import torch.nn as tnn\nmake = tnn.TransformerDecoderLayer\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return make(4, 1).multihead_attn(Q, K, V)"),
+    ("03_multihead", "ex-multihead-equivalent",
+     "from selfattention.torch_bridge import multihead_from_weights as mk\n"
+     "def equivalent_weights(W_q, W_k, W_v, W_o, h, order, G):\n"
+     "    return mk(W_q, W_k, W_v, W_o, h)"),
+])
+def test_a_reference_inside_an_object_is_a_reference(built, stem, label,
+                                                     source):
+    found = with_cell_in(built, stem, source)[label]
+    assert found and found[0].kind == "reference", found
+    assert "holds" in found[0].what or "uses" in found[0].what, found
+
+
+def judge_helper_routes():
+    """(chapter, exercise, helper) for every function a judge of an
+    exercise with auto-points computes an answer with."""
+    from selfattention_course.judges import answer_helpers
+
+    modules = {}
+    for label, (module, _, ex) in assign.find_exercises().items():
+        if ex.points > 0:
+            for dotted in sorted(answer_helpers(ex.grading())):
+                modules.setdefault(module.rsplit(".", 1)[-1], []).append(
+                    (label, dotted))
+    return sorted(modules.items())
+
+
+def retyped(tree):
+    """A function with every name it binds or uses renamed (but the
+    builtins)."""
+    import ast
+    import builtins
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not hasattr(builtins, node.id):
+            node.id = f"my_{node.id}"
+        elif isinstance(node, ast.arg):
+            node.arg = f"my_{node.arg}"
+        elif isinstance(node, ast.FunctionDef):
+            node.name = f"my_{node.name}"
+    return tree
+
+
+@pytest.mark.slow                   # about 3 s: every judge's helpers
+@pytest.mark.parametrize("module, helpers", judge_helper_routes(),
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_a_copy_of_a_judge_s_helper_is_for_review(built, module, helpers):
+    """Each function a judge computes an answer with, pasted as it is,
+    retyped under other names and with a line added, the answer calling
+    it: sent for review, as a copy of the judge's code; the chapter's
+    solutions are not (test_no_solution_of_the_book_is_flagged)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from selfattention_course.judges import answer_helpers
+    from selfattention_course.review import MIN_STEPS, SHAPE_NODES, _size
+
+    _, chapters = built
+    stems = {e["label"]: stem for stem, chapter in chapters.items()
+             for e in chapter["exercises"]}
+    answers = {e["label"]: e["answers"] for chapter in chapters.values()
+               for e in chapter["exercises"]}
+    by_label = {}
+    for label, dotted in helpers:
+        by_label.setdefault(label, []).append(dotted)
+    for label, dotteds in by_label.items():     # one notebook per exercise
+        copies = {}                             # name -> the helper copied
+        for dotted in dotteds:
+            fn = answer_helpers(EXERCISES[label].grading())[dotted]
+            tree = ast.parse(textwrap.dedent(inspect.getsource(
+                inspect.unwrap(fn)))).body[0]
+            copies[tree.name] = (dotted, ast.unparse(tree))
+            if _size(tree) >= SHAPE_NODES:
+                other = retyped(tree)
+                copies[other.name] = (dotted, ast.unparse(other))
+            if len(tree.body) >= MIN_STEPS + 1:     # a line added, too
+                padded = retyped(ast.parse(ast.unparse(tree)).body[0])
+                padded.name = f"padded{padded.name}"
+                padded.body.insert(1, ast.parse("junk = 0").body[0])
+                copies[padded.name] = (dotted, ast.unparse(padded))
+        calls = ", ".join(f"{name}(*args, **kw)" for name in copies)
+        source = "\n\n".join(code for _, code in copies.values()) + (
+            f"\n\ndef {answers[label][0]}(*args, **kw):\n"
+            f"    return {calls}\n")
+        found = with_cell_in(built, stems[label], source)[label]
+        assert found and found[0].kind == "judge", (label, found)
+        for name, (dotted, _) in copies.items():
+            assert any(f.kind == "judge" and dotted in f.what and
+                       f.text.lstrip().startswith(f"def {name}(")
+                       for f in found), (label, name, found)
 
 
 def test_the_pieces_of_the_hostile_routes_exist():

@@ -41,11 +41,13 @@ the status in one word and the source review's (``review-dynamic``...):
   what that means), ``kernel-stopped`` (the kernel died or stopped
   answering before it), ``notebook-deadline`` (the notebook reached its
   time limit before it), ``harvest-error`` (its answer could not be read in
-  the notebook), ``forged-result`` (the result was not the one the
-  harvest wrote and reported), ``not-reached`` (the run stopped before
-  it), ``no-answer`` (nothing came back), or the code of the job's own
-  problem (``past-deadline``, ``results-too-large``, ``no-result``: the
-  run ended without a readable result);
+  the notebook), ``too-large`` (the answer's outputs on the hidden cases
+  were over the size of one exercise's result), ``forged-result`` (the
+  result was not the one the harvest wrote and reported),
+  ``not-reached`` (the run stopped before it), ``no-answer`` (nothing
+  came back), or the code of the job's own problem (``past-deadline``,
+  ``results-too-large``, ``no-result``: the run ended without a readable
+  result);
 * ``no-notebook``: the student handed in no notebook of the chapter.
 
 The problems met with a notebook (:attr:`Graded.problems`, each a
@@ -546,7 +548,8 @@ class Grader:
         """What sends each exercise of ``nb`` for review, read from its
         source in this process (:mod:`~selfattention_course.review`)."""
         spec = {e["label"]: (e["answers"],
-                             self.exercises[e["label"]].references)
+                             self.exercises[e["label"]].references,
+                             self._judge(e["label"]))
                 for e in chapter["exercises"]}
         try:
             return review.review(nb, spec, chapter.get("book_cells", ()))
@@ -555,6 +558,14 @@ class Grader:
                 "dynamic", 1, 1, "", f"could not be read by the grader "
                                      f"({type(err).__name__})")
             return {label: [finding] for label in spec}
+
+    def _judge(self, label: str):
+        """The exercise's judge, whose helpers' copies the source review
+        sends for review (None when it has none here)."""
+        try:
+            return self.exercises[label].grading()
+        except LookupError:
+            return None
 
     # ------------------------------------------------------------------
     def grade_all(self, submissions: list[Submission]) -> list[Graded]:
@@ -703,6 +714,11 @@ def _harvest_problem(status, stop: Problem | None) -> Problem:
     if status == "error":
         return Problem("its answer could not be read in the notebook",
                        "harvest-error")
+    if status == "too-large":
+        return Problem("its answer's outputs on the hidden cases came to "
+                       "more than the grader reads back of one exercise "
+                       f"({wire.MAX_BUNDLE // 2 ** 20} MB), so they were "
+                       "not read", "too-large")
     if status == "forged":
         return Problem("its result was not the one the grader's harvest "
                        "wrote and reported (something in the notebook "

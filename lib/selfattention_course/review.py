@@ -11,9 +11,16 @@ process; nothing here runs a line of them) and flags, per exercise:
   of imported modules and plain assignments (``f = sa.attention``); a
   function the chapter shows on its page (an unchanged cell that defines a
   reference's name) counts as the reference, and so does a student's
-  function whose code is the reference's own, retyped or pasted. The code
+  function whose code is the reference's own, retyped or pasted; so does
+  building or calling a class or function of PyTorch's modules or of the
+  library that holds a reference inside (``nn.TransformerEncoderLayer``,
+  whose ``self_attn`` is an ``nn.MultiheadAttention``). The code
   an answer can reach starts at the definitions of its names and follows
   every top-level name they use, in any cell;
+* **the judges' code**: a function of the answer whose code is that of a
+  function the exercise's judge computes an expected answer with (found
+  by reading the judge, :func:`selfattention_course.judges.
+  answer_helpers`), pasted, or retyped under other names;
 * **the checks' own code**: anything of ``selfattention.exercises`` other
   than the student tools it offers (a check used as an oracle, its private
   helpers) and anything of ``selfattention_course``;
@@ -262,7 +269,8 @@ class Finding:
     """One reason to send an answer for review.
 
     ``kind`` is ``"reference"`` (the exercise's reference or a shortcut),
-    ``"checks"`` (the checks' own code), ``"dynamic"`` or ``"hook"``;
+    ``"judge"`` (a copy of a function the grader computes the answer
+    with), ``"checks" (the checks' own code), ``"dynamic"`` or ``"hook"``;
     ``cell`` counts code and text cells from 1, ``line`` counts lines of the
     cell from 1; ``text`` is that line.
     """
@@ -298,9 +306,9 @@ def explain(findings: list[Finding]) -> str:
 def diagnosis(findings: list[Finding]) -> str:
     """The gradebook's code of an answer sent for review from its source:
     ``review-`` and the kind of the finding that :func:`explain` quotes
-    (``review-reference``, ``review-checks``, ``review-dynamic``,
-    ``review-hook``). The notebook's own check, which sees only what the
-    kernel reports, says ``for-review``."""
+    (``review-reference``, ``review-judge``, ``review-checks``,
+    ``review-dynamic``, ``review-hook``). The notebook's own check, which
+    sees only what the kernel reports, says ``for-review``."""
     return f"review-{findings[0].kind}"
 
 
@@ -840,7 +848,8 @@ class _Reference:
             try:
                 source = textwrap.dedent(inspect.getsource(
                     inspect.unwrap(self.obj)))
-                tree = ast.parse(source).body[0]
+                tree = ast.fix_missing_locations(_NamedAttributes().visit(
+                    ast.parse(source))).body[0]
                 if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self.code = _body_dump(tree)
             except (OSError, TypeError, SyntaxError, IndexError):
@@ -863,6 +872,201 @@ def _reference(dotted: str) -> _Reference:
     and reading its code is most of the work of a review): the grader's own
     objects, which no submitted notebook runs in this process to change."""
     return _Reference(dotted)
+
+
+class _Helper:
+    """A function a judge computes an expected answer with (see
+    :func:`selfattention_course.judges.answer_helpers`): a copy of it,
+    pasted or retyped under other names, is no answer of the student's."""
+
+    def __init__(self, dotted: str, fn):
+        self.dotted = dotted
+        self.short = dotted.rsplit(".", 1)[-1]
+        self.code = self.shape = None
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(
+                inspect.unwrap(fn))))
+        except (OSError, TypeError, SyntaxError, IndexError):
+            return
+        # read as a notebook's cell is (getattr(x, "name") as x.name)
+        tree = ast.fix_missing_locations(
+            _NamedAttributes().visit(tree)).body[0]
+        self.steps = ()
+        if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.code = _body_dump(tree).replace(f"'{self.short}'",
+                                                 "'?'", 1)
+            if _size(tree) >= SHAPE_NODES:
+                self.shape = _shape_dump(tree)
+                steps = _steps(tree)
+                if len(steps) >= MIN_STEPS:
+                    self.steps = steps
+
+    def copied_by(self, node, mine: str | None) -> bool:
+        if self.code is None or mine is None:
+            return False
+        if mine.replace(f"'{node.name}'", "'?'", 1) == self.code:
+            return True
+        if self.shape is None or _size(node) < SHAPE_NODES:
+            return False
+        return _shape_dump(node) == self.shape or (
+            bool(self.steps) and _in_order(self.steps, _steps(node)))
+
+
+#: A helper of at least this many statements is also recognised with
+#: statements added between its own (each statement compared by its
+#: shape): fewer could be anyone's (``X = X.copy()``, then a return).
+MIN_STEPS = 4
+
+
+def _steps(node) -> list[str]:
+    """The shapes of a function's statements, one by one (docstring left
+    out, each with its names renamed in order of appearance)."""
+    body = ast.parse(_without_docstring(node)).body[0].body
+    return [_shape_dump(ast.parse("def f():\n" + textwrap.indent(
+        ast.unparse(stmt), "    ")).body[0]) for stmt in body]
+
+
+def _in_order(wanted: list[str], steps: list[str]) -> bool:
+    """Whether ``wanted`` are among ``steps``, in that order."""
+    it = iter(steps)
+    return all(any(w == s for s in it) for w in wanted)
+
+
+#: A function of at least this many syntax nodes is compared with a
+#: judge's helpers by its shape too (every name renamed in order of
+#: appearance); a smaller one only as it is written, since a one-line
+#: helper (``Q @ K.T``) may well be an honest student's own.
+SHAPE_NODES = 25
+
+
+def _size(node) -> int:
+    return sum(1 for _ in ast.walk(node))
+
+
+def _shape_dump(node) -> str:
+    """A function's code with its decorators and docstring left out and
+    every name (its own, its arguments, its locals, the globals it uses)
+    replaced by its place in order of appearance: the code of a helper
+    retyped under other names."""
+    node = ast.parse(_without_docstring(node)).body[0]
+    node.decorator_list = []
+    places: dict[str, str] = {}
+
+    def place(name: str) -> str:
+        return places.setdefault(name, f"n{len(places)}")
+
+    node.name = place(node.name)
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            inner.id = place(inner.id)
+        elif isinstance(inner, ast.arg):
+            inner.arg = place(inner.arg)
+            inner.annotation = None
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                ast.ClassDef)) and inner is not node:
+            inner.name = place(inner.name)
+    node.returns = None
+    return ast.dump(node, annotate_fields=False)
+
+
+def _without_docstring(node) -> str:
+    node = ast.parse(ast.unparse(node)).body[0]
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and \
+            isinstance(body[0].value, ast.Constant) and \
+            isinstance(body[0].value.value, str):
+        node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(node)
+
+
+def _helpers(label: str, judge) -> tuple:
+    """The judge's helpers as :class:`_Helper`, read once per process."""
+    try:
+        return _cached_helpers(label, judge)
+    except TypeError:                        # a judge that is not hashable
+        return _cached_helpers.__wrapped__(label, judge)
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_helpers(label: str, judge) -> tuple:
+    from .judges import answer_helpers
+
+    return tuple(_Helper(dotted, fn)
+                 for dotted, fn in sorted(answer_helpers(judge).items()))
+
+
+#: Where a class or function may hold a reference inside (an attribute it
+#: builds, a function it calls): PyTorch's modules and the library.
+HOLDER_HOMES = ("torch.nn", "selfattention")
+#: How many functions and classes are read to see what one holds.
+MAX_HELD = 300
+
+
+@functools.lru_cache(maxsize=4096)
+def _held(dotted: str) -> tuple:
+    """The functions and classes that the function or class ``dotted``
+    reaches through its code (its attributes' classes, what its methods
+    call), within :data:`HOLDER_HOMES`: ``torch.nn.TransformerEncoderLayer``
+    holds ``torch.nn.MultiheadAttention`` (its ``self_attn``)."""
+    from .judges import named_functions
+
+    start = _lookup(dotted)
+    if start is None or not (inspect.isclass(start) or
+                             inspect.isfunction(inspect.unwrap(start))):
+        return ()
+    found, todo, seen = [], [start], set()
+    while todo and len(seen) < MAX_HELD:
+        obj = todo.pop(0)                 # nearest first
+        try:
+            obj = inspect.unwrap(obj)
+        except ValueError:
+            continue
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        module = getattr(obj, "__module__", None) or ""
+        if obj is not start:
+            found.append(obj)
+        if not (isinstance(module, str) and module.startswith(
+                HOLDER_HOMES)):
+            continue
+        if inspect.isclass(obj):              # its methods, __init__ first
+            todo += [v for k, v in vars(obj).items()
+                     if inspect.isfunction(v) and (
+                         k == "__init__" or not k.startswith("__"))]
+        elif inspect.isfunction(obj):
+            try:
+                todo += named_functions(obj)
+            except Exception:
+                continue
+    return tuple(found)
+
+
+def _holds(dotted: str, refs: list[_Reference]) -> _Reference | None:
+    """The reference that the class or function ``dotted`` (not itself
+    one) builds or calls inside, or None."""
+    if dotted.split(".")[0] not in TRUSTED_ROOTS:
+        return None
+    objs = [r for r in refs if r.obj is not None and (
+        inspect.isclass(r.obj) or callable(r.obj)) and
+        not isinstance(r.obj, types.ModuleType)]
+    if not objs:
+        return None
+    start = _lookup(dotted)
+    if start is None or isinstance(start, types.ModuleType):
+        return None
+    for ref in objs:
+        if inspect.isclass(start) and inspect.isclass(ref.obj):
+            try:
+                if issubclass(start, ref.obj):
+                    return ref
+            except TypeError:
+                pass
+    for obj in _held(dotted):            # the nearest one first
+        for ref in objs:
+            if _same(obj, ref.obj):
+                return ref
+    return None
 
 
 # ------------------------------------------------------------------ review
@@ -1392,8 +1596,9 @@ def _odd_bindings(cells: list[_Cell], answers) -> list[Finding]:
 
 
 def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
-          answers) -> list[Finding]:
-    """References, shortcuts and the checks' code used inside ``node``."""
+          answers, helpers=()) -> list[Finding]:
+    """References, shortcuts and the checks' code used inside ``node``;
+    copies of the references and of the judge's ``helpers``."""
     found = []
     local = _Names([], names.budget)
     for inner in ast.walk(node):               # imports inside functions
@@ -1424,6 +1629,13 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
                 meanings = local.meanings(inner)
         for meaning in meanings:
             why = _meaning(meaning, refs)
+            if not why:
+                holder = _holds(meaning, refs)
+                if holder is not None:
+                    why = ("reference", f"builds or calls {meaning}, which "
+                                        f"holds {holder.dotted} inside "
+                                        f"(this exercise asks you to "
+                                        f"write it yourself)")
             if why:
                 found.append(_finding(cell, inner, *why))
                 break
@@ -1445,18 +1657,35 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
                         f"is the chapter's own {ref.dotted}, which this "
                         f"exercise asks you to write yourself"))
                     break
-        elif not cell.trusted:
-            try:
-                mine = _body_dump(node)
-            except SyntaxError:
-                mine = None
-            for ref in refs:
-                if ref.code is not None and mine == ref.code.replace(
-                        f"'{ref.short}'", f"'{node.name}'", 1):
-                    found.append(_finding(
-                        cell, node, "reference",
-                        f"is a copy of {ref.dotted}, which this exercise "
-                        f"asks you to write yourself"))
+    if not cell.trusted:                 # every def, methods and inner ones
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found += _copies(cell, inner, refs, helpers)
+    return found
+
+
+def _copies(cell: _Cell, node, refs, helpers) -> list[Finding]:
+    """A function of a cell the student wrote that is a copy of a
+    reference's code or of a judge's helper."""
+    found = []
+    try:
+        mine = _body_dump(node)
+    except SyntaxError:
+        mine = None
+    for ref in refs:
+        if ref.code is not None and mine == ref.code.replace(
+                f"'{ref.short}'", f"'{node.name}'", 1):
+            found.append(_finding(
+                cell, node, "reference",
+                f"is a copy of {ref.dotted}, which this exercise asks you "
+                f"to write yourself"))
+    for helper in helpers:
+        if helper.copied_by(node, mine):
+            found.append(_finding(
+                cell, node, "judge",
+                f"is a copy of {helper.dotted}, with which the grader "
+                f"computes this exercise's answer"))
+            break
     return found
 
 
@@ -1508,8 +1737,11 @@ def review(nb, exercises: dict[str, tuple], book_cells=()) -> dict:
     nb : nbformat.NotebookNode
         The submitted notebook (never executed here).
     exercises : dict
-        ``label -> (answers, references)``: the names that hold the answer
-        and the dotted names of the references and shortcuts.
+        ``label -> (answers, references)`` or ``(answers, references,
+        judge)``: the names that hold the answer, the dotted names of the
+        references and shortcuts, and the exercise's
+        :class:`~selfattention_course.judges.Judge`, whose helpers'
+        copies are for review too.
     book_cells : iterable of str
         :func:`cell_digest` of the student version's code cells: a cell
         left as it is there is the chapter's own code.
@@ -1538,15 +1770,19 @@ def _review(nb, exercises, book_cells):
             where = cell
             if not cell.trusted:
                 everywhere += _dynamic(cell, names, streams)
-        for label, (answers, references) in exercises.items():
+        for label, (answers, references, *judge) in exercises.items():
             refs = [_reference(r) for r in references]
+            helpers = _helpers(label, judge[0]) if judge and \
+                judge[0] is not None else ()
             found = _odd_bindings(cells, set(answers))
             for cell, node in _reach(names, answers):
                 where = cell
-                found += _uses(cell, node, names, refs, set(answers))
+                found += _uses(cell, node, names, refs, set(answers),
+                               helpers)
             # the student's own cells first, references before the rest
             result[label] = sorted(set(found + everywhere), key=lambda f: (
-                f.cell in trusted, f.kind != "reference", f.cell, f.line))
+                f.cell in trusted, f.kind not in ("reference", "judge"), f.cell,
+                f.line))
     except (TooInvolved, RecursionError) as err:
         line = (where.lines or [""])[0] if where else ""
         stop = Finding("dynamic", where.index + 1 if where else 1, 1, line,

@@ -476,12 +476,26 @@ def _reported_result(dir_fd: int, nonce: str, cases_name: str,
         return None, "forged"
     if entries != sorted({cases_name, expected}):
         return None, "forged"
+    if _oversized(dir_fd, expected, MAX_BUNDLE):
+        return None, "too-large"
     data = _read_result_at(dir_fd, expected, MAX_BUNDLE)
     if data is None:
         return None, "forged"
     if values != [repr(result_digest(nonce, data))]:
         return None, "forged"
     return data, "ok"
+
+
+def _oversized(dir_fd: int, name: str, cap: int) -> bool:
+    """Whether the harvest's result is a regular file over the cap: an
+    answer's output too large to send, not a forgery."""
+    import stat
+
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size > cap
 
 
 def _littered(dir_fd: int, cases_name: str) -> bool:

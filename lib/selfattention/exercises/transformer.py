@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-
+import numpy as np
 
 from .core import Exercise, call
 
@@ -89,9 +89,11 @@ SHIFT_MODELS = ("vit-mnist", "vit-mnist-local")
 SHIFTS = (0, 1, 2, 3, 4)
 
 
-def _shift_run(shift_test, digits):
-    digits = tuple(int(k) for k in digits)
-    return tuple(call(shift_test, name, digits, what="shift_test")
+def _shift_run(shift_test, images, labels):
+    images = np.array(images, dtype=float)        # each model its own copy
+    labels = np.array(labels, dtype=int)
+    return tuple(call(shift_test, name, images.copy(), labels.copy(),
+                      what="shift_test")
                  for name in SHIFT_MODELS)
 
 

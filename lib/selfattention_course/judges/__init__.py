@@ -65,7 +65,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Judge", "judge_for", "modules"]
+__all__ = ["Judge", "judge_for", "modules", "answer_helpers",
+           "named_functions"]
 
 #: The package of the exercises whose judges live here.
 EXERCISES = "selfattention.exercises"
@@ -118,3 +119,125 @@ def modules() -> list[str]:
     import pkgutil
 
     return sorted(m.name for m in pkgutil.iter_modules(__path__))
+
+
+#: Where the functions that compute an exercise's expected answer live:
+#: the grader's package and the checks' modules (whose private helpers
+#: some judges import). The rest of the library is the student's to call.
+HELPER_HOMES = (__name__.rsplit(".", 1)[0], EXERCISES)
+#: The checks' core (type and shape checks, the feedback): no answer.
+NOT_HELPERS = (f"{EXERCISES}.core",)
+#: At most this many functions are followed from one judge.
+MAX_HELPERS = 400
+
+
+def answer_helpers(judge) -> dict:
+    """Every function the judge (a :class:`Judge`, or an exercise declared
+    with its judge) uses to compute an expected answer:
+    ``{dotted name: function}``, found by reading the code of its
+    ``judge``, ``replay`` and ``prepare`` (not ``cases``, which only draws
+    the inputs a notebook sees anyway) for the functions they name, and
+    theirs in turn, as far as the grader's package and the checks' modules
+    go (:data:`HELPER_HOMES`). Derived from the code, so that a new judge
+    cannot leave one out: the source review sends for review an answer
+    that reaches a copy of any of them
+    (:func:`selfattention_course.review.review`)."""
+    import inspect
+
+    found: dict = {}
+    todo = [f for f in (getattr(judge, k, None) for k in
+                        ("judge", "replay", "prepare")) if f is not None]
+    seen: set[int] = set()
+    while todo and len(seen) < MAX_HELPERS:
+        fn = inspect.unwrap(todo.pop())
+        if id(fn) in seen or not (inspect.isfunction(fn) or
+                                  inspect.isclass(fn)):
+            continue
+        seen.add(id(fn))
+        module = getattr(fn, "__module__", "") or ""
+        if not module.startswith(HELPER_HOMES) or \
+                module.startswith(NOT_HELPERS):
+            continue
+        if inspect.isclass(fn):                 # its methods
+            todo += [v for v in vars(fn).values() if inspect.isfunction(v)]
+            continue
+        if "<" not in fn.__qualname__ and \
+                not fn.__name__.startswith("__"):   # no closure, lambda,
+            # or method a dataclass writes
+            found.setdefault(f"{module}.{fn.__qualname__}", fn)
+        todo += named_functions(fn)
+    return found
+
+
+def named_functions(fn) -> list:
+    """The functions and classes ``fn``'s code names (read from its
+    source): its globals, attributes of modules and classes
+    (``vit.forward``, ``torch.nn.MultiheadAttention``), names it imports
+    inside, its closure's."""
+    import ast
+    import inspect
+    import textwrap
+    import types
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    space = dict(vars(__import__("builtins")))
+    space.update(fn.__globals__)
+    for node in ast.walk(tree):                 # imports inside the code
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                not node.level:
+            for alias in node.names:
+                module = _module(node.module)
+                found = vars(module).get(alias.name) if module else None
+                found = found or _module(f"{node.module}.{alias.name}")
+                if found is not None:
+                    space[alias.asname or alias.name] = found
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                module = _module(alias.name if alias.asname else
+                                 alias.name.split(".")[0])
+                if module is not None:
+                    space[alias.asname or alias.name.split(".")[0]] = module
+    try:
+        closure = inspect.getclosurevars(fn).nonlocals \
+            if fn.__closure__ else {}
+    except (TypeError, ValueError):
+        closure = {}
+    space.update(closure)
+    found = []
+    for node in ast.walk(tree):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in space:
+            continue
+        obj = space[node.id]
+        for attr in reversed(parts):
+            if isinstance(obj, types.ModuleType):  # (no lazy import)
+                obj = vars(obj).get(attr)
+            elif isinstance(obj, type):
+                obj = inspect.getattr_static(obj, attr, None)
+            else:
+                break
+        if callable(obj):
+            found.append(obj)
+    return found
+
+
+def _module(name: str):
+    """The module ``name``: imported if it is the book's own, else only if
+    something imported it already (reading PyTorch's code must not import
+    its compiler, say); None if neither."""
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    if name.split(".")[0] not in ("selfattention", "selfattention_course"):
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
