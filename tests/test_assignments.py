@@ -288,6 +288,26 @@ def test_page_for_instructors_lists_every_exercise_with_its_points(built):
     assert listed == want, "kinds or points on the page differ"
 
 
+def test_page_for_instructors_totals_each_chapter_as_declared(built):
+    """The points-rule table of the page: each chapter's auto + written
+    points in the "Now" column are those its exercises declare."""
+    _, made = built
+    page = (ROOT / "appendices" / "instructors.md").read_text()
+    rows = re.findall(r"^\| \{numref\}`Chapter %s <(ch-[\w-]+)>` \| "
+                      r"[\d.]+ \+ [\d.]+ \| ([\d.]+) \+ ([\d.]+) \|$",
+                      page, re.M)
+    listed = {label: (float(a), float(w)) for label, a, w in rows}
+    want = {}
+    for a in made.values():
+        for i in a.items:
+            chapter = "ch-" + i.label.split("-")[1]
+            auto, written = want.get(chapter, (0.0, 0.0))
+            want[chapter] = (auto + i.exercise.points,
+                             written + i.exercise.written_points)
+    assert listed == {ch: want[ch] for ch in listed} and set(listed) == set(
+        want), "the page's points per chapter differ from the declarations"
+
+
 def test_update_page_rewrites_only_the_table(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(f"# Title\n\n{asg.TABLE_START}\nold\n{asg.TABLE_END}\n"
