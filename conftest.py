@@ -46,6 +46,7 @@ SECONDS = {
     "tests/test_mnist.py": 40,
     "tests/test_vit.py": 40,
     "tests/test_review.py": 30,
+    "tests/test_gradescope.py": 60,
 }
 SECONDS.update({SPREAD[0] + "11_misconceptions]": 120,
                 SPREAD[0] + "06_transformer]": 110,
