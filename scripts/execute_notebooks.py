@@ -3,7 +3,7 @@
 Each notebook runs top to bottom in a fresh kernel started in its own folder
 (``nbclient``), exactly as nbval will re-run it, without recording execution
 times and without writing widget state (the book shows a static figure of
-each live widget, see README). nbconvert's ``ClearMetadataPreprocessor``
+each live widget, see CONTRIBUTING.md). nbconvert's ``ClearMetadataPreprocessor``
 then keeps only the metadata the book reads: cell tags, MyST-NB figure
 captions and alt text, the cells that show library code
 (``scripts/sync_code.py``), the kernelspec and the language. So a re-run of

@@ -27,34 +27,9 @@ notebook runs can call a judge, a reference helper or a case generator
 import the same judges, on the public cases: the same diagnoses, from code
 whose use cannot change a grade.
 
-Porting an exercise module (the recipe)
----------------------------------------
-An exercise written the old way (``Exercise(..., cases=..., judge=...,
-replay=...)`` with its helpers in the chapter's module) moves here in one
-step::
-
-    .venv/bin/python scripts/port_judges.py <module>     # e.g. scaling
-
-The script (:mod:`scripts.port_judges`) reads
-``lib/selfattention/exercises/<module>.py``, moves every function named by
-a ``cases=``, ``judge=`` or ``replay=`` of an ``Exercise`` and every
-top-level helper or constant that only those use into
-``lib/selfattention_course/judges/<module>.py`` (which imports back what
-the chapter's module keeps: student tools, constants, ``run`` helpers),
-ends that file with the ``JUDGES`` table, and deletes the three keywords
-from the declarations. Then:
-
-1. ``.venv/bin/ruff check --fix lib/selfattention/exercises/<module>.py
-   lib/selfattention_course/judges/<module>.py`` (unused imports);
-2. read the diff: a helper that a ``run`` and a judge share stays in the
-   chapter's module; make sure it computes no answer (it runs in the
-   student's kernel);
-3. ``.venv/bin/python -m pytest tests/test_judges.py
-   tests/test_exercises_<module>.py -q -n 0``: every exercise has a judge
-   here and none in the student's package, and
-   the honest answers get full marks on the hidden cases.
-
-A new exercise written from the start: declare it in the chapter's module
+Adding an exercise
+------------------
+Declare it in the chapter's module
 without ``cases``/``judge``/``replay``, and add its entry to ``JUDGES``
 here; give every ``Wrong`` a ``code``, which the tests assert.
 """
