@@ -2,12 +2,13 @@
 
 Each notebook runs top to bottom in a fresh kernel started in its own folder
 (``nbclient``), exactly as nbval will re-run it, without recording execution
-times and without writing widget state (the book shows a static figure of
-each live widget, see CONTRIBUTING.md). nbconvert's ``ClearMetadataPreprocessor``
-then keeps only the metadata the book reads: cell tags, MyST-NB figure
-captions and alt text, the cells that show library code
-(``scripts/sync_code.py``), the kernelspec and the language. So a re-run of
-unchanged code on the same day gives an unchanged file.
+times and without writing widget state (the book shows a static figure
+of each live widget, see CONTRIBUTING.md). nbconvert's
+``ClearMetadataPreprocessor`` then keeps only the metadata the book
+reads: cell tags, MyST-NB figure captions and alt text, the cells that
+show library code (``scripts/sync_code.py``), the kernelspec and the
+language. So a re-run of unchanged code on the same day gives an
+unchanged file.
 
 It also stamps the notebook with the date and the versions the kernel ran
 with, ``metadata.selfattention = {executed, python, numpy, torch}``; the book
