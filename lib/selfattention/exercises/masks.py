@@ -77,9 +77,9 @@ check_empty_rows = Exercise(
     "ex-masks-nan", kind="Predict", points=0,
     answers=("predicted_rows",), run=_rows_run,
     written="Your committed prediction; your rule for end and start "
-            "padding; and why a NaN row of the first layer reaches the "
-            "second layer's other rows through a key-padding mask that "
-            "hides it, while a row of zeros does not.", written_points=3,
+            "padding; and what the second module's key-padding mask does to "
+            "the first module's NaN rows and to its rows of zeros.",
+    written_points=3,
     references=("torch.nn.MultiheadAttention",
                 "torch.nn.functional.multi_head_attention_forward",
                 "torch.nn.functional.scaled_dot_product_attention",

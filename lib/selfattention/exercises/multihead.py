@@ -53,8 +53,7 @@ check_equivalent = Exercise(
             "this means for the count of 4d² parameters",
     written_points=2,
     success="the outputs are unchanged and the maps come out in the new "
-            "order: heads are unordered, and only W_Q⁽ⁱ⁾W_K⁽ⁱ⁾ᵀ and "
-            "W_V⁽ⁱ⁾W_O⁽ⁱ⁾ matter.",
+            "order.",
     doc="Exercise 3.2: reorder the heads and change each head's basis "
         "without changing the layer.")
 

@@ -34,7 +34,10 @@ def _bias_gradient_run(bias_gradient, G, rows, cols):
 
 
 check_bias_gradient = Exercise(
-    "ex-position-bias-gradient", kind="Derive", points=2,
+    # The gradient is checked (1: with relative_position_index, which
+    # chapter 8 prints, it is one scatter-add); the count and the
+    # consequence are read (2).
+    "ex-position-bias-gradient", kind="Derive", points=1,
     answers=("bias_gradient",), run=_bias_gradient_run,
     references=("selfattention.position.relative_offsets",
                 "selfattention.position.relative_position_bias",
@@ -47,7 +50,7 @@ check_bias_gradient = Exercise(
             "window, which entries of its table does the gradient of the "
             "fewest pairs reach, and what does that mean for how each "
             "entry learns?",
-    written_points=1,
+    written_points=2,
     success="every table entry collects the gradient of every pair of "
             "patches at its offset, and nothing else.",
     doc="Exercise 5.2: the gradient that reaches a table of per-offset "
@@ -89,13 +92,15 @@ def _positions_run(position_experiment, kind, seed):
 check_positions = Exercise(
     # A model trained at home for every possible case (30) answers a
     # replay, and one per drawn seed costs a training run per student: the
-    # points go to the written part, which the instructor reads.
+    # points go to the written part, which the instructor reads (the
+    # sinusoidal inputs, the reading, Table 8; two of the three pairs of
+    # accuracies are printed in the chapter).
     "ex-position-experiment", kind="Experiment", points=0,
     answers=("position_experiment",),
     run=_positions_run, seed=150,
     written="how do learned and sinusoidal positions compare, and what "
             "does that say about ViT's Table 8?",
-    written_points=4,
+    written_points=3,
     success="the tiny ViT trained with learned, sinusoidal or no positions,"
             " measured on intact and shuffled digits.",
     doc="Exercise 5.4: learned against sinusoidal 2-D positions.")

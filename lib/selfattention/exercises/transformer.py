@@ -17,7 +17,9 @@ def _counts_run(block_counts, n, d, h, d_mlp, h_other):
 
 
 check_block_counts = Exercise(
-    # Two counts, each checked (2); two written reasons (2).
+    # Two counts, each checked (2); one written reading of them (1). Why h
+    # appears in neither is printed (chapter 3's eq-mh-params, the success
+    # message), so it is not asked.
     "ex-transformer-counts", kind="Derive", points=2,
     answers=("block_counts",), run=_counts_run,
     seed=61,
@@ -30,8 +32,9 @@ check_block_counts = Exercise(
                 "selfattention.cost.msa_macs",
                 "selfattention.cost.window_msa_macs"),
     written="which term dominates each count for ViT-B (n = 197, d = 768, "
-            "d_mlp = 3072), and why does h appear in neither?",
-    written_points=2,
+            "d_mlp = 3072), and from which n would the term in n² take "
+            "over?",
+    written_points=1,
     success="the parameters and the multiply-adds of a block, for any "
             "width, MLP width and number of tokens, and neither depends "
             "on h.",
@@ -44,9 +47,10 @@ def _limit_run(rollout_limit, maps, residual):
 
 
 check_rollout_limit = Exercise(
-    # The limit, the rate and the code that finds them are checked (3);
-    # the residual's role and the consequence are read (2).
-    "ex-transformer-rollout-limit", kind="Derive", points=3,
+    # The limit and the rate are checked (2; the code that finds both is
+    # one eigendecomposition); the residual's role and the consequence
+    # are read (2).
+    "ex-transformer-rollout-limit", kind="Derive", points=2,
     answers=("rollout_limit",), run=_limit_run,
     # Rollout of many copies of the layer approaches the limit.
     references=("selfattention.interpret.rollout",),
@@ -69,13 +73,14 @@ def _no_position_run(distance_without_position, seed):
 
 check_no_position = Exercise(
     # Numbers a student could make up: the points go to the written
-    # part, which the instructor reads.
+    # part, which the instructor reads (the comparison, the baseline
+    # without positions, the conclusion; the measurement is given).
     "ex-transformer-no-position", kind="Experiment", points=0,
     answers=("distance_without_position",),
     run=_no_position_run, seed=108,
     written="do your distances support the explanation that layer 2 sat "
             "below uniform attention because its heads probe fixed places?",
-    written_points=4,
+    written_points=3,
     success="a model without position embeddings, trained and measured; "
             "compare its distances with the chapter's model.",
     doc="Exercise 6.3: attention distance without position embeddings.")
