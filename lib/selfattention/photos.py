@@ -30,6 +30,7 @@ class Photograph:
 
 
 _SKIMAGE = "skimage.data."
+#: Every photograph this module can load, with its source and licence.
 CATALOGUE = (
     Photograph("astronaut", _SKIMAGE + "astronaut",
                "NASA, Eileen Collins", "public domain"),
@@ -70,6 +71,7 @@ CATALOGUE = (
     Photograph("flower", "sklearn.datasets.load_sample_images",
                "vultilion (Flickr)", "CC BY 2.0"),
 )
+#: The photographs' names, in catalogue order.
 NAMES = tuple(p.name for p in CATALOGUE)
 
 
