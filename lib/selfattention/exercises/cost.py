@@ -55,9 +55,9 @@ def _depth_run(my_conv_depth, my_global_side, grid, k, d):
 check_conv_depth = Exercise(
     "ex-cost-conv-depth", kind="Derive", points=2,
     answers=("my_conv_depth", "my_global_side"), run=_depth_run,
-    written="which convolutions reach Table 1's O(log_k n), and how many "
-            "layers do a 3 × 3 stack and a ViT need on a 56 × 56 grid? What "
-            "does the largest side for d = 768 say, and why does it "
+    written="how many 3 × 3 layers with dilation 2^l make every output of "
+            "a 56 × 56 grid see every pixel, and why is no pixel skipped? "
+            "What does the largest side for d = 768 say, and why does it "
             "overstate attention's advantage over real CNNs?",
     written_points=2, seed=72,
     success="the depth is ceil((max(H, W) - 1) / ((k - 1)/2)) layers, and "
@@ -80,8 +80,8 @@ check_block_memory = Exercise(
     "ex-cost-block-memory", kind="Experiment", points=0,
     answers=("my_block_memory",), run=_memory_run,
     written="measure the peaks over b, n and d, fit them: what does each "
-            "term count, and at which block size would they reach dense "
-            "attention's?", written_points=4,
+            "term count, and which is the largest block size that keeps the "
+            "peak within 64 MB at n = 50,176, d = 16?", written_points=4,
     seed=73,
     success="the measured peaks of blockwise_attention, one per block size.",
     doc="Exercise 7.3: peak memory of blockwise attention against the "

@@ -36,7 +36,7 @@ def _pyramid_run(my_pyramid_entries, my_correlation_macs, H, W, levels, D,
 
 
 check_pyramid = Exercise(
-    "ex-matching-pyramid", kind="Derive", points=2,
+    "ex-matching-pyramid", kind="Derive", points=1,
     answers=("my_pyramid_entries", "my_correlation_macs"), run=_pyramid_run,
     seed=92,
     written="show that the whole pyramid holds less than 4/3 of its finest "

@@ -92,8 +92,9 @@ check_integrated_gradients = Exercise(
     answers=("my_integrated_gradients",),
     run=_gradient_run, seed=113,
     written="show that the attributions sum to f(x) - f(0) up to the "
-            "quadrature error and measure the gap on the tiny ViT against "
-            "input × gradient's; why does a blank patch get exactly 0, and "
+            "quadrature error, measure the gap on the tiny ViT for 1 to 32 "
+            "steps, and the rate at which it falls, against input × "
+            "gradient's; why does a blank patch get exactly 0, and "
             "what does that mean for the head that reads empty space?",
     written_points=3,
     success="the predicted logit's gradient averaged along the path from "

@@ -44,7 +44,7 @@ check_gate_gradients = Exercise(
     references=GRADIENTS,
     seed=91,
     written="why do W_θ and W_φ also receive exactly zero at γ = 0, and "
-            "which parameters move at the second step?",
+            "what is dL/dW_θ at the second step, to first order in γ?",
     written_points=2,
     success="dγ = Σ dL/dz ⊙ u, and both weight gradients carry the factor "
             "γ, so they vanish while the gate is shut.",
@@ -58,8 +58,9 @@ def _sub_run(my_subsampled, X, W_theta, W_phi, W_g):
 
 check_subsampled = Exercise(
     "ex-nonlocal-subsampled", kind="Implement", points=1,
-    written="how many scores does it compute against the N² of "
-            "nonlocal_op, and why are the keys pooled after the embeddings?",
+    written="count the multiply-adds with x pooled before the embeddings "
+            "and with φ, g pooled after: what does pooling first save, and "
+            "when is that a large share?",
     written_points=1,
     answers=("my_subsampled",), run=_sub_run,
     seed=92,
