@@ -120,11 +120,20 @@ exec "$VENV/bin/python" -I -m selfattention_course.gradescope run \
 
 # ------------------------------------------------------------------ building
 def wheel(out: Path, project: Path) -> Path:
-    """Build the book's wheel (no dependencies) into ``out``."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet",
-                    "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(out),
-                    str(project)], check=True)
+    """Build the book's wheel (no dependencies) into ``out``, from a copy of
+    the package's files: setuptools writes its ``build/`` and
+    ``*.egg-info`` beside the sources it builds, and the instructor's
+    checkout stays as it was."""
+    with tempfile.TemporaryDirectory(prefix="selfattention-src-") as tmp:
+        source = Path(tmp)
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(project / name, source / name)
+        shutil.copytree(project / "lib", source / "lib", ignore=(
+            shutil.ignore_patterns("__pycache__", "*.egg-info")))
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet",
+                        "--no-deps", "--no-build-isolation",
+                        "--disable-pip-version-check", "-w", str(out),
+                        str(source)], check=True)
     (made,) = sorted(out.glob("selfattention-*.whl"))
     return made
 
