@@ -126,7 +126,8 @@ FOR_REVIEW_ROUTES = ["global-exec", "input-transformer", "profile-off",
                      "layer-attention", "fast-path", "judge-dict",
                      "judge-attribute", "judge-registry", "reference-dict",
                      "module-in-list", "torch-module-in-list",
-                     "pydoc-locate", "torchscript-string", "sympy-exec"]
+                     "pydoc-locate", "torchscript-string", "sympy-exec",
+                     "judge-reshaped", "reference-retyped"]
 
 
 def routes(port: int, gradebook: Path) -> dict[str, str]:
@@ -707,6 +708,46 @@ G = {}
 parse_expr("exec(s, g)", local_dict={"s": SRC, "g": G}, transformations=())
 my_tempered_attention = G["my_tempered_attention"]
 """ + BISECTION,
+        # The judge's helpers reshaped (one statement merged into another,
+        # one a lambda), and the library's attention retyped with every
+        # name changed.
+        "judge-reshaped": """
+import math
+import numpy as np
+from selfattention.attention import softmax
+def tempered(q, k, t, d):
+    z = q @ np.swapaxes(k, -1, -2) / (math.sqrt(d) * t)
+    return softmax(z)
+largest = lambda q, k, t: tempered(q, k, t[..., None], q.shape[-1]).max(
+    axis=-1)
+def my_tempered_attention(Q, K, V, tau):
+    A = tempered(Q, K, tau[..., None], Q.shape[-1])
+    return A @ V, A
+def temperatures_for(Q, K, p):
+    lo, hi = np.full(p.shape, -30.0), np.full(p.shape, 30.0)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        top = largest(Q, K, np.exp(mid))
+        lo, hi = np.where(top > p, mid, lo), np.where(top > p, hi, mid)
+    return np.exp((lo + hi) / 2)
+""",
+        "reference-retyped": """
+import math
+import numpy as np
+from selfattention.attention import softmax
+def attn(q, k, v, mask=None, bias=None, scale=None):
+    if scale is None:
+        scale = 1 / math.sqrt(q.shape[-1])
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if bias is not None:
+        s = s + bias
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    a = softmax(s)
+    return a @ v, a
+def my_tempered_attention(Q, K, V, tau):
+    return attn(Q / tau[..., None], K, V)
+""" + BISECTION,
         # The instructor's session keyring, inherited by every process.
         "keyring": f'''
 import ctypes
@@ -980,6 +1021,8 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     ("pydoc-locate", "review-dynamic", "import pydoc"),
     ("torchscript-string", "review-dynamic", "torch.jit.CompilationUnit"),
     ("sympy-exec", "review-dynamic", "from sympy.parsing"),
+    ("judge-reshaped", "review-judge", "largest = lambda"),
+    ("reference-retyped", "review-reference", "def attn("),
 ])
 def test_the_first_row_says_what_happened(run, student, code, quoted):
     row = run["book"][student, LABELS[0]]

@@ -16,11 +16,18 @@ process; nothing here runs a line of them) and flags, per exercise:
   library that holds a reference inside (``nn.TransformerEncoderLayer``,
   whose ``self_attn`` is an ``nn.MultiheadAttention``). The code
   an answer can reach starts at the definitions of its names and follows
-  every top-level name they use, in any cell;
-* **the judges' code**: a function of the answer whose code is that of a
-  function the exercise's judge computes an expected answer with (found
-  by reading the judge, :func:`selfattention_course.judges.
-  answer_helpers`), pasted, or retyped under other names;
+  every top-level name they use, in any cell, and the statements that put
+  values into the objects those names hold (``H["k"] = f``, ``box.f =
+  f``, ``L.append(f)``, a function that fills one, with the statements
+  that call it). A copy of a reference (pasted, or retyped under other
+  names for one of ``MIN_STEPS`` statements or more) is looked for in
+  every function and lambda of every cell the student wrote;
+* **the judges' code**: any function or lambda of a cell the student
+  wrote, reached or not, whose code is that of a function the exercise's
+  judge computes an expected answer with (found by reading the judge,
+  :func:`selfattention_course.judges.answer_helpers`), pasted, retyped
+  under other names, or, for a helper of ``FUZZY_STEPS`` statements or
+  more, holding ``FUZZY_SHARE`` of its statements' shapes in any order;
 * **the checks' own code**: anything of ``selfattention.exercises`` other
   than the student tools it offers (a check used as an oracle, its private
   helpers) and anything of ``selfattention_course``;
@@ -31,7 +38,12 @@ process; nothing here runs a line of them) and flags, per exercise:
   computed name (``getattr(x, name)``), dunder and frame attributes
   (``__code__``, ``co_filename``, ``f_back``...), PyTorch's private parts
   (``torch._C``, ``torch._scaled_dot_product_attention_math``), a module
-  the course does not install (one written by the notebook itself).
+  the course does not install (one written by the notebook itself),
+  modules that compile, evaluate or locate code named by a string
+  (``torch.jit``, ``torch.compile``, ``torch.fx``, ``sympy``, ``pydoc``,
+  ``numexpr``, ``unittest.mock``...: a list, not an allow list), and a
+  module object used as a value (kept in a container or an attribute,
+  passed as an argument, returned), through which nothing can be read.
   ``getattr(x, "name")`` and ``hasattr`` with a constant name read as
   ``x.name`` for every check, references included;
 * **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input
