@@ -823,6 +823,7 @@ def large_helpers():
     return found
 
 
+@pytest.mark.slow                   # about 15 s: 29 helpers, 12 chapters
 @pytest.mark.parametrize("label, dotted", large_helpers())
 def test_a_large_helper_trimmed_and_reordered_is_a_copy(built, label,
                                                         dotted):
