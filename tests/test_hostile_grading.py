@@ -99,13 +99,35 @@ def _judge_pasted() -> str:
 
 
 JUDGE_PASTED = _judge_pasted()
+#: The same helpers, kept where the answer reaches them only through an
+#: object: a dict, an attribute, a registry a decorator fills.
+JUDGE_HELPERS = JUDGE_PASTED.split("def my_tempered_attention")[0]
+TEMPERED_BY = ("def my_tempered_attention(Q, K, V, tau):\n"
+               "    A = {}(Q, K, tau[..., None], Q.shape[-1])\n"
+               "    return A @ V, A\n")
+#: The other answer of 1.1, found by bisection on the first: a route that
+#: answers the first answers both.
+BISECTION = """
+import numpy as np
+def temperatures_for(Q, K, p):
+    lo, hi = np.full(p.shape, -30.0), np.full(p.shape, 30.0)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        top = my_tempered_attention(Q, K, K, np.exp(mid))[1].max(axis=-1)
+        lo, hi = np.where(top > p, mid, lo), np.where(top > p, hi, mid)
+    return np.exp((lo + hi) / 2)
+"""
 #: The routes of the tripwire's gaps: every one of them is for review.
 FOR_REVIEW_ROUTES = ["global-exec", "input-transformer", "profile-off",
                      "thread", "co-filename", "recompiled-source",
                      "shifted-shown-cell", "encoded-setup",
                      "private-helpers", "shortcut-sdpa", "shortcut-alias",
                      "computed-name", "judge-pasted", "judge-retyped",
-                     "layer-attention", "fast-path"]
+                     "layer-attention", "fast-path", "judge-dict",
+                     "judge-attribute", "judge-registry", "reference-dict",
+                     "module-in-list", "torch-module-in-list",
+                     "pydoc-locate", "torchscript-string", "sympy-exec",
+                     "judge-reshaped", "reference-retyped"]
 
 
 def routes(port: int, gradebook: Path) -> dict[str, str]:
@@ -603,6 +625,129 @@ def my_tempered_attention(Q, K, V, tau):
     A = np.ones(Q.shape[:-1] + K.shape[1:2]) / K.shape[1]
     return out.numpy()[..., :V.shape[-1]], A
 """,
+        # The judge's helpers pasted, reached only through a dict, an
+        # attribute of an object, a registry filled by a decorator.
+        "judge-dict": JUDGE_HELPERS + 'H = {}\nH["t"] = _tempered\n' +
+        TEMPERED_BY.format('H["t"]') + BISECTION,
+        "judge-attribute": JUDGE_HELPERS + "class Box:\n    pass\n"
+        "box = Box()\nbox.t = _tempered\n" + TEMPERED_BY.format("box.t") +
+        BISECTION,
+        "judge-registry": "REG = {}\ndef reg(f):\n    REG[f.__name__] = f\n"
+        "    return f\n" + JUDGE_HELPERS.replace("def _", "@reg\ndef _") +
+        TEMPERED_BY.format('REG["_tempered"]') + BISECTION,
+        # The library's attention kept in a dict, reached through a list
+        # holding its module, nn.MultiheadAttention through a list holding
+        # torch.nn, and found by pydoc from a string.
+        "reference-dict": """
+import selfattention.attention as sa
+R = {}
+R["a"] = sa.attention
+def my_tempered_attention(Q, K, V, tau):
+    return R["a"](Q / tau[..., None], K, V)
+""" + BISECTION,
+        "module-in-list": """
+import selfattention.attention as sa
+def my_tempered_attention(Q, K, V, tau):
+    return [sa][0].attention(Q / tau[..., None], K, V)
+""" + BISECTION,
+        "torch-module-in-list": """
+import numpy as np, torch
+def my_tempered_attention(Q, K, V, tau):
+    B, n, d = Q.shape
+    mha = [torch.nn][0].MultiheadAttention(d, 1, bias=False,
+                                           batch_first=True,
+                                           dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.eye(d).repeat(3, 1))
+        mha.out_proj.weight.copy_(torch.eye(d))
+    _, a = mha(torch.tensor(Q / tau[..., None]), torch.tensor(K),
+               torch.tensor(K))
+    A = a.detach().numpy()
+    return A @ V, A
+""" + BISECTION,
+        "pydoc-locate": """
+import pydoc
+att = pydoc.locate("selfattention.attention." + "attention")
+def my_tempered_attention(Q, K, V, tau):
+    return att(Q / tau[..., None], K, V)
+""" + BISECTION,
+        # PyTorch's fused attention compiled from a string by TorchScript
+        # (the weights as its output for the identity as values), and the
+        # library's attention run by an exec that sympy's parser calls,
+        # then the tripwire's record cleared from the harvest's frames.
+        "torchscript-string": '''
+import numpy as np, torch
+cu = torch.jit.CompilationUnit("""
+def f(q, k, v):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+""")
+def my_tempered_attention(Q, K, V, tau):
+    q, k = torch.tensor(Q / tau[..., None]), torch.tensor(K)
+    eye = torch.eye(K.shape[-2], dtype=q.dtype).expand(K.shape[0], -1, -1)
+    A = cu.f(q, k, eye).numpy()
+    return A @ V, A
+''' + BISECTION,
+        "sympy-exec": """
+from sympy.parsing.sympy_parser import parse_expr
+SRC = '''
+import sys
+import selfattention.attention as sa
+def cloak():
+    f = sys._getframe(1)
+    while f is not None:
+        w = f.f_locals.get("wire")
+        if w is not None and hasattr(w, "called"):
+            w.called.clear()
+        f = f.f_back
+def my_tempered_attention(Q, K, V, tau):
+    out = sa.attention(Q / tau[..., None], K, V)
+    cloak()
+    return out
+'''
+G = {}
+parse_expr("exec(s, g)", local_dict={"s": SRC, "g": G}, transformations=())
+my_tempered_attention = G["my_tempered_attention"]
+""" + BISECTION,
+        # The judge's helpers reshaped (one statement merged into another,
+        # one a lambda), and the library's attention retyped with every
+        # name changed.
+        "judge-reshaped": """
+import math
+import numpy as np
+from selfattention.attention import softmax
+def tempered(q, k, t, d):
+    z = q @ np.swapaxes(k, -1, -2) / (math.sqrt(d) * t)
+    return softmax(z)
+largest = lambda q, k, t: tempered(q, k, t[..., None], q.shape[-1]).max(
+    axis=-1)
+def my_tempered_attention(Q, K, V, tau):
+    A = tempered(Q, K, tau[..., None], Q.shape[-1])
+    return A @ V, A
+def temperatures_for(Q, K, p):
+    lo, hi = np.full(p.shape, -30.0), np.full(p.shape, 30.0)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        top = largest(Q, K, np.exp(mid))
+        lo, hi = np.where(top > p, mid, lo), np.where(top > p, hi, mid)
+    return np.exp((lo + hi) / 2)
+""",
+        "reference-retyped": """
+import math
+import numpy as np
+from selfattention.attention import softmax
+def attn(q, k, v, mask=None, bias=None, scale=None):
+    if scale is None:
+        scale = 1 / math.sqrt(q.shape[-1])
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if bias is not None:
+        s = s + bias
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    a = softmax(s)
+    return a @ v, a
+def my_tempered_attention(Q, K, V, tau):
+    return attn(Q / tau[..., None], K, V)
+""" + BISECTION,
         # The instructor's session keyring, inherited by every process.
         "keyring": f'''
 import ctypes
@@ -865,6 +1010,19 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     ("judge-retyped", "review-judge", "def weights("),
     ("layer-attention", "review-reference", "nn.TransformerEncoderLayer("),
     ("fast-path", "review-reference", "torch.nn.TransformerEncoderLayer("),
+    # the helpers and a reference reached through objects only; a module
+    # kept in a list; code compiled or run from strings
+    ("judge-dict", "review-judge", "def _scores("),
+    ("judge-attribute", "review-judge", "def _scores("),
+    ("judge-registry", "review-judge", "def _scores("),
+    ("reference-dict", "review-reference", 'R["a"] = sa.attention'),
+    ("module-in-list", "review-dynamic", "[sa][0].attention"),
+    ("torch-module-in-list", "review-dynamic", "[torch.nn][0]"),
+    ("pydoc-locate", "review-dynamic", "import pydoc"),
+    ("torchscript-string", "review-dynamic", "torch.jit.CompilationUnit"),
+    ("sympy-exec", "review-dynamic", "from sympy.parsing"),
+    ("judge-reshaped", "review-judge", "largest = lambda"),
+    ("reference-retyped", "review-reference", "def attn("),
 ])
 def test_the_first_row_says_what_happened(run, student, code, quoted):
     row = run["book"][student, LABELS[0]]

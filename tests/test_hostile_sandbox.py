@@ -180,6 +180,19 @@ def my_tempered_attention(Q, K, V, tau):
     E = np.exp(S - S.max(axis=-1, keepdims=True))
     A = E / E.sum(axis=-1, keepdims=True)
     return A @ V, A, np.zeros(2 * 2 ** 20)
+def temperatures_for(Q, K, p):
+    return np.ones(p.shape)
+''',
+        # Outputs of 31 MB per case, about 94 MB in all: past the
+        # sandbox's limit on the size of one file, which a result written
+        # whole would hit partway.
+        "far-too-large": '''
+import numpy as np
+HUGE = np.zeros(3_900_000)
+def my_tempered_attention(Q, K, V, tau):
+    return HUGE, np.zeros(1)
+def temperatures_for(Q, K, p):
+    return np.ones(p.shape)
 ''',
         # A notebook that sleeps into its time limit is not starved
         # by anyone, and is graded once.
@@ -257,9 +270,12 @@ def test_every_hostile_notebook_scores_zero(run, student):
 
 @pytest.mark.slow
 def test_a_result_over_the_size_limit_is_too_large_not_forged(run):
-    row = run["book"]["too-large", LABELS[0]]
-    assert row.points == 0 and row.code == "too-large", (row.code,
-                                                         row.feedback)
+    # just past the limit, and far past it (past the size of one file
+    # the sandbox lets a job write)
+    for student in ("too-large", "far-too-large"):
+        row = run["book"][student, LABELS[0]]
+        assert row.points == 0 and row.code == "too-large", (
+            student, row.code, row.feedback)
 
 
 @pytest.mark.slow

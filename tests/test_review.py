@@ -15,7 +15,8 @@ import pytest
 from selfattention_course import assign
 from selfattention_course.grade import load_manifest
 from selfattention_course.review import cell_digest, review
-from test_hostile_grading import ENCODED, FOR_REVIEW_ROUTES, SHOWN, routes
+from test_hostile_grading import (ENCODED, FOR_REVIEW_ROUTES, JUDGE_PASTED,
+                                  SHOWN, routes)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -219,6 +220,68 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
      "try:\n    raise ValueError\nexcept* ValueError:\n"
      "    my_tempered_attention = lambda Q, K, V, tau: lib_att(Q, K, V)",
      "reference"),
+    # a reference reached through an object that code fills: a dict, an
+    # attribute, a list's append, setattr, a registry a function fills
+    ("import selfattention.attention as sa\nR = {}\nR['a'] = sa.attention\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return R['a'](Q, K, V)", "reference"),
+    ("import selfattention.attention as sa\nclass Box:\n    pass\n"
+     "box = Box()\nbox.f = sa.attention\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return box.f(Q, K, V)", "reference"),
+    ("import selfattention.attention as sa\nL = []\nL.append(sa.attention)\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return L[0](Q, K, V)", "reference"),
+    ("import selfattention.attention as sa\nclass Box:\n    pass\n"
+     "box = Box()\nsetattr(box, 'f', sa.attention)\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return box.f(Q, K, V)", "reference"),
+    ("import selfattention.attention as sa\nREG = {}\n"
+     "def reg(f):\n    REG['a'] = f\n    return f\nreg(sa.attention)\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return REG['a'](Q, K, V)", "reference"),
+    # a module used as a value: in a list, a dict, an argument, returned,
+    # a default, stored in an attribute
+    ("import selfattention.attention as sa\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return [sa][0].attention(Q, K, V)", "dynamic"),
+    ("import selfattention\nM = {'m': selfattention.attention}\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return M['m'].attention(Q, K, V)", "dynamic"),
+    ("import torch\ndef pick(m):\n    return m\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return pick(torch.nn).MultiheadAttention(4, 1)", "dynamic"),
+    ("import selfattention.attention as sa\ndef lib():\n    return sa\n"
+     "def my_tempered_attention(Q, K, V, tau):\n"
+     "    return lib().attention(Q, K, V)", "dynamic"),
+    ("import selfattention.attention as sa\n"
+     "def my_tempered_attention(Q, K, V, tau, m=sa):\n"
+     "    return m.attention(Q, K, V)", "dynamic"),
+    ("import torch.nn as tnn\nclass Box:\n    pass\nbox = Box()\n"
+     "box.m = tnn\ndef my_tempered_attention(Q, K, V, tau):\n"
+     "    return box.m.MultiheadAttention(4, 1)", "dynamic"),
+    ("import __main__\nparts = [__main__]", "dynamic"),
+    # code compiled or evaluated from strings, frames and the heap
+    ("import torch\ncu = torch.jit.CompilationUnit('def f(x):\\n"
+     "    return x')", "dynamic"),
+    ("from torch import jit", "dynamic"),
+    ("import torch\nf = torch.compile(lambda x: x)", "dynamic"),
+    ("import torch.fx", "dynamic"),
+    ("from torch.utils import cpp_extension", "dynamic"),
+    ("from sympy.parsing.sympy_parser import parse_expr", "dynamic"),
+    ("import sympy\nsympy.sympify('1 + 1')", "dynamic"),
+    ("import pydoc\nf = pydoc.locate('selfattention.attention')", "dynamic"),
+    ("from unittest import mock", "dynamic"),
+    ("import sys\nf = sys._getframe(0)", "dynamic"),
+    ("import logging\nf = logging.currentframe()", "dynamic"),
+    ("import typing\nh = typing.get_type_hints(print)", "dynamic"),
+    ("import gc\nn = len(gc.get_objects())", "dynamic"),
+    # a judge's helper pasted and kept where no answer reaches it, and
+    # the same as a lambda
+    (JUDGE_PASTED.split("def my_tempered_attention")[0] +
+     "H = {'t': _tempered}", "judge"),
+    ("largest = lambda q, k, t: tempered(q, k, t[..., None], "
+     "q.shape[-1]).max(axis=-1)", "judge"),
 ])
 def test_routes_are_flagged_with_their_kind(built, source, kind):
     found, _ = with_cell(built, source)
@@ -239,6 +302,16 @@ def test_routes_are_flagged_with_their_kind(built, source, kind):
     "if 'model' not in globals():\n    model = None",
     "import torch\nmodel = torch.nn.Linear(2, 2).eval()",
     "import numpy as np\nx = getattr(np.zeros(2), 'shape', None)",
+    # modules named, helped, their functions and classes kept in lists,
+    # compiled patterns, stacks of arrays
+    "import numpy as np\nhelp(np)",
+    "import numpy as np\nfns = [np.mean, np.median]\n"
+    "x = np.stack([np.zeros(2)])",
+    "import re\npattern = re.compile('[a-z]+')",
+    "import torch\nlayers = [torch.nn.Linear(2, 2), torch.nn.ReLU()]\n"
+    "model = torch.nn.Sequential(*layers)",
+    "results = {}\nresults['tempered'] = 1.0\nclass Box:\n    pass\n"
+    "box = Box()\nbox.x = 2",
 ])
 def test_plain_code_is_not_flagged(built, source):
     found, _ = with_cell(built, source)
@@ -707,3 +780,76 @@ def test_a_broken_answer_cell_leaves_the_earlier_answer_judged(built):
 def test_near_misses_of_honest_habits_are_for_review(built, sources):
     found = solved_with(built, sources)
     assert found["ex-definition-tempered"], sources
+
+
+def test_a_listed_reference_retyped_under_other_names_is_a_reference(built):
+    """The library's attention with every name renamed, the answer calling
+    it: a copy by its shape (a reference of a few statements at least)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from selfattention import attention
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(
+        attention.attention))).body[0]
+    source = (ast.unparse(retyped(tree)) + "\n\n" + TEMPERED +
+              "my_attention(Q / tau[..., None], K, V)\n")
+    found, _ = with_cell(built, source)
+    first = found["ex-definition-tempered"][0]
+    assert first.kind == "reference" and "attention.attention" in first.what
+    assert first.text.startswith("def my_attention(")
+
+
+def large_helpers():
+    """(exercise, helper) for every helper of a judge long
+    enough (FUZZY_STEPS statements) to be recognised with statements
+    left out."""
+    import ast
+    import inspect
+    import textwrap
+
+    from selfattention_course.judges import answer_helpers
+    from selfattention_course.review import FUZZY_STEPS, _steps
+
+    found = []
+    for _, pairs in judge_helper_routes():
+        for label, dotted in pairs:
+            fn = answer_helpers(EXERCISES[label].grading())[dotted]
+            tree = ast.parse(textwrap.dedent(inspect.getsource(
+                inspect.unwrap(fn)))).body[0]
+            if len(_steps(tree)) >= FUZZY_STEPS:
+                found.append((label, dotted))
+    return found
+
+
+@pytest.mark.slow                   # about 15 s: 29 helpers, 12 chapters
+@pytest.mark.parametrize("label, dotted", large_helpers())
+def test_a_large_helper_trimmed_and_reordered_is_a_copy(built, label,
+                                                        dotted):
+    """A judge's helper of many statements (6.4's ``_measured_shift``,
+    10's ``bilinear_lookup``), every name renamed, one statement in five
+    left out and the last two before its return swapped: still a copy of
+    it (the shapes of most of its statements are there)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from selfattention_course.judges import answer_helpers
+
+    _, chapters = built
+    stem = next(stem for stem, chapter in chapters.items()
+                if any(e["label"] == label for e in chapter["exercises"]))
+    answers = {e["label"]: e["answers"] for e in chapters[stem]["exercises"]}
+    fn = answer_helpers(EXERCISES[label].grading())[dotted]
+    tree = retyped(ast.parse(textwrap.dedent(inspect.getsource(
+        inspect.unwrap(fn)))).body[0])
+    body = [s for s in tree.body if not (isinstance(s, ast.Expr) and
+                                         isinstance(s.value, ast.Constant))]
+    kept = [s for i, s in enumerate(body[:-1]) if i % 5 != 4]
+    kept[-2:] = kept[-2:][::-1]
+    tree.body = kept + body[-1:]
+    source = (ast.unparse(tree) + f"\n\ndef {answers[label][0]}"
+              f"(*args, **kw):\n    return {tree.name}(*args, **kw)\n")
+    found = with_cell_in(built, stem, source)[label]
+    assert any(f.kind == "judge" and dotted in f.what for f in found), found

@@ -16,11 +16,18 @@ process; nothing here runs a line of them) and flags, per exercise:
   library that holds a reference inside (``nn.TransformerEncoderLayer``,
   whose ``self_attn`` is an ``nn.MultiheadAttention``). The code
   an answer can reach starts at the definitions of its names and follows
-  every top-level name they use, in any cell;
-* **the judges' code**: a function of the answer whose code is that of a
-  function the exercise's judge computes an expected answer with (found
-  by reading the judge, :func:`selfattention_course.judges.
-  answer_helpers`), pasted, or retyped under other names;
+  every top-level name they use, in any cell, and the statements that put
+  values into the objects those names hold (``H["k"] = f``, ``box.f =
+  f``, ``L.append(f)``, a function that fills one, with the statements
+  that call it). A copy of a reference (pasted, or retyped under other
+  names for one of ``MIN_STEPS`` statements or more) is looked for in
+  every function and lambda of every cell the student wrote;
+* **the judges' code**: any function or lambda of a cell the student
+  wrote, reached or not, whose code is that of a function the exercise's
+  judge computes an expected answer with (found by reading the judge,
+  :func:`selfattention_course.judges.answer_helpers`), pasted, retyped
+  under other names, or, for a helper of ``FUZZY_STEPS`` statements or
+  more, holding ``FUZZY_SHARE`` of its statements' shapes in any order;
 * **the checks' own code**: anything of ``selfattention.exercises`` other
   than the student tools it offers (a check used as an oracle, its private
   helpers) and anything of ``selfattention_course``;
@@ -31,7 +38,12 @@ process; nothing here runs a line of them) and flags, per exercise:
   computed name (``getattr(x, name)``), dunder and frame attributes
   (``__code__``, ``co_filename``, ``f_back``...), PyTorch's private parts
   (``torch._C``, ``torch._scaled_dot_product_attention_math``), a module
-  the course does not install (one written by the notebook itself).
+  the course does not install (one written by the notebook itself),
+  modules that compile, evaluate or locate code named by a string
+  (``torch.jit``, ``torch.compile``, ``torch.fx``, ``sympy``, ``pydoc``,
+  ``numexpr``, ``unittest.mock``...: a list, not an allow list), and a
+  module object used as a value (kept in a container or an attribute,
+  passed as an argument, returned), through which nothing can be read.
   ``getattr(x, "name")`` and ``hasattr`` with a constant name read as
   ``x.name`` for every check, references included;
 * **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input
@@ -146,6 +158,24 @@ DYNAMIC_MODULES = {
     "traitlets": "reaches the kernel's configuration",
     "jupyter_client": "reaches the kernel",
     "selfattention_course": "reaches the grader's code",
+    "pydoc": "imports a module a string names (pydoc.locate)",
+    "sympy": "parses and runs strings as code (sympify, parse_expr, "
+             "lambdify)",
+    "numexpr": "evaluates strings as code",
+    "unittest": "replaces objects the checks use (unittest.mock)",
+    "rlcompleter": "evaluates strings as code",
+    "logging.config": "builds objects named by strings",
+    "torch.jit": "compiles code from strings and hides what it calls "
+                 "(TorchScript)",
+    "torch.compiler": "compiles code and hides what it calls",
+    "torch.fx": "builds code from graphs and hides what it calls",
+    "torch.export": "compiles code and hides what it calls",
+    "torch.package": "loads objects that run code",
+    "torch.hub": "loads code from elsewhere",
+    "torch.onnx": "compiles code and hides what it calls",
+    "torch.library": "registers operators that replace PyTorch's",
+    "torch.utils.cpp_extension": "compiles and loads code",
+    "numpy.f2py": "compiles and loads code",
     "operator": None,      # flagged by attribute (attrgetter...) only
     "os": None,            # flagged by attribute (os.system...) only
 }
@@ -167,7 +197,8 @@ DYNAMIC_ATTRS = {
     "input_transformers_cleanup", "input_transformers_post",
     "ast_transformers", "register_magic_function", "set_hook",
     "run_cell", "run_line_magic", "run_cell_magic", "user_ns",
-    "attrgetter", "methodcaller", "read_pickle", "_ip",
+    "attrgetter", "methodcaller", "read_pickle", "_ip", "_evaluate",
+    "get_field", "currentframe",
 }
 #: Attributes that reach IPython's shell or run what it runs, whatever they
 #: are read from (``ipywidgets.get_ipython()``, ``shell.ex(code)``).
@@ -189,12 +220,24 @@ MODULE_ATTRS = {
             "setrecursionlimit", "exit", "monitoring", "addaudithook",
             "displayhook", "excepthook", "breakpointhook", "__stdout__",
             "__stderr__"},
-    "torch": {"load", "ops", "_C", "_VF"},
-    "numpy": {"load"},
+    "torch": {"load", "ops", "_C", "_VF", "jit", "compile", "compiler",
+              "fx", "export", "package", "hub", "onnx", "library"},
+    "torch.utils": {"cpp_extension"},
+    "numpy": {"load", "f2py"},
+    "scipy": {"LowLevelCallable"},
+    "typing": {"get_type_hints"},
+    "pandas": {"eval", "read_pickle"},
 }
 #: What the attributes of MODULE_ATTRS do, when not the default.
-MODULE_REASONS = {"torch": "loads objects that run code, or reaches "
-                           "PyTorch's internal operators",
+MODULE_REASONS = {"torch": "loads objects that run code, compiles code "
+                           "that hides what it calls (torch.jit, "
+                           "torch.compile, torch.fx), or reaches PyTorch's "
+                           "internal operators",
+                  "torch.utils": "compiles and loads code",
+                  "scipy": "calls code by its address",
+                  "typing": "evaluates strings as code",
+                  "pandas": "evaluates strings as code or loads objects "
+                            "that run code",
                   "numpy": "loads objects that run code"}
 #: Functions of ``platform`` (Python 3.11's platform.py) that neither
 #: start a process nor read a file on Linux: ``os.uname`` fields and
@@ -841,7 +884,7 @@ class _Reference:
         self.short = dotted.rsplit(".", 1)[-1]
         self.obj = _lookup(dotted)
         self.method = False
-        self.code = None
+        self.code = self.shape = None
         if self.obj is not None:
             owner = _lookup(dotted.rsplit(".", 1)[0])
             self.method = isinstance(owner, type)     # torch.Tensor.backward
@@ -852,6 +895,12 @@ class _Reference:
                     ast.parse(source))).body[0]
                 if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self.code = _body_dump(tree)
+                    # retyped under other names: for a reference of a
+                    # few statements at least (a two-line softmax is
+                    # anyone's)
+                    if _size(tree) >= SHAPE_NODES and \
+                            len(_steps(tree)) >= MIN_STEPS:
+                        self.shape = _shape_dump(tree)
             except (OSError, TypeError, SyntaxError, IndexError):
                 pass
 
@@ -908,8 +957,28 @@ class _Helper:
             return True
         if self.shape is None or _size(node) < SHAPE_NODES:
             return False
-        return _shape_dump(node) == self.shape or (
-            bool(self.steps) and _in_order(self.steps, _steps(node)))
+        if _shape_dump(node) == self.shape:
+            return True
+        if not self.steps:
+            return False
+        theirs = _steps(node)
+        return _in_order(self.steps, theirs) or (
+            len(self.steps) >= FUZZY_STEPS and
+            _shared(self.steps, theirs) >= FUZZY_SHARE * len(self.steps))
+
+
+#: A helper of at least this many statements is also recognised when at
+#: least FUZZY_SHARE of its statements' shapes are found in a function,
+#: in any order (statements trimmed, moved, added).
+FUZZY_STEPS = 10
+FUZZY_SHARE = 0.75
+
+
+def _shared(wanted: list[str], steps: list[str]) -> int:
+    """How many of ``wanted`` are among ``steps`` (each used once)."""
+    from collections import Counter
+
+    return sum((Counter(wanted) & Counter(steps)).values())
 
 
 #: A helper of at least this many statements is also recognised with
@@ -1183,6 +1252,95 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
                 found.append(_finding(cell, node, "hook",
                                       f"rebinds the builtin name "
                                       f"`{hit[0]}`"))
+    return found
+
+
+def _value_places(tree):
+    """The expressions of ``tree`` whose object is kept or handed on: an
+    item of a list, tuple, set or dict, an argument, a value stored into
+    an item or an attribute, a return or yield, a default, a lambda's
+    body, the value of ``:=``."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            yield from node.elts
+        elif isinstance(node, ast.Dict):
+            yield from (k for k in node.keys if k is not None)
+            yield from node.values
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == "help":
+                continue                  # help(np): read as the name
+            yield from node.args
+            yield from (k.value for k in node.keywords)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) \
+                else [node.target]
+            if node.value is not None and any(
+                    isinstance(t, (ast.Subscript, ast.Attribute))
+                    for t in targets):
+                yield node.value
+        elif isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom,
+                               ast.NamedExpr)) and node.value is not None:
+            yield node.value
+        elif isinstance(node, ast.Lambda):
+            yield node.body
+            yield from node.args.defaults
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from node.args.defaults
+            yield from (d for d in node.args.kw_defaults if d)
+        elif isinstance(node, ast.Starred):
+            yield node.value
+
+
+def _is_module(dotted: str, imported: set[str]) -> bool:
+    """Whether the dotted name stands for a module: one an ``import``
+    statement binds, one the grader has imported, or (for the course's
+    own packages) one found by looking it up."""
+    if dotted in imported or dotted == "__main__":
+        return True
+    import sys
+    if dotted in sys.modules:
+        return True
+    if dotted.split(".")[0] in TRUSTED_ROOTS:
+        return isinstance(_lookup(dotted), types.ModuleType)
+    return False
+
+
+def _module_values(cell: _Cell, names: _Names) -> list[Finding]:
+    """A module object (the library's, PyTorch's, any) used as a value in
+    a cell the student wrote: kept in a list, a dict or an attribute,
+    passed as an argument, returned. What is reached through it then
+    hides from the review (``[sa][0].attention``, ``R["m"] =
+    torch.nn``), so the notebook goes for review."""
+    if cell.tree is None or cell.inert:
+        return []
+    imported = {v for found in names.bound.values()
+                for _, node, v in found
+                if isinstance(node, ast.Import) and isinstance(v, str)}
+    outer = {id(n) for n in _global_loads(cell.tree)}
+    found, read = [], {}                  # a global name reads the same
+    for value in _value_places(cell.tree):
+        parts = _dotted(value)
+        if not parts:
+            continue
+        root = value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if id(root) not in outer:
+            continue                      # a parameter, a local
+        text = ".".join(parts)
+        if text not in read:
+            meanings = names.meanings(value) if parts[0] in names.bound \
+                else {text}
+            read[text] = next((m for m in sorted(meanings)
+                               if "?" not in m.split(".") and
+                               _is_module(m, imported)), None)
+        hit = read[text]
+        if hit is not None:
+            found.append(_finding(
+                cell, value, "dynamic",
+                f"uses the module {hit} as a value (kept in a container "
+                f"or an attribute, passed on or returned), through which "
+                f"the grader cannot follow what is called"))
     return found
 
 
@@ -1494,21 +1652,117 @@ def _magic_nodes(tree) -> set[int]:
     return found
 
 
-def _reach(names: _Names, answers) -> list[tuple[_Cell, ast.AST]]:
+def _reach(names: _Names, answers, filled=None) -> list[tuple[_Cell,
+                                                             ast.AST]]:
     """The definitions an answer can reach: those of its names and, in
-    turn, of every top-level name they use."""
+    turn, of every top-level name they use; for a name whose object code
+    fills (``H["k"] = f``, ``box.f = f``, ``H.append(f)``, a function that
+    does so, such as a decorator that registers), the statements that
+    fill it too (see :func:`_filling`)."""
+    stores, writers, loaders = filled or ({}, {}, {})
     todo, seen, nodes = list(answers), set(), []
+
+    def add(cell, node):
+        nodes.append((cell, node))
+        for inner in _global_loads(node):
+            if inner.id in names.bound:
+                todo.append(inner.id)
+
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
         for cell, node, _ in names.bound.get(name, ()):
-            nodes.append((cell, node))
-            for inner in _global_loads(node):
-                if inner.id in names.bound:
-                    todo.append(inner.id)
+            add(cell, node)
+        for cell, node in stores.get(name, ()):
+            add(cell, node)
+        for writer in writers.get(name, ()):     # and whatever it is given
+            todo.append(writer)
+            for cell, node in loaders.get(writer, ()):
+                add(cell, node)
     return nodes
+
+
+#: Methods that put a value into the object they are called on.
+FILLING_METHODS = {"append", "extend", "insert", "update", "setdefault",
+                   "add", "__setitem__", "__setattr__", "put"}
+
+
+def _filled_root(node) -> str | None:
+    """The name whose object ``node`` (a store target or a call) puts a
+    value into: ``H`` of ``H["k"] = f``, ``box.f = f``, ``H.append(f)``,
+    ``setattr(box, "f", f)``."""
+    if isinstance(node, ast.Call):
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id == "setattr" and node.args:
+            node = ast.Attribute(value=node.args[0], attr="?",
+                                 ctx=ast.Store())
+        elif isinstance(fn, ast.Attribute) and fn.attr in FILLING_METHODS:
+            node = fn
+        else:
+            return None
+    if not isinstance(node, (ast.Subscript, ast.Attribute)):
+        return None
+    root = node
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    return root.id if isinstance(root, ast.Name) else None
+
+
+def _filling(cells: list[_Cell], names: _Names) -> tuple:
+    """Where the notebook puts values into objects its names hold:
+    ``(stores, writers, loaders)``: the top-level statements that fill the
+    object of a name (its value bound by code, not an import), the
+    functions that fill it from inside, and the top-level statements that
+    use each function (a call, a decorator)."""
+    stores: dict[str, list] = {}
+    writers: dict[str, set] = {}
+    loaders: dict[str, list] = {}
+    compound = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With,
+                ast.AsyncWith, ast.Try, ast.Match)
+    data = {name for name, found in names.bound.items()
+            if any(not isinstance(v, str) for _, _, v in found)}
+    for cell in cells:
+        if cell.tree is None:
+            continue
+        for stmt in cell.tree.body:
+            for node in _module_level(stmt):
+                if isinstance(node, compound):
+                    continue
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                     ast.ClassDef)):
+                    for deco in node.decorator_list:
+                        for inner in _global_loads(deco):
+                            loaders.setdefault(inner.id, []).append(
+                                (cell, node))
+                    if isinstance(node, ast.ClassDef):
+                        continue
+                    outer = {id(n) for n in _global_loads(node)}
+                    for inner in ast.walk(node):
+                        root = _filled_root(inner) if isinstance(
+                            inner, ast.Call) else None
+                        if root is None and isinstance(
+                                inner, (ast.Subscript, ast.Attribute)) and \
+                                isinstance(inner.ctx, ast.Store):
+                            root = _filled_root(inner)
+                        if root in data and any(
+                                isinstance(n, ast.Name) and n.id == root and
+                                id(n) in outer for n in ast.walk(inner)):
+                            writers.setdefault(root, set()).add(node.name)
+                    continue
+                for inner in _global_loads(node):
+                    loaders.setdefault(inner.id, []).append((cell, node))
+                for inner in ast.walk(node):
+                    root = None
+                    if isinstance(inner, ast.Call):
+                        root = _filled_root(inner)
+                    elif isinstance(inner, (ast.Subscript, ast.Attribute)) \
+                            and isinstance(inner.ctx, ast.Store):
+                        root = _filled_root(inner)
+                    if root in data:
+                        stores.setdefault(root, []).append((cell, node))
+    return stores, writers, loaders
 
 
 def _odd_bindings(cells: list[_Cell], answers) -> list[Finding]:
@@ -1657,24 +1911,42 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
                         f"is the chapter's own {ref.dotted}, which this "
                         f"exercise asks you to write yourself"))
                     break
-    if not cell.trusted:                 # every def, methods and inner ones
-        for inner in ast.walk(node):
-            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found += _copies(cell, inner, refs, helpers)
     return found
 
 
+#: What a copy of a reference or a helper can be written as: a def (a
+#: method, an inner one) or a lambda (read as a def returning its body).
+_COPYABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _as_def(node):
+    """A lambda as the def that returns its body (named ``lambda_``)."""
+    if not isinstance(node, ast.Lambda):
+        return node
+    made = ast.FunctionDef(name="lambda_", args=node.args,
+                           body=[ast.Return(value=node.body)],
+                           decorator_list=[], returns=None)
+    return ast.fix_missing_locations(ast.copy_location(made, node))
+
+
 def _copies(cell: _Cell, node, refs, helpers) -> list[Finding]:
-    """A function of a cell the student wrote that is a copy of a
-    reference's code or of a judge's helper."""
+    """A function of a cell the student wrote (any def, method or lambda,
+    whether an answer reaches it or not) that is a copy of a reference's
+    code or of a judge's helper."""
     found = []
+    node = _as_def(node)
     try:
         mine = _body_dump(node)
     except SyntaxError:
         mine = None
+    shape = None
     for ref in refs:
+        if ref.shape is not None and shape is None and \
+                _size(node) >= SHAPE_NODES:
+            shape = _shape_dump(node)
         if ref.code is not None and mine == ref.code.replace(
-                f"'{ref.short}'", f"'{node.name}'", 1):
+                f"'{ref.short}'", f"'{node.name}'", 1) or (
+                ref.shape is not None and shape == ref.shape):
             found.append(_finding(
                 cell, node, "reference",
                 f"is a copy of {ref.dotted}, which this exercise asks you "
@@ -1770,15 +2042,28 @@ def _review(nb, exercises, book_cells):
             where = cell
             if not cell.trusted:
                 everywhere += _dynamic(cell, names, streams)
+                everywhere += _module_values(cell, names)
+        filled = _filling(cells, names)
+        own = [c for c in cells if not c.trusted and c.tree is not None
+               and not c.inert]
         for label, (answers, references, *judge) in exercises.items():
             refs = [_reference(r) for r in references]
             helpers = _helpers(label, judge[0]) if judge and \
                 judge[0] is not None else ()
             found = _odd_bindings(cells, set(answers))
-            for cell, node in _reach(names, answers):
+            reached = set()
+            for cell, node in _reach(names, answers, filled):
                 where = cell
+                reached.add(id(node))
                 found += _uses(cell, node, names, refs, set(answers),
                                helpers)
+            # copies are looked for in every function the student wrote,
+            # reached or not (a dict, a registry, an object may hold it)
+            for cell in own:
+                where = cell
+                for node in ast.walk(cell.tree):
+                    if isinstance(node, _COPYABLE):
+                        found += _copies(cell, node, refs, helpers)
             # the student's own cells first, references before the rest
             result[label] = sorted(set(found + everywhere), key=lambda f: (
                 f.cell in trusted, f.kind not in ("reference", "judge"), f.cell,

@@ -373,6 +373,7 @@ def _harvest(client, job, job_dir, scratch: Path, report, deadline,
              cases: dict) -> dict[int, bytes]:
     """Run every exercise's harvest; the results it reported, by index."""
     from . import harvest
+    from .wire import MAX_BUNDLE
 
     path = str(Path(harvest.__file__).resolve())
     count = len(job["exercises"])
@@ -418,6 +419,9 @@ def _harvest(client, job, job_dir, scratch: Path, report, deadline,
                     status = why
                 else:
                     results[index] = data
+            elif status == "error" and _oversized(
+                    folder_fd, result_name(nonce), MAX_BUNDLE - 1):
+                status = "too-large"    # a write over the limit stopped
             elif status == "error" and _littered(folder_fd, name):
                 status = "forged"       # the harvest could not write its own
             report["harvest"][index] = status
