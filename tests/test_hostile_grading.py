@@ -837,11 +837,14 @@ def instructor_key() -> int | None:
 def checkout_digest() -> str:
     """The instructor's files: the book's sources and the installed package
     (not what a build writes meanwhile: the chapters' further pages under
-    chapters/<chapter>/, made by _ext/book_pages.py)."""
+    chapters/<chapter>/, made by _ext/book_pages.py, and the metadata that
+    setuptools writes into lib/*.egg-info whenever the package is built,
+    as the Colab-like install of tests/test_clients.py does)."""
     digest = hashlib.sha256()
     for folder in ("lib", "chapters", "scripts", "tests", "appendices"):
         for path in sorted((ROOT / folder).rglob("*")):
-            if "__pycache__" in path.parts or not path.is_file():
+            if "__pycache__" in path.parts or not path.is_file() or any(
+                    part.endswith(".egg-info") for part in path.parts):
                 continue
             if folder == "chapters" and len(path.relative_to(ROOT).parts) > 2:
                 continue
