@@ -103,10 +103,13 @@ def _gradient_run(my_query_gradient, Q=None, K=None, V=None, G=None,
 
 
 check_query_gradient = Exercise(
-    "ex-scaling-gradient", kind="Derive", points=3,
+    "ex-scaling-gradient", kind="Derive", points=2,
     answers=("my_query_gradient",),
     run=_gradient_run, seed=23,
     references=GRADIENTS,
+    written="how does the gradient that reaches the queries change when "
+            "the queries are multiplied by 8, and why?",
+    written_points=1,
     success="the chain rule through the values, the softmax and the scaled "
             "scores gives ∂L/∂Q for soft and saturated rows alike.",
     doc="Exercise 2.3: the gradient that reaches the queries, through the "
