@@ -385,20 +385,23 @@ def test_a_class_taken_along_the_path_is_named_where_the_class_moves():
     assert "class-moves" in codes and codes <= {"class-moves", "correct"}
 
 
+class LinearInX(torch.nn.Module):
+    """Logits linear in the patches, without bias: f(0) = 0, and every
+    gradient is the same."""
+
+    def __init__(self):
+        super().__init__()
+        self.W = torch.nn.Parameter(torch.randn(64, 3, dtype=torch.float64))
+
+    def forward(self, x):
+        return x.reshape(len(x), -1) @ self.W, None
+
+
 def test_integrated_gradients_are_complete_on_a_model_linear_in_x():
     """On a model linear in x without bias every gradient is the same, so
     one step already sums to f(x) - f(0) = f(x) (completeness)."""
-    class Linear(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.W = torch.nn.Parameter(torch.randn(64, 3,
-                                                    dtype=torch.float64))
-
-        def forward(self, x):
-            return x.reshape(len(x), -1) @ self.W, None
-
     torch.manual_seed(1)
-    model = Linear()
+    model = LinearInX()
     X = np.random.default_rng(1).random((4, 16, 4))
     logits = model(torch.from_numpy(X))[0].detach().numpy()
     assert np.allclose(judges_ig_linear(model, X), logits.max(1))
@@ -412,17 +415,8 @@ def judges_ig_linear(model, X):
 def test_input_x_gradient_of_a_linear_model_is_exact():
     """On a model that is linear in x with no bias, x · grad sums to the
     logit (Euler): a reference independent of autograd's bookkeeping."""
-    class Linear(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.W = torch.nn.Parameter(torch.randn(64, 3,
-                                                    dtype=torch.float64))
-
-        def forward(self, x):
-            return x.reshape(len(x), -1) @ self.W, None
-
     torch.manual_seed(0)
-    model = Linear()
+    model = LinearInX()
     X = np.random.default_rng(0).random((4, 16, 4))
     logits = model(torch.from_numpy(X))[0].detach().numpy()
     assert np.allclose(right_ixg(model, X).sum(1), logits.max(1))
