@@ -34,6 +34,7 @@ points together, out of the chapter's whole maximum.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import ctypes
 import io
@@ -259,21 +260,49 @@ def written_page(stem: str, title: str, entries: list[tuple]) -> str:
     return "\n".join(lines)
 
 
-def write(out: Path, rows: list[Row], students: list[str], graded: list,
-          notes: dict, titles: dict, written: dict, run_info: dict) -> None:
-    """Write the whole gradebook into a fresh folder and swap it in."""
+#: How the gradebook's files are written: an unencodable character never
+#: stops a run.
+TEXT = {"encoding": "utf-8", "errors": "replace"}
+
+
+@contextlib.contextmanager
+def swapped_in(out: Path, start_from: Path | None = None):
+    """A fresh folder beside ``out`` (empty, or a copy of ``start_from``)
+    to write into; it takes the place of ``out`` when the block ends, and
+    is removed if the block raises, so ``out`` is never half written."""
     out = Path(out)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     fresh = parent / f".{out.name}.{secrets.token_hex(6)}.new"
-    fresh.mkdir(mode=0o755)
+    if start_from is None:
+        fresh.mkdir(mode=0o755)
+    else:
+        shutil.copytree(start_from, fresh, symlinks=True)
     try:
-        text = {"encoding": "utf-8", "errors": "replace"}  # never fails
-        (fresh / GRADEBOOK).write_text(csv_text(rows), **text)
-        (fresh / CANVAS_CSV).write_text(canvas_csv(rows, students, titles),
-                                        **text)
-        (fresh / MOODLE_CSV).write_text(moodle_csv(rows, students, titles),
-                                        **text)
+        yield fresh
+        replace_folder(fresh, out)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+
+
+def write_tables(folder: Path, rows: list[Row], students: list[str],
+                 titles: dict) -> None:
+    """The gradebook's three tables: every row, and Canvas's and Moodle's
+    one total per student and chapter."""
+    (folder / GRADEBOOK).write_text(csv_text(rows), **TEXT)
+    (folder / CANVAS_CSV).write_text(canvas_csv(rows, students, titles),
+                                     **TEXT)
+    (folder / MOODLE_CSV).write_text(moodle_csv(rows, students, titles),
+                                     **TEXT)
+
+
+def write(out: Path, rows: list[Row], students: list[str], graded: list,
+          notes: dict, titles: dict, written: dict, run_info: dict) -> None:
+    """Write the whole gradebook into a fresh folder and swap it in."""
+    with swapped_in(out) as fresh:
+        text = TEXT
+        write_tables(fresh, rows, students, titles)
         names: dict[str, str] = {}
         taken: set[str] = set()          # case-folded: macOS, Windows
         for student in students:
@@ -308,10 +337,6 @@ def write(out: Path, rows: list[Row], students: list[str], graded: list,
         (fresh / RUN_FILE).write_text(json.dumps(run_info, indent=1,
                                                  sort_keys=True) + "\n",
                                       **text)
-        replace_folder(fresh, out)
-    except BaseException:
-        shutil.rmtree(fresh, ignore_errors=True)
-        raise
 
 
 def _exchange(a: Path, b: Path) -> bool:

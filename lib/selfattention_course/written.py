@@ -21,7 +21,7 @@ when it names an unknown student, chapter or exercise, gives more points
 than the part's maximum (or fewer than 0), repeats a student and exercise,
 holds a number that is not one, or lacks the columns; then nothing is
 written and the gradebook stays as it was. A merge writes a fresh folder
-and swaps it in (:func:`~selfattention_course.gradebook.replace_folder`).
+and swaps it in (:func:`~selfattention_course.gradebook.swapped_in`).
 """
 
 from __future__ import annotations
@@ -31,15 +31,12 @@ import io
 import json
 import math
 import re
-import secrets
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .gradebook import (Row, canvas_csv, clean_text, csv_text, md_text,
-                        moodle_csv, neutral, replace_folder)
-from .names import (CANVAS_CSV, COLUMNS, FEEDBACK_DIR, GRADEBOOK, MOODLE_CSV,
-                    RUN_FILE)
+from .gradebook import (TEXT, Row, clean_text, md_text, neutral, swapped_in,
+                        write_tables)
+from .names import (COLUMNS, FEEDBACK_DIR, GRADEBOOK, RUN_FILE)
 
 __all__ = ["SCORES_DIR", "SHEET_COLUMNS", "WRITTEN_SUFFIX", "SCORED",
            "Score", "ScoresheetError", "rubric_items", "questions",
@@ -344,16 +341,9 @@ def merge(gradebook: Path, folder: Path) -> list[Row]:
     scores = read_scoresheets(folder, maxima, set(students), present)
     rows = apply(rows, scores)
     titles = info.get("titles") or {}
-    parent = gradebook.resolve().parent
-    fresh = parent / f".{gradebook.name}.{secrets.token_hex(6)}.new"
-    shutil.copytree(gradebook, fresh, symlinks=True)
-    try:
-        text = {"encoding": "utf-8", "errors": "replace"}
-        (fresh / GRADEBOOK).write_text(csv_text(rows), **text)
-        (fresh / CANVAS_CSV).write_text(canvas_csv(rows, students, titles),
-                                        **text)
-        (fresh / MOODLE_CSV).write_text(moodle_csv(rows, students, titles),
-                                        **text)
+    with swapped_in(gradebook, start_from=gradebook) as fresh:
+        text = TEXT
+        write_tables(fresh, rows, students, titles)
         sheets = fresh / SCORES_DIR
         for stem in sorted({stem for stem, _ in maxima}):
             sheets.mkdir(exist_ok=True)
@@ -373,8 +363,4 @@ def merge(gradebook: Path, folder: Path) -> list[Row]:
         (fresh / RUN_FILE).write_text(json.dumps(info, indent=1,
                                                  sort_keys=True) + "\n",
                                       **text)
-        replace_folder(fresh, gradebook)
-    except BaseException:
-        shutil.rmtree(fresh, ignore_errors=True)
-        raise
     return rows
