@@ -1,5 +1,5 @@
 """``make train``: retrain every model of the book (or those named) from its
-recipe in the library, write the weights and curves into
+recipe (``lib/selfattention_training/``), write the weights and curves into
 ``lib/selfattention/trained/`` with their checksums, and print the time.
 
     python scripts/train.py            # every recipe
@@ -7,20 +7,20 @@ recipe in the library, write the weights and curves into
 
 Two recipes run at a time, each in a worker process of its own (most
 recipes pin PyTorch to one thread); a recipe that reads another's file
-(``after=`` in its ``trained.recipe``) starts once that file is written.
+(``after=`` in its ``recipe``) starts once that file is written.
 The rows come in the order the recipes finish.
 """
 
 import sys
 import time
 
-from selfattention import trained
+from selfattention_training import recipes
 
 JOBS = 2
 
 
 def main(names: list[str]) -> int:
-    known = trained.recipes()
+    known = recipes.recipes()
     unknown = sorted(set(names) - set(known))
     if unknown:
         print(f"unknown recipe(s) {unknown}; known: {sorted(known)}",
@@ -31,11 +31,11 @@ def main(names: list[str]) -> int:
           flush=True)
 
     def done(name, arrays, seconds):
-        entry = trained.write(name, arrays)
+        entry = recipes.write(name, arrays)
         print(f"{name:32s} {seconds:8.1f} {entry['bytes']:10d}  "
               f"{entry['sha256'][:16]}", flush=True)
 
-    trained.retrain_all(sorted(names) or list(known), JOBS, done)
+    recipes.retrain_all(sorted(names) or list(known), JOBS, done)
     print(f"make train: {time.perf_counter() - start:.0f} s in all")
     return 0
 

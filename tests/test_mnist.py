@@ -8,6 +8,7 @@ import torch
 
 from selfattention import (data, interpret, mnist, patches, position, trained,
                            vit)
+from selfattention_training.mnist import _weights
 from selfattention_course.judges.transformer import (block_macs,
                                                    block_parameters)
 
@@ -169,7 +170,7 @@ def test_weights_round_trip_into_a_float64_model(split):
     model, cfg = seeded(lambda: mnist._vit(position=False,
                                            relative_bias=True))
     flags = {"position": False, "pre_ln": True, "relative_bias": True}
-    arrays = mnist._weights(model, {**cfg, **flags})
+    arrays = _weights(model, {**cfg, **flags})
     again = mnist.build_vit(arrays)
     assert next(again.parameters()).dtype == torch.float64
     assert again.pos is None and again.blocks[0].bias is not None

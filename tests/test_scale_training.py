@@ -15,6 +15,7 @@ from hypothesis.extra import numpy as hnp
 from selfattention import data, trained
 from selfattention import scale_training as sc
 from selfattention.attention import softmax
+from selfattention_training.scale import train_variant
 
 
 @pytest.mark.parametrize("variant", sc.VARIANTS)
@@ -134,7 +135,7 @@ def test_the_committed_curves_start_as_a_fresh_run_does(i, variant):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        fresh = sc.train_variant(variant, sc.SEEDS[0], steps=25)
+        fresh = train_variant(variant, sc.SEEDS[0], steps=25)
     finally:
         torch.set_num_threads(threads)
     np.testing.assert_allclose(fresh["train_loss"],

@@ -8,6 +8,7 @@ import torch
 from selfattention import interactive, stereo
 from selfattention import stereo_matcher as sm
 from selfattention.attention import softmax
+from selfattention_training import stereo as training
 
 
 def features(rng, H=3, W=12, D=4):
@@ -217,7 +218,7 @@ def test_a_new_matcher_passes_its_encoder_through():
 
 def test_soft_targets_split_the_truth_over_two_disparities():
     d = np.array([[np.nan, 0.5, 1.25, 2.0, 1.0]])
-    T, counts = sm.soft_targets(d, max_disp=3)
+    T, counts = training.soft_targets(d, max_disp=3)
     assert counts.tolist() == [[False, True, True, True, True]]
     assert np.allclose(T[0, 2], [0, 0.75, 0.25, 0])
     assert np.allclose(T[0, 3], [0, 0, 1, 0])
@@ -297,6 +298,6 @@ def test_a_retrained_encoder_follows_the_committed_curve():
     from selfattention import trained
 
     stored = trained.load("stereo-encoder")["losses"]
-    again = sm.train_encoder(steps=100)["losses"]
+    again = training.train_encoder(steps=100)["losses"]
     assert len(stored) == 300
     np.testing.assert_allclose(again, stored[:100], rtol=1e-9, atol=0)

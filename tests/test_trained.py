@@ -1,6 +1,7 @@
-"""The trained models: every file matches its checksum and its recipe, and
-``make test`` retrains one recipe of each training function marked for it
-(``make sweep`` the others) and finds the same arrays."""
+"""The trained models: every file matches its checksum and its recipe (in
+``selfattention_training``), and ``make test`` retrains one recipe of each
+training function marked for it (``make sweep`` the others) and finds the
+same arrays."""
 
 import json
 
@@ -8,8 +9,9 @@ import numpy as np
 import pytest
 
 from selfattention import trained
+from selfattention_training import recipes
 
-RECIPES = trained.recipes()
+RECIPES = recipes.recipes()
 MANIFEST = json.loads(trained.MANIFEST.read_text())
 
 
@@ -29,7 +31,7 @@ def test_a_changed_file_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(trained, "TRAINED_DIR", tmp_path)
     monkeypatch.setattr(trained, "MANIFEST", tmp_path / "MANIFEST.json")
     name = next(iter(RECIPES))
-    trained.write(name, {"w": np.arange(6.0).reshape(2, 3)})
+    recipes.write(name, {"w": np.arange(6.0).reshape(2, 3)})
     assert np.array_equal(trained.load(name)["w"],
                           np.arange(6.0).reshape(2, 3))
     path = tmp_path / f"{name}.npz"
@@ -44,7 +46,7 @@ def test_a_changed_file_is_refused(tmp_path, monkeypatch):
 
 def test_equal_arrays_give_equal_bytes():
     arrays = {"b": np.ones(3, np.float32), "a": np.zeros((2, 2))}
-    assert trained._npz_bytes(arrays) == trained._npz_bytes(dict(arrays))
+    assert recipes._npz_bytes(arrays) == recipes._npz_bytes(dict(arrays))
 
 
 def test_some_recipe_is_retrained_by_the_tests():
@@ -70,7 +72,7 @@ def test_the_sample_retrains_every_training_function():
 def test_a_retrain_reproduces_the_committed_file(name):
     recipe = RECIPES[name]
     stored = trained.load(name)
-    again, _ = trained.retrain(name)
+    again, _ = recipes.retrain(name)
     assert set(again) == set(stored)
     for key in stored:
         assert again[key].shape == stored[key].shape, key
@@ -111,10 +113,10 @@ def _fake_recipes(monkeypatch, events, after, threads=None):
             time.sleep(seconds)
             events.append(("end", name))
             return {"x": np.zeros(1)}
-        fakes[name] = trained.Recipe(name, train, "fake",
+        fakes[name] = recipes.Recipe(name, train, "fake",
                                      after=after.get(name, ()),
                                      threads=(threads or {}).get(name, 1))
-    monkeypatch.setattr(trained, "recipes", lambda: dict(fakes))
+    monkeypatch.setattr(recipes, "recipes", lambda: dict(fakes))
 
 
 def test_a_recipe_starts_only_after_the_files_it_reads_are_written(
@@ -130,7 +132,7 @@ def test_a_recipe_starts_only_after_the_files_it_reads_are_written(
     def done(name, arrays, seconds):
         events.append(("written", name))
 
-    trained.retrain_all(["b", "a", "c", "d"], 2, done,
+    recipes.retrain_all(["b", "a", "c", "d"], 2, done,
                         ThreadPoolExecutor(2))
     assert events.index(("written", "a")) < events.index(("start", "b"))
     assert events.index(("written", "c")) < events.index(("written", "a"))
@@ -143,9 +145,9 @@ def test_recipes_that_wait_for_each_other_are_refused(monkeypatch):
 
     _fake_recipes(monkeypatch, [], {"a": ("b",), "b": ("a",)})
     with pytest.raises(ValueError, match="wait for each other"):
-        trained.retrain_all(["a", "b"], 2, None, ThreadPoolExecutor(2))
+        recipes.retrain_all(["a", "b"], 2, None, ThreadPoolExecutor(2))
     with pytest.raises(KeyError):
-        trained.retrain_all(["a", "zz"], 2, None, ThreadPoolExecutor(2))
+        recipes.retrain_all(["a", "zz"], 2, None, ThreadPoolExecutor(2))
 
 
 def test_a_recipe_on_two_threads_runs_alone(monkeypatch):
@@ -153,7 +155,7 @@ def test_a_recipe_on_two_threads_runs_alone(monkeypatch):
 
     events = []
     _fake_recipes(monkeypatch, events, {}, {"c": 2})
-    trained.retrain_all(["a", "b", "c", "d"], 2, None,
+    recipes.retrain_all(["a", "b", "c", "d"], 2, None,
                         ThreadPoolExecutor(2))
     start, end = events.index(("start", "c")), events.index(("end", "c"))
     assert end == start + 1, events

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from selfattention._relations import (heads_divide_d, heads_fit,
-                                      mask_and_bias_fit_scores, relation,
-                                      same_shape, tiles)
-from selfattention._validate import (boundary, bools, floats, generator,
-                                     grid_shape, integer, ints, number,
-                                     one_of, optional, pair, positive,
-                                     positive_int, sequence)
-from selfattention.attention import attention, multi_head_attention
+from selfattention._validate import (boundary, bools, divides, floats,
+                                     generator, grid_shape, integer, ints,
+                                     number, one_of, one_per_image, optional,
+                                     pair, positive, positive_int, same_shape,
+                                     sequence)
+from selfattention.attention import (attention, heads_fit, masks_fit,
+                                     multi_head_attention)
+from selfattention.masks import tiles
 
 
 # ------------------------------------------------------------ constraints
@@ -102,8 +102,8 @@ def test_scalars_come_back_as_the_values_the_maths_wants():
 def test_boundary_converts_checks_and_calls_the_bare_function():
     seen = []
 
-    def at_least_two(args):
-        if args["x"].size < 2:
+    def at_least_two(x):
+        if x.size < 2:
             raise ValueError("x needs two entries")
 
     @boundary(x=floats(), n=positive_int(), checks=(at_least_two,))
@@ -124,7 +124,7 @@ def test_nested_public_calls_are_not_checked_again(monkeypatch):
     monkeypatch.delenv("SELFATTENTION_STRICT_CALLS")
     calls = []
 
-    def counted(args):
+    def counted(x):
         calls.append(1)
 
     @boundary(x=floats(), checks=(counted,))
@@ -182,22 +182,21 @@ def test_fits_scores_accepts_what_broadcasts_to_the_scores(shape, ok):
     args = {"Q": np.ones((2, 4, 3)), "K": np.ones((5, 3)),
             "bias": np.ones(shape)}             # scores: (2, 4, 5)
     if ok:
-        mask_and_bias_fit_scores(args)
+        masks_fit(**args)
     else:
         with pytest.raises(ValueError, match="^bias"):
-            mask_and_bias_fit_scores(args)
+            masks_fit(**args)
 
 
 @pytest.mark.parametrize("H, W, M, ok", [(8, 8, 4, True), (56, 56, 7, True),
                                          (6, 9, 3, True), (8, 8, 3, False),
                                          (6, 4, 4, False)])
 def test_tiles_accepts_exactly_the_windows_that_tile_the_grid(H, W, M, ok):
-    check = tiles
     if ok:
-        check({"grid": (H, W), "M": M})
+        tiles((H, W), M)
     else:
         with pytest.raises(ValueError, match="^M"):
-            check({"grid": (H, W), "M": M})
+            tiles((H, W), M)
 
 
 def test_strict_mode_reports_an_internal_call_in_the_wrong_form(
@@ -226,56 +225,73 @@ def test_strict_mode_reports_an_internal_call_in_the_wrong_form(
 
 
 # ------------------------------------------------------------ relations
-def test_a_relation_reads_the_arguments_it_names_and_names_them_back():
+def test_a_check_reads_the_arguments_it_names_and_keeps_its_defaults():
     seen = []
 
-    @relation
-    def ordered(name, low, high=10):
-        seen.append((low, high))
+    def ordered(low, high=10, unit="px"):     # unit: no argument of f
+        seen.append((low, high, unit))
         if low > high:
-            raise ValueError(f"{name['low']} must not exceed {name['high']}")
+            raise ValueError("low must not exceed high")
 
-    ordered({"low": 1, "other": 5})                   # high takes its default
-    ordered.using(low="start", high="stop")({"start": 2, "stop": 3})
-    assert seen == [(1, 10), (2, 3)]
-    with pytest.raises(ValueError, match="^start must not exceed stop"):
-        ordered.using(low="start", high="stop")({"start": 4, "stop": 3})
+    @boundary(low=integer(), checks=(ordered,))
+    def f(low, other=5, high=10):
+        return low
+
+    assert f(1) == 1 and f(2, high=3) == 2
+    assert seen == [(1, 10, "px"), (2, 3, "px")]
+    with pytest.raises(ValueError, match="^low must not exceed"):
+        f(4, high=3)
 
 
-def test_a_renamed_relation_names_the_callers_arguments():
+def test_a_check_naming_an_unknown_argument_fails_at_import_time():
+    with pytest.raises(TypeError, match="no parameter"):
+        @boundary(checks=(lambda x, y: None,))
+        def f(x):
+            return x
+
+
+def test_a_shared_check_names_the_callers_arguments():
     W = np.ones((4, 4))
-    args = {"x": np.ones((2, 2, 3)), "W_q": W, "W_k": W, "W_v": W, "W_o": W,
-            "h": 2}
     with pytest.raises(ValueError, match="^W_q and x must agree"):
-        heads_fit.using(X="x")(args)
+        heads_fit(np.ones((2, 2, 3)), W, W, W, W, 2, tokens="x")
 
 
 def test_the_declaration_stays_readable_on_the_function():
-    @boundary(x=floats(), n=positive_int(), checks=(tiles,))
+    def small(n):
+        if n > 10:
+            raise ValueError("n must be at most 10")
+
+    @boundary(x=floats(), n=positive_int(), checks=(small,))
     def f(x, n):
         return x
 
     assert set(f.constraints) == {"x", "n"}
-    assert f.checks == (tiles,)
+    assert f.checks == (small,)
     assert f.constraints["n"].expected == "an integer >= 1"
 
 
 def test_same_shape_passes_one_shape_and_refuses_two():
-    same_shape({"a": np.ones((2, 3)), "b": np.zeros((2, 3))})
+    same_shape(a=np.ones((2, 3)), b=np.zeros((2, 3)))
     with pytest.raises(ValueError, match="^a and b"):
-        same_shape({"a": np.ones((2, 3)), "b": np.ones((3, 2))})
-    renamed = same_shape.using(a="left", b="right")
-    renamed({"left": np.ones(4), "right": np.ones(4)})
+        same_shape(a=np.ones((2, 3)), b=np.ones((3, 2)))
+    same_shape(left=np.ones(4), right=np.ones(4))
     with pytest.raises(ValueError, match="^left and right"):
-        renamed({"left": np.ones(4), "right": np.ones(5)})
+        same_shape(left=np.ones(4), right=np.ones(5))
+
+
+def test_one_per_image_passes_one_row_each_or_none_and_refuses_others():
+    X = np.ones((3, 2, 2))
+    one_per_image(X, y=np.zeros(3), scores=None)
+    with pytest.raises(ValueError, match="^y"):
+        one_per_image(X, y=np.zeros(4))
 
 
 @pytest.mark.parametrize("d, h, ok", [(32, 4, True), (32, 1, True),
                                       (32, 32, True), (32, 3, False),
                                       (6, 4, False)])
-def test_heads_divide_d_accepts_exactly_the_divisors(d, h, ok):
+def test_divides_accepts_exactly_the_divisors(d, h, ok):
     if ok:
-        heads_divide_d({"d": d, "h": h})
+        divides("h", h, (d,), "the token width d")
     else:
         with pytest.raises(ValueError, match="^h"):
-            heads_divide_d({"d": d, "h": h})
+            divides("h", h, (d,), "the token width d")

@@ -1,17 +1,21 @@
 """Argument checks at the library's public boundary (not part of the API).
 
-Each public function declares what its arguments must be, as data:
+A public function declares what each argument must be, as a table, and the
+checks between its arguments as short functions written just above it:
 
-    @boundary(Q=floats(min_ndim=2), h=positive_int(), checks=(...,))
+    def _fit(Q, K):                           # names the function's arguments
+        agree("Q", Q, -1, "K", K, -1, "have the same last dimension d_k")
+
+    @boundary(Q=floats(min_ndim=2), K=floats(min_ndim=2), checks=(_fit,))
+    def scores(Q, K): ...
 
 ``@boundary`` converts each declared argument (wrong type: ``TypeError``,
-wrong value: ``ValueError``, naming the argument, what was expected and what
-came), runs the relational ``checks`` (written in :mod:`._relations`), then
-calls the bare maths. The declaration stays readable on the function as
-``fn.constraints`` (name -> :class:`Constraint`) and ``fn.checks``; each
-constraint also says which values it accepts and which it refuses, from
-which one test (``tests/test_bad_input.py``) tries every public function of
-the library with every kind of bad argument.
+wrong value: ``ValueError``, the message starting with the argument's name,
+then what was expected and what came), calls each check with the converted
+arguments its parameters name, then the bare maths. The table stays readable
+on the function as ``fn.constraints``; each :class:`Constraint` also names
+values it accepts and values it refuses, from which ``tests/test_bad_input.py``
+tries every public function with every kind of bad argument.
 
 Calls made by the library itself are not checked unless
 ``SELFATTENTION_STRICT_CALLS=1`` (the tests): they must pass what the maths
@@ -33,16 +37,22 @@ _state = threading.local()             # depth: public calls under way
 def boundary(checks=(), runs_user_code: bool = False, **constraints):
     """Declare a public function's arguments; convert and check them on entry.
 
-    ``checks`` get the dict of converted arguments; ``runs_user_code`` marks
-    a function running code it was given, whose calls are checked as usual.
+    Each of ``checks`` is called with the converted arguments that its
+    parameters name (a parameter with a default that names none keeps it);
+    ``runs_user_code`` marks a function running code it
+    was given, whose calls are checked as usual.
     """
 
     def wrap(fn):
         sig = inspect.signature(fn)
-        unknown = sorted(set(constraints) - set(sig.parameters))
+        reads = [[p.name for p in inspect.signature(c).parameters.values()
+                  if p.name in sig.parameters or p.default is p.empty]
+                 for c in checks]                  # others keep defaults
+        unknown = sorted((set(constraints).union(*reads))
+                         - set(sig.parameters))
         if unknown:
             raise TypeError(f"{fn.__qualname__} has no parameter(s) "
-                            f"{unknown} to constrain")
+                            f"{unknown} to check")
         enters = 0 if runs_user_code else 1       # user code is checked
         where = f"{fn.__module__}.{fn.__qualname__}"
 
@@ -57,8 +67,8 @@ def boundary(checks=(), runs_user_code: bool = False, **constraints):
                     raise AssertionError(f"the library called {where} with "
                                          f"{name} not in the form its maths "
                                          f"receives: convert it before")
-            for check in checks:
-                check(values)
+            for check, names in zip(checks, reads):
+                check(**{n: values[n] for n in names})
             return bound
 
         @functools.wraps(fn)
@@ -98,21 +108,11 @@ def _same(converted, given) -> bool:
 
 
 class Constraint:
-    """What one argument must be.
-
-    Parameters
-    ----------
-    convert : callable ``(value, name) -> value``
-        Returns what the maths receives, or raises ``TypeError`` (wrong
-        type) or ``ValueError`` (wrong value) with a message that starts
-        with ``name``.
-    expected : str
-        Completes "name must be ...".
-    valid : callable ``() -> value``, optional
-        A value that ``convert`` accepts (for the tests).
-    invalid : callable ``() -> list of (value, error class)``, optional
-        Values that ``convert`` refuses, each with the error it raises.
-    """
+    """What one argument must be: ``convert(value, name)`` returns what the
+    maths receives or raises ``TypeError`` / ``ValueError`` with a message
+    that starts with ``name``; ``expected`` completes "name must be ...";
+    ``valid()`` makes a value it accepts, ``invalid()`` a list of values it
+    refuses, each with its error (for the tests)."""
 
     def __init__(self, convert, expected: str, valid=None, invalid=None):
         self.convert, self.expected = convert, expected
@@ -133,45 +133,28 @@ def _got(value) -> str:
     return text if len(text) <= 40 else type(value).__name__
 
 
-def _wrong(error, name: str, expected: str, got) -> Exception:
-    return error(f"{name} must be {expected}, got {got}")
-
-
 def _is(test, what: str, error=TypeError, valid=None,
         invalid=()) -> Constraint:
     """The value itself, if ``test(value)`` holds."""
 
     def convert(value, name):
         if not test(value):
-            raise _wrong(error, name, what, _got(value))
+            raise error(f"{name} must be {what}, got {_got(value)}")
         return value
     return Constraint(convert, what, valid,
                       lambda: [(v, error) for v in invalid])
 
 
 # ------------------------------------------------------------------ arrays
-def _axes_text(ndim, min_ndim) -> str:
-    if ndim is not None:
-        return f" with {ndim} dimension(s)"
-    if min_ndim:
-        return f" with at least {min_ndim} dimension(s)"
-    return ""
-
-
-def _wrong_axes(ndim, min_ndim) -> list:
-    """Shapes with the wrong number of axes (empty if any number fits)."""
-    if ndim is not None:
-        return [(2,) * (ndim + 1)]
-    if min_ndim:
-        return [(2,) * (min_ndim - 1)]
-    return []
-
-
-def _array(kinds: str, what: str, ndim=None, min_ndim=0,
-           then=lambda arr, name: arr, example=np.ones) -> Constraint:
+def _array(kinds: str, what: str, ndim=None, min_ndim=0, then=None,
+           example=np.ones, refused=()) -> Constraint:
     """An array of a dtype kind in ``kinds`` with fitting axes, then passed
-    through ``then``; ``example(shape)`` makes arrays of the right kind."""
-    what += _axes_text(ndim, min_ndim)
+    through ``then(arr, name)``; ``example(shape)`` makes arrays of the
+    right kind, ``refused`` adds (value, error) pairs the tests try."""
+    if ndim is not None:
+        what += f" with {ndim} dimension(s)"
+    elif min_ndim:
+        what += f" with at least {min_ndim} dimension(s)"
     shape = (2,) * (min_ndim if ndim is None else ndim)
 
     def convert(value, name):
@@ -180,14 +163,16 @@ def _array(kinds: str, what: str, ndim=None, min_ndim=0,
         except (TypeError, ValueError):           # a ragged nested list
             arr = np.asarray(None)
         if arr.dtype.kind not in kinds:
-            raise _wrong(TypeError, name, what, _got(value))
+            raise TypeError(f"{name} must be {what}, got {_got(value)}")
         if (ndim is not None and arr.ndim != ndim) or arr.ndim < min_ndim:
-            raise _wrong(ValueError, name, what, f"shape {arr.shape}")
-        return then(arr, name)
+            raise ValueError(f"{name} must be {what}, got shape {arr.shape}")
+        return arr if then is None else then(arr, name)
 
     def invalid():
-        return [(np.full(shape, "text"), TypeError)] + [
-            (example(s), ValueError) for s in _wrong_axes(ndim, min_ndim)]
+        axes = ([(2,) * (ndim + 1)] if ndim is not None else
+                [(2,) * (min_ndim - 1)] if min_ndim else [])
+        return ([(np.full(shape, "text"), TypeError)]
+                + [(example(s), ValueError) for s in axes] + list(refused))
     return Constraint(convert, what, lambda: example(shape), invalid)
 
 
@@ -199,96 +184,60 @@ def floats(ndim: int | None = None, min_ndim: int = 0,
     def finite(arr, name):
         if arr.dtype not in (np.float32, np.float64):
             arr = arr.astype(np.float64)          # bools, integers, float16
-        if neg_inf:
-            bad = np.isnan(arr) | np.isposinf(arr)
-            allowed = " (-inf is allowed)"
-        else:
-            bad = ~np.isfinite(arr)
-            allowed = ""
+        bad = (np.isnan(arr) | np.isposinf(arr)) if neg_inf else \
+            ~np.isfinite(arr)
         if bad.any():
+            allowed = " (-inf is allowed)" if neg_inf else ""
             raise ValueError(f"{name} must be finite{allowed}, got "
                              f"{int(bad.sum())} NaN or infinite value(s)")
         return arr
 
-    constraint = _array("biuf", "an array of real numbers", ndim, min_ndim,
-                        finite)
-    wrong_kind_and_axes = constraint.invalid
     shape = (2,) * (min_ndim if ndim is None else ndim)
-
-    def invalid():
-        not_finite = np.full(shape, np.nan)
-        return wrong_kind_and_axes() + [(1j, TypeError),
-                                        (not_finite, ValueError)]
-    constraint.invalid = invalid
-    return constraint
+    return _array("biuf", "an array of real numbers", ndim, min_ndim, finite,
+                  refused=[(1j, TypeError),
+                           (np.full(shape, np.nan), ValueError)])
 
 
 def bools(ndim: int | None = None) -> Constraint:
     """A boolean array; integer 0/1 arrays are refused (``TypeError``)."""
-    constraint = _array("b", "a boolean array (True = may attend)", ndim,
-                        example=lambda shape: np.ones(shape, bool))
-    wrong_kind_and_axes = constraint.invalid
-    constraint.invalid = lambda: wrong_kind_and_axes() + [
-        (np.ones((2, 2), int), TypeError)]
-    return constraint
+    return _array("b", "a boolean array (True = may attend)", ndim,
+                  example=lambda shape: np.ones(shape, bool),
+                  refused=[(np.ones((2, 2), int), TypeError)])
 
 
 def ints(ndim: int | None = None) -> Constraint:
     """An array of integers (``bool`` refused), returned as ``int64``."""
-    constraint = _array("iu", "an array of integers", ndim,
-                        then=lambda arr, name: arr.astype(np.int64,
-                                                          copy=False),
-                        example=lambda shape: np.ones(shape, np.int64))
-    wrong_kind_and_axes = constraint.invalid
-    constraint.invalid = lambda: wrong_kind_and_axes() + [
-        (np.full(max(1, ndim or 1) * (1,), 1.5), TypeError),
-        (np.ones(max(1, ndim or 1) * (1,), bool), TypeError)]
-    return constraint
+    one = max(1, ndim or 1) * (1,)
+    return _array("iu", "an array of integers", ndim,
+                  then=lambda arr, name: arr.astype(np.int64, copy=False),
+                  example=lambda shape: np.ones(shape, np.int64),
+                  refused=[(np.full(one, 1.5), TypeError),
+                           (np.ones(one, bool), TypeError)])
 
 
 # ------------------------------------------------------------------ scalars
-def _bounds_text(low, high, strict: bool, interval: bool) -> str:
-    """The bounds of a scalar, as they complete "... must be a number";
-    ``interval``: real bounds, written ``[low, high]`` or ``(low, high)``."""
-    if low is None and high is None:
-        return ""
-    if low is None:
-        return f" < {high}" if strict else f" <= {high}"
-    if high is None:
-        return f" > {low}" if strict else f" >= {low}"
-    if not interval:
-        return f" in {low}..{high}"
-    if strict:
-        return f" in ({low}, {high})"
-    return f" in [{low}, {high}]"
-
-
-def _outside(value, low, high, strict: bool) -> bool:
-    if not -math.inf < value < math.inf:
-        return True
-    if low is not None and strict and value <= low:
-        return True
-    if low is not None and not strict and value < low:
-        return True
-    if high is not None and strict and value >= high:
-        return True
-    if high is not None and not strict and value > high:
-        return True
-    return False
-
-
 def _scalar(types, cast, what, low=None, high=None, strict=False,
             step=1) -> Constraint:
     """A finite scalar of ``types`` (``bool`` refused) within the bounds,
     both excluded if ``strict``; ``step`` is the distance just past a
-    bound (1 for integers)."""
-    what += _bounds_text(low, high, strict, interval=step != 1)
+    bound (1 for integers, whose bounds read ``low..high``)."""
+    lt, ge = ("<", ">") if strict else ("<=", ">=")
+    if low is not None and high is not None:
+        what += (f" in {low}..{high}" if step == 1 else
+                 f" in ({low}, {high})" if strict else f" in [{low}, {high}]")
+    elif low is not None or high is not None:
+        what += f" {ge} {low}" if high is None else f" {lt} {high}"
+
+    def outside(v):
+        return not (-math.inf < v < math.inf) or (
+            low is not None and (v <= low if strict else v < low)) or (
+            high is not None and (v >= high if strict else v > high))
 
     def convert(value, name):
         if isinstance(value, bool) or not isinstance(value, types):
-            raise _wrong(TypeError, name, what, _got(value))
-        if _outside(value, low, high, strict):
-            raise _wrong(ValueError, name, what, repr(value))
+            raise TypeError(f"{name} must be {what}, got {_got(value)}")
+        if outside(value):
+            raise ValueError(f"{name} must be {what}, got {value!r}")
         return cast(value)
 
     def valid():
@@ -296,16 +245,12 @@ def _scalar(types, cast, what, low=None, high=None, strict=False,
             return cast((low + high) / 2)
         if low is not None:
             return cast(low + step if strict else low)
-        if high is not None:
-            return cast(high - step if strict else high)
-        return cast(1)
+        return cast(1 if high is None else high - step if strict else high)
 
     def invalid():
-        wrong = [("1", TypeError), (True, TypeError)]
-        if types is numbers.Integral:
-            wrong.append((1.5, TypeError))
-        else:
-            wrong.append((math.nan, ValueError))
+        wrong = [("1", TypeError), (True, TypeError),
+                 (1.5, TypeError) if types is numbers.Integral
+                 else (math.nan, ValueError)]
         if low is not None:
             wrong.append((low if strict else low - step, ValueError))
         if high is not None:
@@ -350,7 +295,7 @@ def _items(item: Constraint, what: str, size: int | None = None):
     def convert(value, name):
         if isinstance(value, (str, bytes, dict, np.ndarray)) or not hasattr(
                 value, "__len__") or size not in (None, len(value)):
-            raise _wrong(TypeError, name, what, _got(value))
+            raise TypeError(f"{name} must be {what}, got {_got(value)}")
         items = [item(v, f"{name}[{k}]") for k, v in enumerate(value)]
         return items if size is None else tuple(items)
 
@@ -359,14 +304,12 @@ def _items(item: Constraint, what: str, size: int | None = None):
         return items if size is None else tuple(items)
 
     def invalid():
-        count = size or 1
         wrong = [("ab", TypeError), ({"a": 1}, TypeError)]
         if size is not None:
             wrong.append((tuple(item.valid() for _ in range(size + 1)),
                           TypeError))
-        for bad, error in item.invalid():
-            wrong.append(([bad] + [item.valid()] * (count - 1), error))
-        return wrong
+        return wrong + [([bad] + [item.valid()] * ((size or 1) - 1), error)
+                        for bad, error in item.invalid()]
     return Constraint(convert, what, valid, invalid)
 
 
@@ -396,18 +339,12 @@ def optional(inner: Constraint) -> Constraint:
                       inner.invalid)
 
 
-def _an_instance(cls):
-    """An instance of ``cls`` made without running its ``__init__``: all
-    that an ``isinstance`` test needs."""
-    if cls is bool:
-        return False
-    return cls.__new__(cls)
-
-
 def instance(cls, what: str | None = None, valid=None) -> Constraint:
-    """An instance of ``cls``."""
+    """An instance of ``cls``; the tests make one without its
+    ``__init__``, all that an ``isinstance`` test needs."""
     return _is(lambda v: isinstance(v, cls), what or f"a {cls.__name__}",
-               valid=valid or (lambda: _an_instance(cls)),
+               valid=valid or (lambda: False if cls is bool
+                               else cls.__new__(cls)),
                invalid=["text"] if cls is not str else [0])
 
 
@@ -422,3 +359,41 @@ def generator() -> Constraint:
 def function() -> Constraint:
     """Something callable."""
     return _is(callable, "callable", valid=lambda: len, invalid=[3])
+
+
+# ------------------------------------------ helpers of the modules' checks
+def require(condition, message: str) -> None:
+    """Raise ``ValueError(message)`` unless ``condition`` holds."""
+    if not condition:
+        raise ValueError(message)
+
+
+def agree(a: str, x, i: int, b: str, y, j: int, what: str) -> None:
+    """Axis ``i`` of the array ``x`` (argument ``a``) equals axis ``j`` of
+    ``y`` (argument ``b``)."""
+    require(x.shape[i] == y.shape[j],
+            f"{a} and {b} must {what}, got {a} of shape {x.shape} and {b} "
+            f"of shape {y.shape}")
+
+
+def divides(name: str, k: int, sizes, what: str) -> None:
+    """The argument ``name`` = ``k`` divides each of ``sizes``."""
+    require(not any(s % k for s in sizes),
+            f"{name}={k} must divide {what}, got {tuple(sizes)}")
+
+
+def same_shape(**arrays) -> None:
+    """Arrays, by argument name, of one shape."""
+    (a, x), *rest = arrays.items()
+    for b, y in rest:
+        require(x.shape == y.shape, f"{a} and {b} must have the same shape, "
+                                    f"got {x.shape} and {y.shape}")
+
+
+def one_per_image(X, **values) -> None:
+    """Each array of ``values`` (by argument name), if given, has one row
+    per image of ``X``."""
+    for name, v in values.items():
+        require(v is None or v.shape[:1] == (len(X),),
+                f"{name} must have one row per image of X ({len(X)}), got "
+                f"shape {None if v is None else v.shape}")

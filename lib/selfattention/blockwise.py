@@ -9,18 +9,25 @@ import math
 
 import numpy as np
 
-from ._relations import (gradients_fit, mask_and_bias_fit_scores, qkv_fit,
-                         running_sums_fit)
-from ._validate import (boundary, bools, floats, optional, positive,
-                        positive_int)
+from ._validate import (agree, boundary, bools, floats, optional, positive,
+                        positive_int, require)
+from .attention import masks_fit, qkv_fit
 
 __all__ = ["online_softmax_update", "blockwise_attention", "tiled_attention",
            "tiled_attention_backward"]
 
 
+def _running_sums_fit(m, l, acc, S, V) -> None:
+    require(m.shape == l.shape == acc.shape[:-1] == S.shape[:-1],
+            f"m, l, acc and S must share the queries' shape (..., n_q), got "
+            f"m {m.shape}, l {l.shape}, acc {acc.shape} and S {S.shape}")
+    agree("V", V, -2, "S", S, -1, "agree on the keys of the block")
+    agree("V", V, -1, "acc", acc, -1, "agree on the value width d_v")
+
+
 @boundary(m=floats(min_ndim=1, neg_inf=True), l=floats(min_ndim=1),
           acc=floats(min_ndim=2), S=floats(min_ndim=2, neg_inf=True),
-          V=floats(min_ndim=2), checks=(running_sums_fit,))
+          V=floats(min_ndim=2), checks=(_running_sums_fit,))
 def online_softmax_update(m, l, acc, S, V):
     """Fold one block of scores into the running max, sum and output.
 
@@ -49,7 +56,7 @@ def online_softmax_update(m, l, acc, S, V):
 
 @boundary(Q=floats(min_ndim=2), K=floats(min_ndim=2), V=floats(min_ndim=2),
           mask=optional(bools()), scale=optional(positive()),
-          block=positive_int(), checks=(qkv_fit, mask_and_bias_fit_scores))
+          block=positive_int(), checks=(qkv_fit, masks_fit))
 def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
     """Exact attention, one block of keys at a time: no n_q × n_k matrix.
 
@@ -112,10 +119,20 @@ def tiled_attention(Q, K, V, block_q=64, block_k=64):
     return Y, lse
 
 
+def _gradients_fit(Q, V, Y, dY, lse) -> None:
+    """One output row per query in ``Y`` and ``dY``, one number in ``lse``."""
+    want = Q.shape[:-1] + V.shape[-1:]
+    for name, x in (("Y", Y), ("dY", dY)):
+        require(x.shape == want, f"{name} must have shape (n_q, d_v) = "
+                                 f"{want}, got {x.shape}")
+    require(lse.shape == Q.shape[:-1], f"lse must have shape (n_q,) = "
+                                       f"{Q.shape[:-1]}, got {lse.shape}")
+
+
 @boundary(Q=floats(ndim=2), K=floats(ndim=2), V=floats(ndim=2),
           Y=floats(ndim=2), dY=floats(ndim=2), lse=floats(ndim=1),
           block_q=positive_int(), block_k=positive_int(),
-          checks=(qkv_fit, gradients_fit))
+          checks=(qkv_fit, _gradients_fit))
 def tiled_attention_backward(Q, K, V, Y, dY, lse, block_q=64, block_k=64):
     """Gradients of attention from ``dY``, recomputing each tile of weights.
 

@@ -8,9 +8,9 @@ import numbers
 
 import numpy as np
 
-from ._relations import patches_tile_image, tiles
 from ._validate import (Constraint, boundary, grid_shape, integer, optional,
-                        pair, positive_int)
+                        pair, positive_int, require)
+from .masks import tiles
 
 __all__ = ["tokens", "score_entries", "attention_bytes", "msa_macs",
            "window_msa_macs", "window_score_entries", "human_bytes",
@@ -42,7 +42,10 @@ def _numeric_dtype(value, name):
 
 
 @boundary(image_size=_sides(("H", "W")), patch_size=_sides(("P_h", "P_w")),
-          checks=(patches_tile_image,))
+          checks=(lambda image_size, patch_size: require(
+              image_size[0] % patch_size[0] == image_size[1] % patch_size[1]
+              == 0, f"patch_size {patch_size} must divide image_size "
+              f"{image_size} so that the patches tile the image"),))
 def tokens(image_size, patch_size):
     """Number of tokens when an image is cut into non-overlapping patches;
     sizes are ints (squares) or pairs (:ref:`ch-cost`)."""

@@ -9,9 +9,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._relations import square_stays_apart
 from ._validate import (boundary, floats, generator, integer, number, pair,
-                        positive_int)
+                        positive_int, require)
 
 __all__ = ["two_squares", "moving_square_video", "textured_scene",
            "shifted_pair", "RepeatedPattern", "repeated_pattern_pair",
@@ -29,10 +28,22 @@ def two_squares(rng, size=32, noise=0.05):
     return img + noise * rng.standard_normal(img.shape)
 
 
+def _square_stays_apart(T, size, side, start, step, distractor) -> None:
+    """The moving square stays in the frame, and off the static one."""
+    for t in range(T):
+        r, c = (a + t * d for a, d in zip(start, step))
+        out = not (0 <= r <= size - side and 0 <= c <= size - side)
+        require(not out and not (distractor and min(r, c) + side > size - side),
+                f"step moves the square "
+                f"{'out of the frame' if out else 'onto the static square'} "
+                f"at frame {t} (top-left corner ({r}, {c})); choose another "
+                f"start, step or T")
+
+
 @boundary(rng=generator(), T=positive_int(), size=positive_int(),
           side=positive_int(), start=pair(integer(), ("row", "col")),
           step=pair(integer(), ("row", "col")), noise=number(0),
-          checks=(square_stays_apart,))
+          checks=(_square_stays_apart,))
 def moving_square_video(rng, T=4, size=24, side=8, start=(4, 0),
                         step=(0, 4), noise=0.05, distractor=True):
     """A video (T, size, size): a bright square moving by ``step`` per frame

@@ -14,11 +14,10 @@ import numpy as np
 import torch
 
 from . import vit
-from ._relations import (maps_fit_grid, one_per_image, same_shape,
-                         tokens_fit_model, two_items_per_row)
 from ._validate import (boundary, floats, grid, integer, ints, number,
-                        optional, positive_int, sequence)
-from .vit import _MODEL, _tensor, accuracy
+                        one_per_image, optional, positive_int, require,
+                        same_shape, sequence)
+from .vit import _MODEL, _tensor, accuracy, tokens_fit
 
 __all__ = ["patch_distances", "mean_attention_distance", "cls_attention",
            "rollout", "head_ablation", "pair_ablation", "logit_gradient",
@@ -27,6 +26,19 @@ __all__ = ["patch_distances", "mean_attention_distance", "cls_attention",
 
 
 _MAPS = floats(ndim=5)
+
+
+def _maps_fit(maps, grid=None) -> None:
+    """As many keys as queries, and with a ``grid``, ``n = H·W``."""
+    m, n = maps.shape, None if grid is None else grid[0] * grid[1]
+    require(m[-1] == m[-2] and n in (None, m[-1] - 1),
+            f"maps must have shape (N, L, h, 1+n, 1+n), as many keys as "
+            f"queries (n = {n} patches of the grid {grid}), got {m}")
+
+
+def _labels_fit(model, X, y) -> None:
+    tokens_fit(model, X)
+    one_per_image(X, y=y)
 
 
 # ------------------------------------------------------------------ where
@@ -38,7 +50,7 @@ def patch_distances(grid, patch):
 
 
 @boundary(maps=_MAPS, grid=grid(), patch=positive_int(),
-          checks=(maps_fit_grid,))
+          checks=(_maps_fit,))
 def mean_attention_distance(maps, grid, patch):
     """Attention-weighted distance from query to key patches, (L, h).
 
@@ -52,13 +64,13 @@ def mean_attention_distance(maps, grid, patch):
     return per_query.mean(axis=(0, 3))
 
 
-@boundary(maps=_MAPS, layer=integer(), checks=(maps_fit_grid,))
+@boundary(maps=_MAPS, layer=integer(), checks=(_maps_fit,))
 def cls_attention(maps, layer=-1):
     """The class token's weights on the patches, head-averaged, (N, n)."""
     return maps[:, layer, :, 0, 1:].mean(axis=1)
 
 
-@boundary(maps=_MAPS, residual=number(0, 1), checks=(maps_fit_grid,))
+@boundary(maps=_MAPS, residual=number(0, 1), checks=(_maps_fit,))
 def rollout(maps, residual=0.5):
     """Attention rollout (Abnar and Zuidema, 2020), (N, 1+n, 1+n).
 
@@ -75,7 +87,7 @@ def rollout(maps, residual=0.5):
 
 # ------------------------------------------------------------------ what
 @boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
-          checks=(tokens_fit_model, one_per_image.using(values="y")))
+          checks=(_labels_fit,))
 def head_ablation(model, X, y):
     """Accuracy with each head removed before ``W_O``, shape (L, h)."""
     L, h = len(model.blocks), model.blocks[0].h
@@ -88,7 +100,7 @@ def head_ablation(model, X, y):
 
 
 @boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
-          checks=(tokens_fit_model, one_per_image.using(values="y")))
+          checks=(_labels_fit,))
 def pair_ablation(model, X, y):
     """Accuracy with two heads of one layer removed, shape (L, h(h-1)/2).
 
@@ -106,8 +118,8 @@ def pair_ablation(model, X, y):
 
 
 @boundary(model=_MODEL, X=floats(ndim=3), target=optional(ints(ndim=1)),
-          checks=(tokens_fit_model,
-                  one_per_image.using(values="target")))
+          checks=(tokens_fit,
+                  lambda X, target: one_per_image(X, target=target)))
 def logit_gradient(model, X, target=None):
     """Gradient of each image's ``target`` logit (default: the predicted
     class) with respect to its tokens, shape (N, n, d_in)."""
@@ -119,7 +131,7 @@ def logit_gradient(model, X, target=None):
 
 
 @boundary(model=_MODEL, X=floats(ndim=3), value=floats(ndim=0),
-          checks=(tokens_fit_model,))
+          checks=(tokens_fit,))
 def occlusion(model, X, value=0.0):
     """Each patch set to ``value`` in turn: logit drops, new labels.
 
@@ -145,7 +157,7 @@ def occlusion(model, X, value=0.0):
 
 @boundary(X=floats(ndim=3), scores=floats(ndim=2), k=integer(0),
           value=floats(ndim=0),
-          checks=(one_per_image.using(values="scores"),))
+          checks=(lambda X, scores: one_per_image(X, scores=scores),))
 def remove_patches(X, scores, k, value=0.0):
     """``X`` with each image's ``k`` top-scoring patches set to ``value``.
 
@@ -160,8 +172,8 @@ def remove_patches(X, scores, k, value=0.0):
 @boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
           scores=floats(ndim=2), ks=sequence(integer(0)),
           value=floats(ndim=0),
-          checks=(tokens_fit_model, one_per_image.using(values="y"),
-                  one_per_image.using(values="scores")))
+          checks=(_labels_fit,
+                  lambda X, scores: one_per_image(X, scores=scores)))
 def removal_curve(model, X, y, scores, ks, value=0.0):
     """Images still right after :func:`remove_patches`, a count per ``k``.
 
@@ -173,7 +185,9 @@ def removal_curve(model, X, y, scores, ks, value=0.0):
 
 
 @boundary(a=floats(min_ndim=1), b=floats(min_ndim=1),
-          checks=(same_shape, two_items_per_row))
+          checks=(lambda a, b: same_shape(a=a, b=b),
+                  lambda a: require(a.shape[-1] >= 2, f"a must hold 2 or more "
+                                    f"items a row, got shape {a.shape}")))
 def rank_correlation(a, b):
     """Spearman's rank correlation of ``a`` and ``b`` along the last axis.
 

@@ -3,8 +3,8 @@ key ``j``; grid tokens are numbered row-major (:ref:`ch-masks`)."""
 
 import numpy as np
 
-from ._relations import lengths_fit, tiles, window_tiles_kind
-from ._validate import boundary, grid_shape, integer, ints, one_of, positive_int
+from ._validate import (boundary, divides, grid_shape, integer, ints, one_of,
+                        positive_int, require)
 
 __all__ = ["causal_mask", "padding_mask", "local_mask", "grid_positions",
            "window_ids", "window_mask", "neighborhood_mask", "MASK_KINDS",
@@ -17,7 +17,12 @@ def causal_mask(n):
     return np.tril(np.ones((n, n), dtype=bool))
 
 
-@boundary(lengths=ints(ndim=1), n=positive_int(), checks=(lengths_fit,))
+def _lengths_fit(lengths, n) -> None:
+    require(((lengths >= 1) & (lengths <= n)).all(), f"lengths must each lie "
+            f"in 1..{n} (a token needs a real key), got {lengths.tolist()}")
+
+
+@boundary(lengths=ints(ndim=1), n=positive_int(), checks=(_lengths_fit,))
 def padding_mask(lengths, n):
     """Hide padding tokens: a (B, n, n) mask from each item's real length.
 
@@ -52,6 +57,11 @@ def neighborhood_mask(grid, radius):
     return (offset <= radius).all(axis=-1)                   # (n, n)
 
 
+def tiles(grid, M) -> None:
+    """Windows of ``M × M`` patches tile the grid exactly."""
+    divides("M", M, grid, "both sides of the grid")
+
+
 @boundary(grid=grid_shape(), M=positive_int(), checks=(tiles,))
 def window_ids(grid, M):
     """Window of each token of a row-major grid, windows numbered row-major."""
@@ -71,7 +81,8 @@ MASK_KINDS = ("none", "causal", "neighborhood", "window")
 
 
 @boundary(kind=one_of(*MASK_KINDS), grid=grid_shape(), M=positive_int(),
-          radius=integer(0), checks=(window_tiles_kind,))
+          radius=integer(0),
+          checks=(lambda kind, grid, M: kind != "window" or tiles(grid, M),))
 def mask_of_kind(kind, grid, M=4, radius=1):
     """One of the masks of a patch grid, chosen by name: windows of ``M × M``
     patches, or neighbourhoods of ``radius`` patches; the other is unused.

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._relations import (odd_window_fits, same_shape, scores_on_grid,
-                         volume_fits)
 from ._validate import (boundary, floats, grid, instance, integer, ints,
-                        positive_int)
+                        positive_int, require, same_shape)
 
 __all__ = ["normalize", "displacements", "pixel_features",
            "correlation_volume", "argmax_flow", "lookup"]
@@ -26,7 +24,10 @@ def normalize(X):
 
 
 @boundary(S=floats(ndim=2), grid=grid(),
-          periodic=instance(bool), checks=(scores_on_grid,))
+          periodic=instance(bool),
+          checks=(lambda S, grid: require(
+              S.shape == (grid[0] * grid[1],) * 2, f"S must have shape (n, n) "
+              f"with n = H·W for the grid {grid}, got {S.shape}"),))
 def displacements(S, grid, periodic=True):
     """Where each query's strongest key lies, relative to the query.
 
@@ -45,7 +46,9 @@ def displacements(S, grid, periodic=True):
     return D
 
 
-@boundary(img=floats(ndim=2), k=positive_int(), checks=(odd_window_fits,))
+@boundary(img=floats(ndim=2), k=positive_int(), checks=(lambda img, k: require(
+              k % 2 == 1 and k <= min(img.shape), f"k must be odd and no "
+              f"larger than the image {img.shape}, got k={k}"),))
 def pixel_features(img, k=5):
     """A fixed stand-in for RAFT's shared feature encoder.
 
@@ -59,7 +62,7 @@ def pixel_features(img, k=5):
 
 
 @boundary(F1=floats(ndim=3), F2=floats(ndim=3),
-          checks=(same_shape.using(a="F1", b="F2"),))
+          checks=(lambda F1, F2: same_shape(F1=F1, F2=F2),))
 def correlation_volume(F1, F2):
     """All-pairs correlations ``C[i, j, k, l] = F1[i, j] · F2[k, l]``.
 
@@ -78,8 +81,17 @@ def correlation_volume(F1, F2):
     return C.reshape(H, W, H, W)                          # (H, W, H, W)
 
 
+def _volume_fits(C, flow=None) -> None:
+    """A correlation volume (H, W, H, W) and a flow (H, W, 2), if given."""
+    require(C.shape[:2] == C.shape[2:], f"C must have shape (H, W, H, W), "
+                                        f"got {C.shape}")
+    require(flow is None or flow.shape == C.shape[:2] + (2,), f"flow must "
+            f"have shape {C.shape[:2] + (2,)}, one (d_row, d_col) per pixel, "
+            f"got {getattr(flow, 'shape', None)}")
+
+
 @boundary(C=floats(ndim=4), periodic=instance(bool),
-          checks=(volume_fits,))
+          checks=(_volume_fits,))
 def argmax_flow(C, periodic=True):
     """Each pixel's displacement to its best-correlated pixel.
 
@@ -92,7 +104,7 @@ def argmax_flow(C, periodic=True):
 
 
 @boundary(C=floats(ndim=4), flow=ints(ndim=3), radius=integer(0),
-          checks=(volume_fits,))
+          checks=(_volume_fits,))
 def lookup(C, flow, radius):
     """Read the correlations around where the flow says each pixel went.
 

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._relations import embeddings_fit
-from ._validate import boundary, floats, one_of, optional, positive_int
+from ._validate import (boundary, floats, one_of, optional, positive_int,
+                        require, same_shape)
 from .attention import attention
 
 __all__ = ["FORMS", "SCOPES", "scope_mask", "nonlocal_op", "NonLocalBlock"]
@@ -50,9 +50,17 @@ def scope_mask(T, H, W, scope="spacetime"):
     return key[:, None] == key[None, :]                   # (N, N)
 
 
+def _embeddings_fit(X, W_theta, W_phi, W_g) -> None:
+    """The embeddings take the channels of ``X``."""
+    for name, W in (("W_theta", W_theta), ("W_phi", W_phi), ("W_g", W_g)):
+        require(W.shape[0] == X.shape[-1], f"{name} must have one row per "
+                f"channel of X ({X.shape[-1]}), got shape {W.shape}")
+    same_shape(W_theta=W_theta, W_phi=W_phi)
+
+
 @boundary(X=floats(min_ndim=4), W_theta=floats(ndim=2),
           W_phi=floats(ndim=2), W_g=floats(ndim=2), form=one_of(*FORMS),
-          scope=one_of(*SCOPES), checks=(embeddings_fit,))
+          scope=one_of(*SCOPES), checks=(_embeddings_fit,))
 def nonlocal_op(X, W_theta, W_phi, W_g, form="embedded_gaussian",
                 scope="spacetime"):
     """The non-local operation over every position of a video feature map.

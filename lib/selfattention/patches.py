@@ -5,15 +5,15 @@
 
 import numpy as np
 
-from ._relations import (patch_divides_digits, patch_divides_image,
-                         tokens_fill_grid)
-from ._validate import boundary, floats, grid_shape, integer, positive_int
+from ._validate import (boundary, divides, floats, grid_shape, integer,
+                        positive_int, require)
 
 __all__ = ["patchify", "unpatchify", "center", "digit_patch_tokens"]
 
 
 @boundary(img=floats(min_ndim=2), p=positive_int(),
-          checks=(patch_divides_image,))
+          checks=(lambda img, p: divides("p", p, img.shape[-2:],
+                                         "the image's height and width"),))
 def patchify(img, p):
     """Cut images (..., H·p, W·p) into ``p × p`` patches (..., H·W, p²),
     numbered row-major."""
@@ -24,7 +24,14 @@ def patchify(img, p):
     return g.reshape(*batch, H * W, p * p)              # (..., n, p²)
 
 
-@boundary(X=floats(min_ndim=2), grid=grid_shape(), checks=(tokens_fill_grid,))
+def _square_patches(X, grid) -> None:
+    (H, W), p = grid, int(round(np.sqrt(X.shape[-1])))
+    require(p * p == X.shape[-1] and X.shape[-2] == H * W,
+            f"X must hold {H}x{W} square patches, shape (..., {H * W}, p²), "
+            f"got shape {X.shape}")
+
+
+@boundary(X=floats(min_ndim=2), grid=grid_shape(), checks=(_square_patches,))
 def unpatchify(X, grid):
     """Inverse of :func:`patchify`: (..., H·W, p²) -> (..., H·p, W·p)."""
     H, W = grid
@@ -42,7 +49,7 @@ def center(X):
 
 
 @boundary(n_images=integer(1, 1797, "a number of images"), p=positive_int(),
-          checks=(patch_divides_digits,))
+          checks=(lambda p: divides("p", p, (8,), "the digits' 8 pixels"),))
 def digit_patch_tokens(n_images=300, p=2):
     """Patches of scikit-learn's 8 × 8 digits, each pixel standardized over
     all images and tokens (:ref:`ch-scaling`): shape (n_images, (8/p)², p²)."""

@@ -11,9 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._relations import crop_fits_photographs, split_leaves_both_sides
 from ._validate import (boundary, generator, integer, one_of, optional,
-                        positive_int, sequence)
+                        positive_int, require, sequence)
 
 __all__ = ["Photograph", "CATALOGUE", "NAMES", "photograph",
            "split_photographs", "random_crops"]
@@ -117,7 +116,10 @@ def photograph(name, short_side=None):
 
 @boundary(held_out=positive_int(), seed=integer(0),
           names=sequence(one_of(*NAMES)),
-          checks=(split_leaves_both_sides,))
+          checks=(lambda held_out, names: require(
+              held_out < len(set(names)), f"held_out must leave at least one "
+              f"of the {len(set(names))} photographs of names for training, "
+              f"got {held_out}"),))
 def split_photographs(held_out=4, seed=0, names=NAMES):
     """Split ``names`` by photograph: ``held_out`` of them, drawn from
     ``seed``, for testing, the rest for training.
@@ -132,9 +134,19 @@ def split_photographs(held_out=4, seed=0, names=NAMES):
             tuple(n for i, n in enumerate(names) if i in test))
 
 
+def crops_fit(names, size, short_side, photos="names") -> None:
+    """Some photographs are named (by the argument ``photos``), and a crop
+    fits their shorter side."""
+    require(len(names) > 0, f"{photos} must name at least one photograph, "
+                            f"got none")
+    require(size <= short_side, f"size must fit the photographs' shorter "
+            f"side, short_side={short_side} pixels, got {size}")
+
+
 @boundary(rng=generator(), names=sequence(one_of(*NAMES)), n=positive_int(),
           size=positive_int(), short_side=positive_int(),
-          checks=(crop_fits_photographs,))
+          checks=(lambda names, size, short_side: crops_fit(names, size,
+                                                            short_side),))
 def random_crops(rng, names, n, size, short_side=128):
     """``n`` square crops (n, size, size) of the photographs ``names``.
 

@@ -5,8 +5,8 @@ a black stroke for query outlines and window borders (:func:`accent`).
 
 import numpy as np
 
-from ._relations import loglog_fits, numbers_fit_values
-from ._validate import boundary, floats, integer, optional, positive_int
+from ._validate import (boundary, floats, integer, optional, positive_int,
+                        require)
 
 __all__ = ["CMAP", "ACCENT", "MAX_WIDTH", "accent", "figure", "show_image",
            "mark_patch", "show_attention_on_image", "show_matrix", "show_mask",
@@ -108,7 +108,10 @@ def show_mask(ax, mask, title: str | None = None,
 
 
 @boundary(values=floats(ndim=2), M=optional(positive_int()), start=integer(),
-          checks=(numbers_fit_values,))
+          checks=(lambda values, numbers: require(
+              numbers is None or np.shape(numbers) == values.shape,
+              f"numbers must have the shape of values {values.shape}, got "
+              f"{np.shape(numbers)}"),))
 def show_grid(ax, values, numbers=None, M: int | None = None, start: int = 0,
               title: str | None = None, cmap: str = CMAP):
     """Colour an (H, W) grid cell by cell, write a number in each cell and
@@ -182,7 +185,14 @@ def _series(x, ys: dict) -> list:
     return series
 
 
-@boundary(x=floats(ndim=1), y=floats(ndim=1), checks=(loglog_fits,))
+def _positive_series(x, y) -> None:
+    require(x.shape == y.shape and x.size >= 2, f"x and y must have the same "
+            f"length >= 2, got shapes {x.shape} and {y.shape}")
+    require((x > 0).all() and (y > 0).all(),
+            "x and y must be positive to take logarithms")
+
+
+@boundary(x=floats(ndim=1), y=floats(ndim=1), checks=(_positive_series,))
 def loglog_slope(x, y):
     """Slope ``p`` of the least-squares line through ``(log x, log y)``:
     ``y`` grows like ``x**p`` (:ref:`ch-cost`)."""

@@ -4,8 +4,8 @@ bias for the scores, its table ``(h, 2H - 1, 2W - 1)`` (:ref:`ch-position` and
 
 import numpy as np
 
-from ._relations import d_divisible_by_4, d_even, offset_table_fits
-from ._validate import boundary, floats, grid_shape, number, positive_int
+from ._validate import (boundary, floats, grid_shape, number, positive_int,
+                        require)
 from .masks import grid_positions
 
 __all__ = ["sinusoidal_1d", "sinusoidal_2d", "relative_offsets",
@@ -13,7 +13,8 @@ __all__ = ["sinusoidal_1d", "sinusoidal_2d", "relative_offsets",
 
 
 @boundary(n=positive_int(), d=positive_int(), base=number(1, strict=True),
-          checks=(d_even,))
+          checks=(lambda d: require(d % 2 == 0, f"d must be even (sin and cos "
+                                                f"come in pairs), got {d}"),))
 def sinusoidal_1d(n, d, base=10000.0):
     """The transformer's sinusoidal encoding of positions ``0 … n-1``: columns
     ``2i`` and ``2i+1`` hold sin and cos of ``pos / base**(2i/d)``
@@ -27,7 +28,9 @@ def sinusoidal_1d(n, d, base=10000.0):
 
 
 @boundary(grid=grid_shape(), d=positive_int(), base=number(1, strict=True),
-          checks=(d_divisible_by_4,))
+          checks=(lambda d: require(d % 4 == 0, f"d must be divisible by 4 "
+                    f"(half for rows, half for columns, each in sin/cos "
+                    f"pairs), got {d}"),))
 def sinusoidal_2d(grid, d, base=10000.0):
     """Two-dimensional sinusoidal encoding of a row-major patch grid: the row
     in the first ``d/2`` columns, the column in the last
@@ -58,7 +61,10 @@ def relative_position_index(grid):
 
 
 @boundary(table=floats(min_ndim=2), grid=grid_shape(),
-          checks=(offset_table_fits,))
+          checks=(lambda table, grid: require(
+              table.shape[-2:] == (2 * grid[0] - 1, 2 * grid[1] - 1),
+              f"table must end with the axes (2H-1, 2W-1) for the grid "
+              f"{grid}, got shape {table.shape}"),))
 def relative_position_bias(table, grid):
     """Expand a table of per-offset biases (h, 2H-1, 2W-1), offset ``(Δr, Δc)``
     at ``[..., Δr + H - 1, Δc + W - 1]``, into a score bias ``B`` of shape

@@ -7,16 +7,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._relations import weight_rows
 from ._validate import (boundary, floats, generator, positive, positive_int,
-                        sequence)
+                        require, sequence)
 from .attention import softmax
 
 __all__ = ["softmax_jacobian", "jacobian_norm", "LogitStats", "logit_stats",
            "scaling_experiment"]
 
 
-@boundary(p=floats(min_ndim=1), checks=(weight_rows,))
+def _weight_rows(p) -> None:
+    """Every row of ``p`` holds non-negative weights summing to one."""
+    sums = p.sum(axis=-1)
+    require((p >= 0).all() and np.allclose(sums, 1.0, rtol=0, atol=1e-6),
+            f"p must hold non-negative rows summing to one, got row sums "
+            f"{sums.min():.3g} to {sums.max():.3g} and smallest entry "
+            f"{p.min():.3g}")
+
+
+@boundary(p=floats(min_ndim=1), checks=(_weight_rows,))
 def softmax_jacobian(p):
     """Jacobian of the softmax at weights ``p``: ``diag(p) - p pᵀ``, one (n, n)
     matrix ``∂p_i / ∂s_j`` per row of ``p`` (..., n) (:ref:`ch-scaling`)."""
@@ -24,7 +32,7 @@ def softmax_jacobian(p):
     return p[..., :, None] * (eye - p[..., None, :])       # (..., n, n)
 
 
-@boundary(p=floats(min_ndim=1), checks=(weight_rows,))
+@boundary(p=floats(min_ndim=1), checks=(_weight_rows,))
 def jacobian_norm(p):
     """Frobenius norm of each row's softmax Jacobian: 0 for a one-hot row,
     ``√(n-1)/n`` for a uniform one (:ref:`ch-scaling`)."""

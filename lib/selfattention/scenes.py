@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._relations import digits_fit_scene
 from ._validate import (boundary, generator, integer, ints, number, one_of,
-                        pair, positive_int, sequence)
+                        pair, positive_int, require, sequence)
 from .data import mnist_digits
-from .photos import NAMES, random_crops
+from .photos import NAMES, crops_fit, random_crops
 
 __all__ = ["split_digits", "Scenes", "digit_scenes"]
 
@@ -82,11 +81,35 @@ def _digit(index, side):
     return np.clip(resize(img, (side, side), anti_aliasing=True), 0, 1)
 
 
+def _digits_fit_scene(photos, digits, size, n_digits, digit_size,
+                      short_side) -> None:
+    """Digits are MNIST indices, ranges run low to high, digits keep some
+    ink (at least 14 pixels a side), the most digits of the largest side
+    cover at most half the scene (so that they can be placed apart), and
+    the scene fits the photographs."""
+    total = len(mnist_digits()[1])
+    require(len(digits) and 0 <= digits.min() and digits.max() < total,
+            f"digits must be indices of the {total} MNIST digits, 0 to "
+            f"{total - 1}, got {len(digits)} indices")
+    for name, (low, high) in (("n_digits", n_digits),
+                              ("digit_size", digit_size)):
+        require(low <= high, f"{name} must run from low to high, got "
+                             f"{(low, high)}")
+    require(digit_size[0] >= 14, f"digit_size must be at least 14 pixels "
+            f"(below that some digits keep no pixel of opacity 0.5), got "
+            f"{digit_size[0]}")
+    require(2 * n_digits[1] * digit_size[1] ** 2 <= size * size,
+            f"n_digits and digit_size must leave the digits at most half of "
+            f"the {size} × {size} scene (size) to be placed apart, got up to "
+            f"{n_digits[1]} digits of {digit_size[1]} pixels a side")
+    crops_fit(photos, size, short_side, photos="photos")
+
+
 @boundary(rng=generator(), n=positive_int(), photos=sequence(one_of(*NAMES)),
           digits=ints(ndim=1), size=positive_int(),
           n_digits=pair(positive_int(), ("fewest", "most")),
           digit_size=pair(positive_int(), ("smallest", "largest")),
-          short_side=positive_int(), checks=(digits_fit_scene,))
+          short_side=positive_int(), checks=(_digits_fit_scene,))
 def digit_scenes(rng, n, photos, digits, size=64, n_digits=(1, 3),
                  digit_size=(16, 24), short_side=128):
     """``n`` scenes of ``size`` × ``size`` pixels: a crop of one of

@@ -15,9 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._relations import rows_of_image, same_shape
 from ._validate import (Constraint, boundary, floats, integer, ints,
-                        number, optional, positive_int)
+                        number, optional, positive_int, require, same_shape)
 
 __all__ = ["MAX_DISP", "HELD_OUT", "MARGIN", "StereoRows",
            "half_resolution_pair", "patch_features", "epipolar_mask",
@@ -85,7 +84,10 @@ def half_resolution_pair() -> StereoRows:
 
 
 @boundary(img=floats(ndim=3), k=positive_int(), rows=optional(ints(ndim=1)),
-          checks=(rows_of_image,))
+          checks=(lambda img, rows: require(
+              rows is None or not len(rows) or (
+                  0 <= rows.min() and rows.max() < img.shape[0]),
+              f"rows must be row indices of img, 0 to {img.shape[0] - 1}"),))
 def patch_features(img, k=5, rows=None):
     """Each pixel's ``k × k`` neighbourhood as one descriptor.
 
@@ -121,7 +123,8 @@ def epipolar_mask(W, max_disp):
 
 @boundary(F_left=floats(ndim=3), F_right=floats(ndim=3),
           max_disp=integer(0),
-          checks=(same_shape.using(a="F_left", b="F_right"),))
+          checks=(lambda F_left, F_right: same_shape(F_left=F_left,
+                                                     F_right=F_right),))
 def disparity_volume(F_left, F_right, max_disp):
     """Correlations of every left pixel with its candidate matches.
 
@@ -138,7 +141,8 @@ def disparity_volume(F_left, F_right, max_disp):
 
 @boundary(F_left=floats(ndim=2), F_right=floats(ndim=2),
           max_disp=integer(0),
-          checks=(same_shape.using(a="F_left", b="F_right"),))
+          checks=(lambda F_left, F_right: same_shape(F_left=F_left,
+                                                     F_right=F_right),))
 def masked_row_attention_scores(F_left, F_right, max_disp):
     """One row's scores as attention sees them: ``Q Kᵀ`` between the left
     row's features ``F_left`` (W, D) and the right row's, ``-inf`` where
@@ -206,7 +210,8 @@ DISPARITIES = Constraint(
 
 @boundary(estimate=floats(), truth=DISPARITIES,
           mask=optional(floats()),
-          checks=(same_shape.using(a="estimate", b="truth"),))
+          checks=(lambda estimate, truth: same_shape(estimate=estimate,
+                                                     truth=truth),))
 def disparity_scores(estimate, truth, mask=None):
     """End-point error and the shares within 1 and 3 pixels.
 

@@ -6,7 +6,6 @@ import tracemalloc
 
 import numpy as np
 
-from ._relations import tracemalloc_idle
 from ._validate import boundary, function, generator, positive_int
 
 __all__ = ["random_qkv", "best_time", "run_traced", "peak_bytes"]
@@ -30,7 +29,14 @@ def best_time(fn, *args, repeat=3, **kwargs):
     return float(best)
 
 
-@boundary(fn=function(), checks=(tracemalloc_idle,), runs_user_code=True)
+def _tracemalloc_idle() -> None:
+    """Not tracing already: a state of the process, not of an argument, so
+    a ``RuntimeError``."""
+    if tracemalloc.is_tracing():
+        raise RuntimeError("tracemalloc is already tracing; stop it first")
+
+
+@boundary(fn=function(), checks=(_tracemalloc_idle,), runs_user_code=True)
 def run_traced(fn, *args, **kwargs):
     """Run ``fn(*args, **kwargs)`` once under ``tracemalloc``: its result
     and the most bytes traced at once during the call."""

@@ -5,8 +5,8 @@ True means blocked in ``nn.MultiheadAttention`` and allowed in
 
 import numpy as np
 
-from ._relations import square_weights_split
-from ._validate import boundary, bools, floats, instance, positive_int
+from ._validate import (boundary, bools, divides, floats, instance,
+                        positive_int, require)
 
 __all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights"]
 
@@ -27,9 +27,18 @@ def mask_for_sdpa(mask):
     return torch.from_numpy(mask.copy())
 
 
+def _square_weights(W_q, W_k, W_v, W_o, h) -> None:
+    """Four square (d, d) matrices, ``h`` dividing ``d``."""
+    d = W_q.shape[0]
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
+        require(W.shape == (d, d), f"{name} must be square ({d}, {d}) for "
+                f"nn.MultiheadAttention, got shape {W.shape}")
+    divides("h", h, (d,), "the width d")
+
+
 @boundary(W_q=floats(ndim=2), W_k=floats(ndim=2), W_v=floats(ndim=2),
           W_o=floats(ndim=2), h=positive_int(), bias=instance(bool),
-          checks=(square_weights_split,))
+          checks=(_square_weights,))
 def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
     """An ``nn.MultiheadAttention`` (float64, batch first) holding our weights,
     its biases (if any) zero (:ref:`ch-multihead` and :ref:`ch-masks`; with

@@ -18,10 +18,9 @@ import torch
 from torch import nn
 
 from . import trained
-from ._relations import (heads_divide_d, keep_fits_model, one_per_image,
-                         tokens_fit_model)
-from ._validate import (boundary, floats, generator, instance, integer, ints,
-                        number, one_of, optional, positive, positive_int)
+from ._validate import (boundary, divides, floats, generator, instance,
+                        integer, ints, number, one_of, one_per_image, optional,
+                        positive, positive_int, require)
 from .patches import patchify
 from .position import relative_position_index
 
@@ -169,7 +168,8 @@ class TinyViT(nn.Module):
           position=instance(bool), seed=integer(0), epochs=positive_int(),
           d=positive_int(), h=positive_int(), depth=positive_int(),
           d_mlp=positive_int(), batch_size=positive_int(), lr=positive(),
-          threads=positive_int(), checks=(heads_divide_d,))
+          threads=positive_int(),
+          checks=(lambda d, h: divides("h", h, (d,), "the token width d"),))
 def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
           d_mlp=64, batch_size=64, lr=5e-3, threads=1):
     """A :class:`TinyViT` trained on ``data``, the same on every run.
@@ -251,21 +251,6 @@ def load_weight_arrays(model, arrays):
     return model.eval()
 
 
-def _digits_recipe(name, arguments):
-    @trained.recipe(name, rtol=0.0, atol=1e-6, retrained_by_test=True)
-    def train_digits():
-        model = train(digit_split(), **arguments)
-        return {**weight_arrays(model), "losses": np.array(model.losses)}
-    train_digits.__doc__ = (f":func:`train` on :func:`digit_split` with "
-                            f"{arguments or 'its defaults'}: the weights "
-                            f"(``w/<name>``) and each epoch's mean loss.")
-    return train_digits
-
-
-for _name, _arguments in TRAINED_DIGITS.items():
-    _digits_recipe(_name, _arguments)
-
-
 @boundary(name=one_of(*TRAINED_DIGITS))
 def trained_digits_vit(name="vit-digits"):
     """The :class:`TinyViT` that ``make train`` trained as ``name`` (a key
@@ -288,7 +273,23 @@ _MODEL = instance(TinyViT)
 _USE = dict(model=_MODEL, X=floats(ndim=3), keep=optional(floats(ndim=2)))
 
 
-@boundary(**_USE, checks=(tokens_fit_model, keep_fits_model))
+def tokens_fit(model, X) -> None:
+    """Tokens ``X`` (N, n, d_in) as the model's embedding and positions
+    take them."""
+    n = model.pos.shape[1] - 1 if model.pos is not None else X.shape[1]
+    want = (n, model.embed.in_features)
+    require(X.shape[1:] == want, f"X must have shape (N, {want[0]}, "
+                                 f"{want[1]}) for the model, got {X.shape}")
+
+
+def _fit(model, X, keep) -> None:
+    tokens_fit(model, X)
+    want = (len(model.blocks), model.blocks[0].h)
+    require(keep is None or keep.shape == want, f"keep must have shape (L, "
+            f"h) = {want} for the model, got {getattr(keep, 'shape', None)}")
+
+
+@boundary(**_USE, checks=(_fit,))
 def forward(model, X, keep=None):
     """Logits (N, classes) and weights (N, L, h, 1+n, 1+n), as NumPy.
 
@@ -314,15 +315,14 @@ def forward(model, X, keep=None):
 FORWARD_BATCH = 100
 
 
-@boundary(**_USE, checks=(tokens_fit_model, keep_fits_model))
+@boundary(**_USE, checks=(_fit,))
 def predict(model, X, keep=None):
     """Predicted labels (N,) of patch tokens ``X`` (N, n, d_in)."""
     return forward(model, X, keep)[0].argmax(axis=1)
 
 
 @boundary(**_USE, y=ints(ndim=1),
-          checks=(tokens_fit_model, one_per_image.using(values="y"),
-                  keep_fits_model))
+          checks=(_fit, lambda X, y: one_per_image(X, y=y)))
 def accuracy(model, X, y, keep=None):
     """Share of the images ``X`` classified as ``y`` (a count over N)."""
     return float(np.mean(predict(model, X, keep) == y))

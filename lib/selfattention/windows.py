@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._relations import (heads_fit, merging_fits, shift_below_M, tiles,
-                         window_table_fits, windows_fit, windows_tile_x)
-from ._validate import (Constraint, boundary, floats, grid_shape, integer,
-                        optional, positive_int)
-from .attention import multi_head_attention
+from ._validate import (Constraint, boundary, divides, floats, grid_shape,
+                        integer, optional, positive_int, require)
+from .attention import heads_fit, multi_head_attention
+from .masks import tiles
 from .position import relative_position_bias
 
 __all__ = ["window_partition", "window_reverse", "cyclic_shift",
@@ -43,11 +42,30 @@ _GRID_ARRAY = Constraint(
     invalid=lambda: [(np.full((2, 2, 2), "text"), TypeError),
                      (np.ones((2, 2)), ValueError)])
 _SHIFTED = dict(grid=grid_shape(), M=positive_int(), shift=integer(0))
-_SHIFT_FITS = (tiles, shift_below_M)
+
+
+def _tiles_x(x, M) -> None:
+    divides("M", M, x.shape[-3:-1], "both sides of the grid of x")
+
+
+def _shift_fits(M, shift) -> None:
+    require(shift < M, f"shift must lie in 0..M-1 = 0..{M - 1} patches (Swin "
+                       f"uses M // 2), got {shift}")
+
+
+def _table_fits(M, table=None, h=None, name="table") -> None:
+    """A relative position table (h, 2M-1, 2M-1), if given."""
+    if table is not None:
+        want = (h or table.shape[0], 2 * M - 1, 2 * M - 1)
+        require(table.shape == want, f"{name} must have shape (h, 2M-1, "
+                f"2M-1) = {want}, got shape {table.shape}")
+
+
+_SHIFT_FITS = (tiles, _shift_fits)
 
 
 # ------------------------------------------------------------------ windows
-@boundary(x=_GRID_ARRAY, M=positive_int(), checks=(windows_tile_x,))
+@boundary(x=_GRID_ARRAY, M=positive_int(), checks=(_tiles_x,))
 def window_partition(x, M):
     """Cut a patch grid into non-overlapping ``M × M`` windows.
 
@@ -60,8 +78,15 @@ def window_partition(x, M):
     return x.reshape(*batch, -1, M * M, C)           # (..., nW, M², C)
 
 
+def _windows_fit(windows, grid, M) -> None:
+    want = ((grid[0] // M) * (grid[1] // M), M * M)
+    require(windows.shape[-3:-1] == want, f"windows must have shape (..., "
+            f"(H/M)·(W/M), M², C) for grid {grid} and M={M}, got shape "
+            f"{windows.shape}")
+
+
 @boundary(windows=_GRID_ARRAY, grid=grid_shape(), M=positive_int(),
-          checks=(tiles, windows_fit))
+          checks=(tiles, _windows_fit))
 def window_reverse(windows, grid, M):
     """Put the windows back on the grid: undo the window partition."""
     H, W = grid
@@ -142,7 +167,7 @@ def shifted_window_mask(grid, M, shift):
     return ids[:, None] == ids[None, :]                      # (n, n)
 
 
-@boundary(table=floats(ndim=3), checks=_SHIFT_FITS + (window_table_fits,),
+@boundary(table=floats(ndim=3), checks=_SHIFT_FITS + (_table_fits,),
           **_SHIFTED)
 def shifted_window_bias(table, grid, M, shift):
     """The relative position bias of the (shifted) windows, on the whole grid.
@@ -162,8 +187,11 @@ def shifted_window_bias(table, grid, M, shift):
           W_v=floats(ndim=2), W_o=floats(ndim=2), h=positive_int(),
           M=positive_int(), shift=integer(0),
           bias_table=optional(floats(ndim=3)),
-          checks=(windows_tile_x, shift_below_M, heads_fit.using(X="x"),
-                  window_table_fits.using(table="bias_table")))
+          checks=(_tiles_x, _shift_fits,
+                  lambda x, W_q, W_k, W_v, W_o, h: heads_fit(
+                      x, W_q, W_k, W_v, W_o, h, tokens="x"),
+                  lambda M, bias_table, h: _table_fits(M, bias_table, h,
+                                                       "bias_table")))
 def window_attention(x, W_q, W_k, W_v, W_o, h, M, shift=0, bias_table=None):
     """Multi-head self-attention inside ``M × M`` windows (:ref:`ch-windows`).
 
@@ -211,8 +239,15 @@ def layer_norm(x, eps=1e-5):
     return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
 
 
+def _merging_fits(x, W_merge) -> None:
+    (H, W, C), rows = x.shape[-3:], W_merge.shape[0]
+    require(H % 2 == 0 and W % 2 == 0 and rows == 4 * C, f"patch merging "
+            f"needs an even grid and 4C = {4 * C} rows in W_merge, got x of "
+            f"shape {x.shape}, W_merge of shape {W_merge.shape}")
+
+
 @boundary(x=floats(min_ndim=3), W_merge=floats(ndim=2),
-          checks=(merging_fits,))
+          checks=(_merging_fits,))
 def patch_merging(x, W_merge):
     """Concatenate each 2 × 2 neighbourhood, then map 4C -> 2C.
 
