@@ -5,7 +5,7 @@ same initial weights and the same batches; the runs differ only in the number
 that divides the scores ``Q Kᵀ``: ``√d_k`` (the transformer's choice), ``1``
 (no scaling) or ``d_k`` (μP's choice), at the key width ``d_k = 256``. The
 recipe ``scale-training`` of ``make train``
-(:mod:`selfattention_training.scale`) trains each variant from a few
+(``selfattention_training.scale``) trains each variant from a few
 seeds and saves the curves (loss, accuracy, attention entropy, the gradient
 that reaches ``W_Q`` and ``W_K``) and the class token's maps over a few test
 digits; :ref:`ch-scaling` loads them with ``trained.load("scale-training")``.

@@ -14,7 +14,7 @@ rows:
 Both learn by the same loss: a softmax over each left pixel's candidate
 disparities, scored by cross-entropy against the true disparity split over
 its two nearest whole disparities. The recipes ``stereo-encoder`` and
-``stereo-matcher`` of ``make train`` (:mod:`selfattention_training.stereo`)
+``stereo-matcher`` of ``make train`` (``selfattention_training.stereo``)
 write their weights.
 """
 

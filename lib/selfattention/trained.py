@@ -1,5 +1,5 @@
 """The trained models of the book: the files that ``make train`` writes
-(:mod:`selfattention_training`), loaded by the chapters.
+(``selfattention_training``), loaded by the chapters.
 
 Each model is ``trained/<name>.npz`` beside this file, with its SHA-256 in
 ``trained/MANIFEST.json``. :func:`load` refuses a file whose checksum is not

@@ -26,10 +26,10 @@ The HTML is a pure function of the inputs (numbers printed with fixed
 precision, element ids derived from a hash of the data), so it is byte for
 byte stable and nbval can compare it, and it loads nothing from anywhere.
 
-One module per figure: :mod:`.patch` (:func:`patch_explorer`),
-:mod:`.frames` (:func:`frames_explorer`), :mod:`.bars`
-(:func:`bar_explorer`), :mod:`.calculator` (:func:`cost_calculator`),
-:mod:`.stereo` (:func:`stereo_explorer`) and :mod:`.widgets` (:func:`live`,
+One module per figure: ``patch`` (:func:`patch_explorer`),
+``frames`` (:func:`frames_explorer`), ``bars``
+(:func:`bar_explorer`), ``calculator`` (:func:`cost_calculator`),
+``stereo`` (:func:`stereo_explorer`) and ``widgets`` (:func:`live`,
 :func:`drawing_pad`); the box, legend and colour scale they share are in
 ``_figure.py``, their scripts and styles in ``selfattention/static/``.
 """
