@@ -5,7 +5,8 @@ precomputed choices (:ref:`ch-scaling`).
 from __future__ import annotations
 
 from .. import _stills
-from .._validate import boundary, floats, integer, optional, positive
+from .._validate import (boundary, floats, integer, optional, positive,
+                         require)
 from ._figure import (_buttons, _escape, _html, _labels, _payload, _rounded,
                       _script, _shell, _strongest, _uid, _viridis_stops)
 
@@ -19,17 +20,13 @@ def _bars_caption(values, choice: str, series, xlabel: str) -> str:
 
 def _bars_fit_labels(values, choices, series, choice) -> None:
     """Non-negative bars, one label per choice and per panel."""
-    if (values < 0).any():
-        raise ValueError(f"values must be non-negative, got a "
-                         f"minimum of {float(values.min()):g}")
+    require(not (values < 0).any(), "values must be non-negative")
     for key, labels, axis, what in (("choices", choices, 0, "choice"),
                                     ("series", series, 1, "panel")):
-        if len(labels) != values.shape[axis]:
-            raise ValueError(f"{key} must have one label per {what} "
-                             f"({values.shape[axis]}), got {len(labels)}")
-    if choice >= values.shape[0]:
-        raise ValueError(f"choice must be between 0 and "
-                         f"{values.shape[0] - 1}, got {choice}")
+        require(len(labels) == values.shape[axis], f"{key} must have one "
+                f"label per {what} ({values.shape[axis]}), got {len(labels)}")
+    require(choice < values.shape[0], f"choice must be between 0 and "
+                                      f"{values.shape[0] - 1}, got {choice}")
 
 
 @boundary(values=floats(ndim=3), choices=_labels("button labels"),

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cost
-from .._validate import Constraint, boundary, integer, one_of, positive_int
+from .._validate import (Constraint, boundary, divides, integer, one_of,
+                         positive_int)
 from ._figure import _OWN_KEYS, _escape, _html, _payload, _script, _shell, _uid
 
 
@@ -51,10 +52,7 @@ _SIDE = Constraint(_offered_side, "one of " + ", ".join(map(str, _SIDES)),
 
 def _patch_divides_side(image_size, patch_size) -> None:
     """The patch side divides the image side."""
-    if image_size % patch_size:
-        raise ValueError(f"patch_size must divide "
-                         f"image_size {image_size}, got "
-                         f"{patch_size}")
+    divides("patch_size", patch_size, (image_size,), "image_size")
 
 
 @boundary(image_size=_SIDE, patch_size=positive_int(),

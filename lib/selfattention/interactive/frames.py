@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _stills
 from .._validate import (boundary, floats, instance, integer, optional, pair,
-                         positive, positive_int)
+                         positive, positive_int, require)
 from ._figure import (_OWN_KEYS, _TOP, _at, _colour_scale, _escape,
                       _grey_levels, _html, _legend, _payload, _rounded,
                       _script, _shell, _strongest, _uid, _viridis_stops)
@@ -39,22 +39,16 @@ def _frames_caption(w, query: int, n: int, cols: int, labels,
 
 def _frames_fit_grid(frames, A, grid, patch, query, keys=None) -> None:
     """Frames of the patch grid, and weights between all their patches."""
-    rows, cols = grid
+    (rows, cols), n = grid, grid[0] * grid[1]
     want = (rows * patch, cols * patch)
     for key, arr in (("frames", frames), ("keys", keys)):
-        if arr is not None and arr.shape[1:] != want:
-            raise ValueError(
-                f"{key} must have shape (count, {want[0]}, {want[1]}) "
-                f"for a {rows} x {cols} grid of {patch}-pixel patches, got "
-                f"{arr.shape}")
-    n = rows * cols
+        require(arr is None or arr.shape[1:] == want, f"{key} must have shape "
+                f"(count, {want[0]}, {want[1]}) for a {rows} x {cols} grid of "
+                f"{patch}-pixel patches, got {getattr(arr, 'shape', None)}")
     shape = (len(frames) * n, len(frames if keys is None else keys) * n)
-    if A.shape != shape:
-        raise ValueError(f"A must have shape {shape}, got "
-                         f"{A.shape}")
-    if query >= shape[0]:
-        raise ValueError(f"query must be below {shape[0]} (frames "
-                         f"x patches), got {query}")
+    require(A.shape == shape, f"A must have shape {shape}, got {A.shape}")
+    require(query < shape[0], f"query must be below {shape[0]} (frames x "
+                              f"patches), got {query}")
 
 
 @boundary(frames=floats(ndim=3), A=floats(ndim=2),

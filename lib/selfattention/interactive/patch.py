@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _stills
 from .._validate import (boundary, floats, integer, optional, pair, positive,
-                         positive_int)
+                         positive_int, require)
 from ._figure import (_OWN_KEYS, _TOP, _at, _buttons, _colour_scale,
                       _grey_levels, _html, _labels, _legend, _payload,
                       _rounded, _script, _shell, _strongest, _uid,
@@ -25,26 +25,19 @@ def _patch_caption(w, query: int, cols: int, head: int, heads: int,
 
 
 def _explorer_fits_grid(img, A, grid, patch, query,
-                       head_names=None) -> None:
+                        head_names=None) -> None:
     """Weights (n, n) or (h, n, n), an image of the patch grid, and a name
     for each head if any."""
-    rows, cols = grid
-    n = rows * cols
-    if A.ndim not in (2, 3) or A.shape[-2:] != (n, n):
-        raise ValueError(f"A must have shape (n, n) or (h, n, n) "
-                         f"with n = {n} patches, got shape {A.shape}")
-    if img.shape != (rows * patch, cols * patch):
-        raise ValueError(f"img must have shape "
-                         f"{(rows * patch, cols * patch)} for a {rows} x "
-                         f"{cols} grid of {patch}-pixel patches, got "
-                         f"{img.shape}")
-    if query >= n:
-        raise ValueError(f"query must be a patch index below {n}, "
-                         f"got {query}")
+    (rows, cols), n = grid, grid[0] * grid[1]
+    require(A.ndim in (2, 3) and A.shape[-2:] == (n, n), f"A must have shape "
+            f"(n, n) or (h, n, n) with n = {n} patches, got shape {A.shape}")
+    require(img.shape == (rows * patch, cols * patch), f"img must have shape "
+            f"{(rows * patch, cols * patch)} for a {rows} x {cols} grid of "
+            f"{patch}-pixel patches, got {img.shape}")
+    require(query < n, f"query must be a patch index below {n}, got {query}")
     heads = A.shape[0] if A.ndim == 3 else 1
-    if head_names is not None and len(head_names) != heads:
-        raise ValueError(f"head_names must name each of the "
-                         f"{heads} heads, got {len(head_names)} names")
+    require(head_names is None or len(head_names) == heads, f"head_names must "
+            f"name each of the {heads} heads, got {len(head_names or ())}")
 
 
 @boundary(img=floats(ndim=2), A=floats(min_ndim=2),

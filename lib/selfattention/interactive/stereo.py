@@ -10,7 +10,7 @@ import numpy as np
 from .. import _stills
 from ..stereo import DISPARITIES as _DISPARITIES
 from .._validate import (boundary, floats, integer, ints, optional, pair,
-                         positive, positive_int)
+                         positive, positive_int, require, same_shape)
 from ._figure import (_OWN_KEYS, _TOP, _colour_scale, _grey_levels, _html,
                       _legend, _payload, _script, _shell, _strongest, _uid,
                       _viridis_stops)
@@ -39,23 +39,17 @@ def _stereo_caption(levels, truth, row: int, c: int) -> str:
 
 
 def _stereo_band_fits(left, right, weights, truth, query,
-                     image_rows=None) -> None:
+                      image_rows=None) -> None:
     """A band of the pair, its weights (h, W, D + 1) and a query inside."""
-    if left.shape != right.shape or truth.shape != left.shape:
-        raise ValueError(f"left, right and "
-                         f"truth must share one shape (h, W), got "
-                         f"{left.shape}, {right.shape} and {truth.shape}")
-    if weights.shape[:2] != left.shape:
-        raise ValueError(f"weights must have shape (h, W, D + 1) "
-                         f"= {left.shape + ('D + 1',)}, got {weights.shape}")
-    if image_rows is not None and len(image_rows) != left.shape[0]:
-        raise ValueError(f"image_rows must name the "
-                         f"{left.shape[0]} rows of the band, got "
-                         f"{len(image_rows)}")
+    same_shape(left=left, right=right, truth=truth)
+    require(weights.shape[:2] == left.shape, f"weights must have shape (h, W, "
+            f"D + 1) = {left.shape + ('D + 1',)}, got {weights.shape}")
+    require(image_rows is None or len(image_rows) == left.shape[0],
+            f"image_rows must name the {left.shape[0]} rows of the band, got "
+            f"{0 if image_rows is None else len(image_rows)}")
     r, c = query
-    if not (0 <= r < left.shape[0] and 0 <= c < left.shape[1]):
-        raise ValueError(f"query must be a pixel of the (h, W) = "
-                         f"{left.shape} band, got {(r, c)}")
+    require(0 <= r < left.shape[0] and 0 <= c < left.shape[1], f"query must "
+            f"be a pixel of the (h, W) = {left.shape} band, got {(r, c)}")
 
 
 @boundary(left=floats(ndim=2), right=floats(ndim=2),
