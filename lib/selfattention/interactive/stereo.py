@@ -10,7 +10,7 @@ import numpy as np
 from .. import _stills
 from ..stereo import DISPARITIES as _DISPARITIES
 from .._validate import (boundary, floats, integer, ints, optional, pair,
-                         positive, positive_int, require, same_shape)
+                         positive, positive_int, require)
 from ._figure import (_OWN_KEYS, _TOP, _colour_scale, _grey_levels, _html,
                       _legend, _payload, _script, _shell, _strongest, _uid,
                       _viridis_stops)
@@ -41,7 +41,9 @@ def _stereo_caption(levels, truth, row: int, c: int) -> str:
 def _stereo_band_fits(left, right, weights, truth, query,
                       image_rows=None) -> None:
     """A band of the pair, its weights (h, W, D + 1) and a query inside."""
-    same_shape(left=left, right=right, truth=truth)
+    require(left.shape == right.shape == truth.shape, f"left, right and truth "
+            f"must share one shape (h, W), got {left.shape}, {right.shape} "
+            f"and {truth.shape}")
     require(weights.shape[:2] == left.shape, f"weights must have shape (h, W, "
             f"D + 1) = {left.shape + ('D + 1',)}, got {weights.shape}")
     require(image_rows is None or len(image_rows) == left.shape[0],
