@@ -49,13 +49,17 @@ COURSE_BUILD := _build/course
 
 book: $(STAMP)  ## Build the HTML book strictly; SOLUTIONS=hidden: course edition
 ifeq ($(SOLUTIONS),hidden)
-	# The extension makes the student notebooks with the course package,
-	# which Sphinx does not track: a change there means building afresh.
+	# The site offers the student notebooks that the instructors' command
+	# makes, and the extension reads them; Sphinx tracks neither it nor
+	# the book's tooling: a change there means building afresh.
 	@stamp=$(COURSE_BUILD)/_build/html/.nojekyll; if [ -e $$stamp ] && \
-	  [ -n "$$(find lib/selfattention_course -name '*.py' -newer $$stamp)" ]; \
-	  then rm -rf $(COURSE_BUILD); fi
-	SELFATTENTION_SOLUTIONS=hidden $(VENV)/bin/jupyter-book build . -W -n \
-	  --keep-going --path-output $(COURSE_BUILD)
+	  [ -n "$$(find lib/selfattention_course lib/selfattention_book \
+	  -name '*.py' -newer $$stamp)" ]; then rm -rf $(COURSE_BUILD); fi
+	$(VENV)/bin/selfattention-assign --out $(COURSE_BUILD)/assignments
+	SELFATTENTION_SOLUTIONS=hidden \
+	  SELFATTENTION_ASSIGNMENTS=$(COURSE_BUILD)/assignments \
+	  $(VENV)/bin/jupyter-book build . -W -n --keep-going \
+	  --path-output $(COURSE_BUILD)
 	@echo "Open $(abspath $(COURSE_BUILD))/_build/html/index.html"
 else ifeq ($(SOLUTIONS),shown)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

@@ -1,6 +1,6 @@
 """Write the book's diagrams as SVG: ``make diagrams``.
 
-Every diagram of :mod:`selfattention.diagrams` is saved as
+Every diagram of :mod:`selfattention_book.diagrams` is saved as
 ``_static/diagrams/<name>.svg``, with ``manifest.json`` beside it (name ->
 file, alt text, size in inches, bytes). The bytes depend only on the code:
 a fixed ``svg.hashsalt``, no date, text as paths. Text as paths keeps the
@@ -24,7 +24,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from selfattention import diagrams  # noqa: E402
+from selfattention_book import diagrams  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_static" / "diagrams"

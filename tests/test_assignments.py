@@ -13,7 +13,7 @@ import pytest
 
 from selfattention_course import assign as asg
 from selfattention_course.names import BEGIN, END, META, STUB
-from selfattention_course.plain import plain_notebook
+from selfattention_book.plain import plain_notebook
 from test_plain_notebooks import INDEX, RAW
 
 ROOT = Path(__file__).resolve().parents[1]

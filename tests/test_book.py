@@ -8,8 +8,8 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
+from selfattention_book import book_a11y as a11y
 from selfattention_course.assign import check_title, find_exercises
-from support import module_from_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -209,7 +209,6 @@ def test_every_citation_is_in_the_bibliography():
 
 
 def test_scrollable_tables_become_named_regions():
-    a11y = module_from_file("_ext/book_a11y.py")
     table = ('<div class="pst-scrollable-table-container"><table><thead><tr>'
              '<th class="head"><p>Week</p></th><th>Core &amp; idea</th></tr>'
              '</thead><tbody></tbody></table></div>')

@@ -473,7 +473,7 @@ def drive_with_keyboard(page, figure) -> list[str]:
 @pytest.mark.parametrize("docname", sampled(chapter_documents()))
 def test_chapter_renders_launches_and_responds(shots, visit, docname):
     """Each page of a chapter: its own page (math typeset) and its further
-    pages (_ext/book_pages.py), the "Try it" one with its explorers."""
+    pages (selfattention_book.book_pages), the "Try it" one with its explorers."""
     v = visit(f"{docname}.html")
     page = v.page
     shot = docname.split("/", 1)[1].replace("/", "-")
@@ -482,7 +482,7 @@ def test_chapter_renders_launches_and_responds(shots, visit, docname):
     problems = page_problems(v, full=docname == chapter_documents()[0])
 
     # launch buttons: present, and naming this chapter's notebook
-    # _ext/plain_launch.py: they open the plain notebook of notebooks/
+    # selfattention_book.plain_launch: they open the plain notebook of notebooks/
     want = plain_notebook_of(docname)
     services = {"Colab": "colab.research.google.com", "Binder": "mybinder.org"}
     hrefs = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")

@@ -2,9 +2,9 @@
 
 The book is built with SELFATTENTION_SOLUTIONS=hidden where make puts it,
 _build/course, from scratch unless a build there is newer than every source
-of the book and every module of the course package (the extension makes the
-student notebooks with it); no solution's code or output may appear in its
-pages, no check's
+of the book and every module of the course package (selfattention-assign
+makes the student notebooks that the site offers); no solution's code or
+output may appear in its pages, no check's
 verdict may appear in any of its files, the notebooks offered for download
 are the student versions, and the exercises themselves are still there.
 The student notebooks (make assignments) hold no output at all.
@@ -22,19 +22,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from selfattention_book import course_edition
 from selfattention_course import assign
 from selfattention_course.names import BEGIN, END, META
-from support import module_from_file
 from test_launch_links import is_stale
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 COURSE = ROOT / "_build" / "course"           # the Makefile's COURSE_BUILD
-
-
-def _extension():
-    return module_from_file("_ext/course_edition.py")
 
 
 def check_outputs(nb) -> list[str]:
@@ -58,7 +54,10 @@ def site():
         # afresh: an incremental build would keep pages that only a change
         # of the course package (not of their sources) makes out of date
         shutil.rmtree(COURSE, ignore_errors=True)
-        env = dict(os.environ, SELFATTENTION_SOLUTIONS="hidden")
+        made = COURSE / "assignments"       # as make book SOLUTIONS=hidden
+        assign.build(CHAPTERS, made)
+        env = dict(os.environ, SELFATTENTION_SOLUTIONS="hidden",
+                   SELFATTENTION_ASSIGNMENTS=str(made))
         done = subprocess.run(
             [str(JUPYTER_BOOK), "build", str(ROOT), "-W", "-n",
              "--keep-going", "--path-output", str(COURSE)], env=env,
@@ -75,7 +74,7 @@ def page_text(path: Path) -> str:
 
 def chapter_pages(site: Path, path: Path) -> list[Path]:
     """The built pages of chapter notebook ``path``: its own, then its
-    further pages (_ext/book_pages.py)."""
+    further pages (selfattention_book.book_pages)."""
     folder = site / "chapters"
     return [folder / f"{path.stem}.html",
             *sorted((folder / path.stem).glob("*.html"))]
@@ -130,7 +129,7 @@ def test_no_solution_code_or_output_is_published(site, path):
 @pytest.mark.slow
 def test_no_check_verdict_is_published(site):
     """Every file of the built site: pages, search index, sources."""
-    verdict = _extension().verdict_pattern()
+    verdict = course_edition.verdict_pattern()
     leaked = []
     for path in sorted(site.rglob("*")):
         if not path.is_file() or path.suffix not in (
@@ -151,7 +150,7 @@ def test_no_check_verdict_is_published(site):
 
 
 def test_the_extension_drops_verdicts_and_check_outputs_only():
-    ext = _extension()
+    ext = course_edition
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("checks.check_limits(my_limits)"),
         nbformat.v4.new_code_cell("print(report)"),
@@ -171,7 +170,7 @@ def test_the_extension_drops_verdicts_and_check_outputs_only():
 
 def test_the_student_notebooks_hold_no_output_and_no_verdict(tmp_path):
     assign.build(CHAPTERS, tmp_path)
-    verdict = _extension().verdict_pattern()
+    verdict = course_edition.verdict_pattern()
     for path in sorted((tmp_path / "student").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         assert all(not c.get("outputs") for c in nb.cells

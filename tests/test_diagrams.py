@@ -1,4 +1,4 @@
-"""The diagrams (selfattention.diagrams) as the book shows them.
+"""The diagrams (selfattention_book.diagrams) as the book shows them.
 
 The committed SVGs are what scripts/diagrams.py writes now, so an edit of
 the drawing code that is not followed by `make diagrams` fails here; every
@@ -23,7 +23,7 @@ from matplotlib.axis import Axis  # noqa: E402
 from matplotlib.spines import Spine  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from selfattention import diagrams  # noqa: E402
+from selfattention_book import diagrams  # noqa: E402
 from support import module_from_file
 
 ROOT = Path(__file__).resolve().parents[1]

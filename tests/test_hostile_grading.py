@@ -837,7 +837,7 @@ def instructor_key() -> int | None:
 def checkout_digest() -> str:
     """The instructor's files: the book's sources and the installed package
     (not what a build writes meanwhile: the chapters' further pages under
-    chapters/<chapter>/, made by _ext/book_pages.py, and the metadata that
+    chapters/<chapter>/, made by selfattention_book.book_pages, and the metadata that
     setuptools writes into lib/*.egg-info whenever the package is built,
     as the Colab-like install of tests/test_clients.py does)."""
     digest = hashlib.sha256()

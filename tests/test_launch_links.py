@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from selfattention_course.pages import chapter_of
+from selfattention_book.pages import chapter_of
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -60,7 +60,7 @@ def toc_documents() -> list[str]:
 
 def source_of(docname: str) -> Path | None:
     """The file a page is made from; for a chapter's further page, which
-    the build writes (_ext/book_pages.py), the chapter notebook."""
+    the build writes (selfattention_book.book_pages), the chapter notebook."""
     docname = chapter_of(docname) or docname
     for ext in (".ipynb", ".md"):
         path = ROOT / BOOK_PATH / f"{docname}{ext}"
@@ -87,7 +87,7 @@ def chapter_documents() -> list[str]:
 
 def plain_notebook_of(docname: str) -> str:
     """The repository path of the plain notebook that a notebook page's
-    launch buttons open (``_ext/plain_launch.py``): ``notebooks/<name>``,
+    launch buttons open (``selfattention_book.plain_launch``): ``notebooks/<name>``,
     the whole chapter's for each of its pages."""
     prefix = f"{BOOK_PATH}/" if BOOK_PATH else ""
     return f"{prefix}notebooks/{docname.split('/')[1]}.ipynb"
@@ -101,7 +101,7 @@ def expected_pages() -> list[str]:
 def _inputs() -> list[Path]:
     files = [ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "references.bib"]
     files += [s for d in toc_documents() if (s := source_of(d)) is not None]
-    files += sorted((ROOT / "_ext").glob("*.py"))
+    files += sorted((ROOT / "lib" / "selfattention_book").glob("*.py"))
     for folder in ("_templates", "_static"):    # theme overrides
         files += sorted(p for p in (ROOT / folder).rglob("*") if p.is_file())
     return files
@@ -110,7 +110,7 @@ def _inputs() -> list[Path]:
 def is_stale(site: Path, also: list[Path] = ()) -> bool:
     """Whether the HTML build ``site`` lacks a page or is older than a
     source of the book or a file of ``also``."""
-    # _ext/book_assets.py touches .nojekyll at the end of every HTML build
+    # selfattention_book.book_assets touches .nojekyll at the end of every HTML build
     stamp = site / ".nojekyll"
     if not (site / "index.html").exists() or not stamp.exists():
         return True
@@ -256,7 +256,7 @@ def test_launch_links_open_this_chapter_in_this_repository(site, docname):
     links = launch_links(tags)
     assert set(links) == {"colab", "binderhub", "jupyterhub"}, (
         f"{docname}: launch links found for {sorted(links)}")
-    # _ext/plain_launch.py: the launch buttons open the plain notebook
+    # selfattention_book.plain_launch: the launch buttons open the plain notebook
     want = plain_notebook_of(docname)
     for service, notebook in links.items():
         assert notebook == want, f"{service} opens {notebook}, not {want}"

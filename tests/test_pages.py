@@ -1,4 +1,4 @@
-"""A chapter notebook read as several pages (selfattention_course.pages).
+"""A chapter notebook read as several pages (selfattention_book.pages).
 
 Nothing is lost or repeated between the notebook and its pages, the toc
 lists exactly the pages the markers make, and a malformed marker is
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from selfattention_course.names import META
-from selfattention_course.pages import (PAGE_KEY, chapter_of, page_notebook,
+from selfattention_book.pages import (PAGE_KEY, chapter_of, page_notebook,
                                         pages)
 
 ROOT = Path(__file__).resolve().parents[1]

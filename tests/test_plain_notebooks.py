@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from selfattention_course.plain import BookIndex, plain_markdown
+from selfattention_book.plain import BookIndex, plain_markdown
 from test_launch_links import built_site
 from support import module_from_file
 

@@ -38,7 +38,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from selfattention_course.pages import chapter_of
+from selfattention_book.pages import chapter_of
 
 logger = logging.getLogger(__name__)
 

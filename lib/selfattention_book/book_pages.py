@@ -1,4 +1,4 @@
-"""A long chapter read as several pages (:mod:`selfattention_course.pages`).
+"""A long chapter read as several pages (:mod:`selfattention_book.pages`).
 
 * ``config-inited``, before sphinx-external-toc reads ``_toc.yml`` (priority
   400 < 500): the pages after the first of every chapter notebook are
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from selfattention_course.pages import page_notebook, pages
+from selfattention_book.pages import page_notebook, pages
 
 CHAPTERS = "chapters"
 

@@ -14,7 +14,7 @@ build, which turns this extension on. It then
   (``[ex-...] Correct: ...``, whatever printed it) is removed from the
   page, so it reaches neither the HTML nor the search index;
 * replaces the downloadable notebooks under ``_sources/`` with the student
-  versions that ``selfattention-assign`` makes (plain Jupyter, solutions
+  versions that ``selfattention-assign`` made (plain Jupyter, solutions
   absent), and an appendix notebook, which has no exercises, with its plain
   version;
 * drops the launch buttons (Colab, Binder, JupyterHub, Live code), which
@@ -24,6 +24,12 @@ sphinx-exercise's own ``hide_solutions`` option cannot do this for gated
 solutions: it drops the opening directive only, leaving the solution's code
 cells and outputs on the page and an orphan closing node that the HTML
 writer rejects.
+
+The student notebooks and the names of the checks are read from the folder
+that the instructors' ``selfattention-assign --out`` wrote, named by
+``SELFATTENTION_ASSIGNMENTS`` (``make book SOLUTIONS=hidden`` writes it
+under ``_build/course/assignments`` first): the grader makes them, and the
+build reads its output rather than importing it.
 """
 
 from __future__ import annotations
@@ -31,29 +37,49 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.transforms import SphinxTransform
 
-from selfattention_course.pages import chapter_of
+from .pages import chapter_of
 
 ENV = "SELFATTENTION_SOLUTIONS"
+#: The folder of ``selfattention-assign --out``: ``student/<chapter>.ipynb``
+#: and ``grader/manifest.json``.
+ASSIGNMENTS_ENV = "SELFATTENTION_ASSIGNMENTS"
 
 
 def verdict_pattern() -> re.Pattern:
     """A check's verdict as its feedback prints it: ``[label] Mark:``."""
-    from selfattention.exercises.core import MARKS
+    try:                          # the students' package
+        from selfattention_exercises.core import MARKS
+    except ImportError:           # its name inside the readers' package
+        from selfattention.exercises.core import MARKS
 
     marks = "|".join(re.escape(m) for m in sorted(set(MARKS.values())))
     return re.compile(rf"\[ex-[\w-]+\]\s*(?:{marks})\b")
 
 
-def _check_names() -> set[str]:
-    """The names students call to check an exercise (``check_...``)."""
-    from selfattention_course.assign import find_exercises
+def assignments(config) -> Path:
+    """The folder of ``selfattention-assign``'s output for this build."""
+    folder = Path(config.course_assignments)
+    if not (folder / "grader" / "manifest.json").is_file():
+        raise FileNotFoundError(
+            f"the course edition needs the student notebooks: run "
+            f"selfattention-assign --out {folder} (make book SOLUTIONS=hidden "
+            f"does), or set {ASSIGNMENTS_ENV} to such a folder")
+    return folder
 
-    return {name for _, name, _ in find_exercises().values()}
+
+def check_names(folder: Path) -> set[str]:
+    """The names students call to check an exercise (``check_...``), as
+    the grader's manifest in ``folder`` lists them."""
+    manifest = json.loads((folder / "grader" / "manifest.json")
+                          .read_text(encoding="utf-8"))
+    return {ex["check"] for chapter in manifest["chapters"]
+            for ex in chapter["exercises"]}
 
 
 def _calls_a_check(source: str, names: set[str]) -> bool:
@@ -82,8 +108,8 @@ def _source_read(app, docname: str, source: list) -> None:
         return
     if not str(app.env.doc2path(docname)).endswith(".ipynb"):
         return
-    source[0] = without_verdicts(source[0], _check_names(),
-                                 verdict_pattern())
+    names = check_names(assignments(app.config))
+    source[0] = without_verdicts(source[0], names, verdict_pattern())
 
 
 class RemoveVerdicts(SphinxTransform):
@@ -124,7 +150,9 @@ def _from_environment(app, config) -> None:
     if value not in ("shown", "hidden"):
         raise ValueError(f"{ENV} must be 'shown' or 'hidden', got {value!r}")
     config.course_edition = value == "hidden"
+    config.course_assignments = os.environ.get(ASSIGNMENTS_ENV, "assignments")
     if config.course_edition:
+        assignments(config)
         options = dict(config.html_theme_options or {})
         options["launch_buttons"] = {}
         config.html_theme_options = options
@@ -139,17 +167,16 @@ def _student_sources(app, exception) -> None:
         return
     import nbformat
 
-    from selfattention_course.assign import find_exercises, make_assignment
-    from selfattention_course.plain import BookIndex, plain_notebook
+    from .plain import BookIndex, plain_notebook
 
-    exercises = find_exercises()
+    students = assignments(app.config) / "student"
     index = BookIndex(Path(app.srcdir))
     sources = Path(app.outdir) / "_sources"
     for copied in sorted(sources.rglob("*.ipynb")):
         original = Path(app.srcdir) / copied.relative_to(sources)
         chapter = chapter_of(original.relative_to(app.srcdir).with_suffix("")
                              .as_posix())
-        if chapter:    # a further page of a chapter (_ext/book_pages.py)
+        if chapter:    # a further page of a chapter (selfattention_book.book_pages)
             original = Path(app.srcdir) / f"{chapter}.ipynb"
         if not original.exists():
             copied.unlink()
@@ -159,12 +186,14 @@ def _student_sources(app, exception) -> None:
             student = plain_notebook(nbformat.read(original, as_version=4),
                                      index, doc, solutions="absent")
         else:
-            student = make_assignment(original, exercises, index).student
+            shutil.copyfile(students / original.name, copied)
+            continue
         copied.write_text(nbformat.writes(student) + "\n", encoding="utf-8")
 
 
 def setup(app):
     app.add_config_value("course_edition", False, "env")
+    app.add_config_value("course_assignments", "assignments", "env")
     app.connect("config-inited", _from_environment)
     app.add_transform(RemoveSolutions)
     app.add_transform(RemoveVerdicts)

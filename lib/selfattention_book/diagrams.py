@@ -22,9 +22,9 @@ import re
 
 import numpy as np
 
-from . import attention as _attention
-from . import cost, masks, windows
-from .plots import ACCENT, CMAP
+from selfattention import attention as _attention
+from selfattention import cost, masks, windows
+from selfattention.plots import ACCENT, CMAP
 
 __all__ = ["DIAGRAMS", "ALT", "DISPLAY_PX", "DISPLAY_IN", "MIN_PT",
            "scaled_dot_product", "multi_head", "masked_scores",
@@ -603,7 +603,7 @@ def vit_pipeline():
     """:ref:`ch-transformer`: image → patches → W_E, + E, class token → L
     blocks →
     class token → head."""
-    from . import data, patches
+    from selfattention import data, patches
 
     images, _ = data.mnist_digits()
     img, p = images[0], VIT_PATCH
@@ -700,7 +700,7 @@ def tokenisation_cost():
     per head, drawn to one scale; one token per pixel off the page."""
     from matplotlib.patches import Rectangle
 
-    from . import data
+    from selfattention import data
 
     rows = _cost_rows()
     fig, ax = _canvas(3.4)
@@ -901,7 +901,7 @@ def nonlocal_block():
     """:ref:`ch-nonlocal`: θ, φ, g as 1×1 convolutions, f = softmax(θφᵀ), y =
     f·g,
     W_z and the residual, on a T × H × W × C map."""
-    from . import data
+    from selfattention import data
 
     video = data.moving_square_video(np.random.default_rng(0))
     fig, ax = _canvas(2.85)
@@ -927,7 +927,7 @@ def nonlocal_block():
     # scores and weights
     n = 6
     _, Q, K, V, S, _ = _example_attention(n, seed=3)
-    from .attention import softmax
+    from selfattention.attention import softmax
     f = softmax(Q @ K.T)                          # scale 1, as Wang et al.
     h = 0.13
     sx, sy = 3.45, mid + 0.375 - n * h / 2
@@ -967,7 +967,7 @@ def nonlocal_block():
 def _frames(size=16, p=4):
     """Two frames of a textured scene, the second moved by one patch, and
     their patch tokens scaled to unit length: (img1, img2, X1, X2, grid)."""
-    from . import data, matching, patches
+    from selfattention import data, matching, patches
 
     rng = np.random.default_rng(0)
     img = data.textured_scene(rng, size=size, n_shapes=3)
@@ -993,7 +993,7 @@ def cross_attention_correlation():
     """:ref:`ch-matching`: queries from image 1, keys and values from image 2;
     RAFT's C = F1·F2ᵀ from one shared encoder, no softmax, no weighted
     sum."""
-    from . import matching
+    from selfattention import matching
 
     img1, img2, X1, X2, grid = _frames()
     _, A = _attention.attention(4 * X1, 4 * X2, X2)       # sharp, as ch. 10

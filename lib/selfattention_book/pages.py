@@ -11,10 +11,10 @@ with ``"title": "..."`` in the marker, a new ``#`` heading with that text
 comes before the cell and the cell keeps its ``##``.
 
 The first page keeps the chapter's name, so that its address does not
-change. ``_ext/book_pages.py`` writes the other pages before Sphinx reads
+change. :mod:`selfattention_book.book_pages` writes the other pages before Sphinx reads
 the book and cuts the chapter to its first page as Sphinx reads it;
 ``_toc.yml`` lists the pages as the chapter's sections, and
-:class:`~selfattention_course.plain.BookIndex` numbers them as Sphinx does
+:class:`~selfattention_book.plain.BookIndex` numbers them as Sphinx does
 (the first page's sections are 6.1 to 6.k, the next pages 6.(k+1), ...).
 """
 
@@ -24,7 +24,7 @@ import copy
 import re
 from dataclasses import dataclass
 
-from .names import META
+from . import META
 
 __all__ = ["Page", "pages", "page_notebook", "chapter_of", "PAGE_KEY"]
 

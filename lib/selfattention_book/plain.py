@@ -43,7 +43,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from .names import META
+from . import META
 from .pages import pages
 
 __all__ = ["Target", "BookIndex", "book_root", "plain_notebook",
@@ -225,7 +225,7 @@ class BookIndex:
         figures = equations = exercises = 0
         pending: list[str] = []
         # A further page's "#" title is a section of the chapter, one level
-        # below its "#" (selfattention_course.pages): 6.(k+1), 6.(k+1).1, ...
+        # below its "#" (selfattention_book.pages): 6.(k+1), 6.(k+1).1, ...
         cells = [(page.doc, 1 if n else 0, cell)
                  for n, page in enumerate(pages(nb, doc))
                  for cell in page.cells]

@@ -4,7 +4,7 @@ The chapters under ``chapters/`` and the appendices written as notebooks
 under ``appendices/`` are written in MyST for this site; Colab, Binder,
 JupyterHub and a downloaded notebook show plain Jupyter, so they get the
 notebooks that ``scripts/plain_notebooks.py`` writes into ``notebooks/``
-(:mod:`selfattention_course.plain`). This extension
+(:mod:`selfattention_book.plain`). This extension
 
 * points every launch link of such a page (sphinx-book-theme builds them
   in ``header_buttons.launch.add_launch_buttons``, on ``html-page-context``
@@ -13,7 +13,7 @@ notebooks that ``scripts/plain_notebooks.py`` writes into ``notebooks/``
   plain notebook, unless the course edition puts the student version there.
 
 A further page of a chapter (``chapters/<name>/<page>``, written by
-``_ext/book_pages.py``) is a part of the chapter's notebook, which no
+:mod:`selfattention_book.book_pages`) is a part of the chapter's notebook, which no
 kernel can run alone: its buttons open and download the whole chapter,
 ``notebooks/<name>.ipynb``.
 """

@@ -6,13 +6,14 @@ one in a code cell whose metadata names what it shows::
     "metadata": {"selfattention": {"shows": ["selfattention.attention.softmax",
                                              "selfattention.attention.attention"]}}
 
-This script writes that cell's text from the library: a comment naming the
+This module writes that cell's text from the library: a comment naming the
 file, then each function (or class) as its source reads, without the
 ``@boundary`` declaration of its arguments and with each docstring cut to its
 summary line. The cell runs in the chapter, so what the chapter computes next
 is exactly the code on the page, and the library runs the same lines (behind
-its argument checks). ``make execute`` runs this script before executing;
-``tests/test_code_on_page.py`` fails when a cell and the library differ.
+its argument checks). ``make execute`` runs it (``scripts/sync_code.py``)
+before executing; ``tests/book/test_code_on_page.py`` fails when a cell and
+the library differ.
 
 Usage: python scripts/sync_code.py [--check] chapters/*.ipynb
 """
@@ -29,8 +30,10 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-META = "selfattention"
+from . import META
+
+#: The checkout: the cells name the library's files relative to it.
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _summary(doc: str) -> str:
