@@ -26,7 +26,7 @@ help:  ## List the commands
 
 install: $(STAMP)  ## Create .venv with the pinned versions (done on first use)
 	@test -x /usr/bin/chromium || echo "Note: the browser check" \
-	  "(tests/test_browser.py) needs Chromium: apt-get install -y chromium"
+	  "(tests/e2e/test_browser.py) needs Chromium: apt-get install -y chromium"
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -75,7 +75,7 @@ lint: $(STAMP)  ## Check the code style: ruff (Python), Biome (the figures' JS)
 unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
 	$(PY) -m pytest tests -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow" \
 	  --durations=10 \
-	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
+	  --ignore=tests/e2e/test_browser.py --ignore=tests/book/test_launch_links.py
 
 # pytest's exit status 5 means it collected no test: a failure here.
 NO_TEST = status=$$?; if [ $$status -eq 5 ]; then \

@@ -7,7 +7,7 @@ a fixed ``svg.hashsalt``, no date, text as paths. Text as paths keeps the
 drawing identical for every reader (the mathtext symbols need matplotlib's
 own fonts, which a reader's browser does not have) and in the build; the
 alt text in the manifest, used by each figure's ``:alt:``, carries the words.
-``tests/test_diagrams.py`` fails when a committed file differs from what
+``tests/book/test_diagrams.py`` fails when a committed file differs from what
 this script writes now.
 
 Usage: python scripts/diagrams.py [--check] [NAME ...]

@@ -8,7 +8,7 @@ becomes ``notebooks/<name>.ipynb`` through
 :func:`selfattention_book.plain.plain_notebook`: cross-references and
 citations as links to the online book, numbered equations, exercises as
 headed blocks, solutions folded. ``make execute`` runs this after it
-re-executes the notebooks; ``tests/test_plain_notebooks.py`` fails when the
+re-executes the notebooks; ``tests/book/test_plain_notebooks.py`` fails when the
 folder is stale.
 """
 

@@ -10,7 +10,7 @@ came), runs the relational ``checks`` (written in :mod:`._relations`), then
 calls the bare maths. The declaration stays readable on the function as
 ``fn.constraints`` (name -> :class:`Constraint`) and ``fn.checks``; each
 constraint also says which values it accepts and which it refuses, from
-which one test (``tests/test_bad_input.py``) tries every public function of
+which one test (``tests/unit/test_bad_input.py``) tries every public function of
 the library with every kind of bad argument.
 
 Calls made by the library itself are not checked unless

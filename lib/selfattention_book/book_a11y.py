@@ -2,7 +2,8 @@
 
 Loaded through ``sphinx.local_extensions`` in ``_config.yml``, next to the
 theme overrides in ``_templates/`` and ``_static/accessibility.css``; all of
-them are checked by tests/test_browser.py, which runs axe-core on every page.
+them are checked by tests/e2e/test_browser.py, which runs axe-core on every
+page.
 
 **The bibliography as a list.** docutils 0.21 writes the entries of a
 bibliography as ``<div role="doc-biblioentry">`` inside a
@@ -25,7 +26,7 @@ without its own text takes the target's title as plain text (Sphinx 7.4's
 std domain, ``clean_astext``): "Scaling by $\\sqrt{d_k}$" becomes the raw
 "Scaling by \\sqrt{d_k}" on the page. Here such a link gets the title's own
 nodes back, so its maths is typeset like the title's
-(tests/test_layout.py fails on TeX in the text of a page). The same goes
+(tests/e2e/test_layout.py fails on TeX in the text of a page). The same goes
 for the title that sphinx-book-theme 1.1 prints at the top of a printed
 page (``pagetitle``, the title's plain text): it gets the title's HTML.
 

@@ -176,7 +176,7 @@ def _student_sources(app, exception) -> None:
         original = Path(app.srcdir) / copied.relative_to(sources)
         chapter = chapter_of(original.relative_to(app.srcdir).with_suffix("")
                              .as_posix())
-        if chapter:    # a further page of a chapter (selfattention_book.book_pages)
+        if chapter:    # a further page of a chapter (book_pages)
             original = Path(app.srcdir) / f"{chapter}.ipynb"
         if not original.exists():
             copied.unlink()

@@ -11,8 +11,8 @@ with ``"title": "..."`` in the marker, a new ``#`` heading with that text
 comes before the cell and the cell keeps its ``##``.
 
 The first page keeps the chapter's name, so that its address does not
-change. :mod:`selfattention_book.book_pages` writes the other pages before Sphinx reads
-the book and cuts the chapter to its first page as Sphinx reads it;
+change. :mod:`selfattention_book.book_pages` writes the other pages before
+Sphinx reads the book and cuts the chapter to its first page as Sphinx reads it;
 ``_toc.yml`` lists the pages as the chapter's sections, and
 :class:`~selfattention_book.plain.BookIndex` numbers them as Sphinx does
 (the first page's sections are 6.1 to 6.k, the next pages 6.(k+1), ...).

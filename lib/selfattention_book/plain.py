@@ -29,7 +29,7 @@ one chapter for them:
 
 :class:`BookIndex` finds every number the way Sphinx assigns it (chapters
 in the order of ``_toc.yml``, sections, captioned figures, labelled
-equations and exercises in page order); ``tests/test_plain_notebooks.py``
+equations and exercises in page order); ``tests/book/test_plain_notebooks.py``
 checks it against the built site.
 """
 

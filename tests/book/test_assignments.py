@@ -1,6 +1,6 @@
 """Student notebooks made from the chapters (selfattention_course.assign).
 
-Nothing here executes a notebook (tests/test_grading.py does): these tests
+Nothing here executes a notebook (tests/e2e/test_grading.py does): these tests
 read every chapter and its student version.
 """
 
@@ -14,9 +14,9 @@ import pytest
 from selfattention_course import assign as asg
 from selfattention_course.names import BEGIN, END, META, STUB
 from selfattention_book.plain import plain_notebook
-from test_plain_notebooks import INDEX, RAW
+from site_support import INDEX, RAW
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
@@ -348,7 +348,7 @@ def test_the_sample_gradebook_on_the_instructors_page_is_current():
     import csv
     import io
 
-    page = (Path(__file__).resolve().parents[1] / "appendices"
+    page = (Path(__file__).resolve().parents[2] / "appendices"
             / "instructors.md").read_text(encoding="utf-8")
     sample = page[page.index("**A sample gradebook.**"):]
     sample = sample[sample.index("```text\n") + 8:]

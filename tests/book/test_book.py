@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 from selfattention_book import book_a11y as a11y
 from selfattention_course.assign import check_title, find_exercises
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 # The appendices written as notebooks: executed pages with launch buttons,
@@ -224,7 +224,7 @@ def test_scrollable_tables_become_named_regions():
 
 
 def test_no_figure_text_is_set_below_8_points():
-    """Figures show at their size (tests/test_layout.py checks it at
+    """Figures show at their size (tests/e2e/test_layout.py checks it at
     1366 px), so a font size set in code is the size a reader sees."""
     sources = [(p.name, c.source) for p in NOTEBOOKS
                for c in nbformat.read(p, as_version=4).cells

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SYNC = ROOT / "scripts" / "sync_code.py"
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 

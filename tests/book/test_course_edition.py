@@ -25,9 +25,9 @@ import pytest
 from selfattention_book import course_edition
 from selfattention_course import assign
 from selfattention_course.names import BEGIN, END, META
-from test_launch_links import is_stale
+from site_support import is_stale
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 COURSE = ROOT / "_build" / "course"           # the Makefile's COURSE_BUILD

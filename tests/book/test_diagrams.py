@@ -26,7 +26,7 @@ from matplotlib.text import Text  # noqa: E402
 from selfattention_book import diagrams  # noqa: E402
 from support import module_from_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAMES = list(diagrams.DIAGRAMS)
 # the chapter each diagram belongs to (DIAGRAMS-PLACEMENT: where it goes)
 CHAPTER = {"attention": "01_definition", "multihead": "03_multihead",

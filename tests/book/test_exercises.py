@@ -145,7 +145,7 @@ def test_a_declaration_checks_its_kind_and_answers():
 
 
 # ------------------------------------------------------------ solutions
-CHAPTERS = sorted(Path(__file__).resolve().parents[1].glob("chapters/*.ipynb"))
+CHAPTERS = sorted(Path(__file__).resolve().parents[2].glob("chapters/*.ipynb"))
 
 
 def _names(source: str) -> tuple[set, set]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "appendices" / "notation.md").read_text(encoding="utf-8")
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 # and the appendices written as notebooks, whose prose uses the same symbols

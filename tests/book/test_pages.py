@@ -2,9 +2,10 @@
 
 Nothing is lost or repeated between the notebook and its pages, the toc
 lists exactly the pages the markers make, and a malformed marker is
-refused. The built pages are measured in tests/test_layout.py (at most
+refused. The built pages are measured in tests/e2e/test_layout.py (at most
 MAX_SCREENS laptop screens each) and numbered in
-tests/test_plain_notebooks.py (the plain notebooks' numbers are the site's).
+tests/book/test_plain_notebooks.py (the plain notebooks' numbers are the
+site's).
 """
 
 import copy
@@ -18,7 +19,7 @@ from selfattention_course.names import META
 from selfattention_book.pages import (PAGE_KEY, chapter_of, page_notebook,
                                         pages)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 

@@ -9,18 +9,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from selfattention_book.plain import BookIndex, plain_markdown
-from test_launch_links import built_site
+from selfattention_book.plain import plain_markdown
+from site_support import INDEX, RAW, built_site
 from support import module_from_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = module_from_file("scripts/plain_notebooks.py")
-INDEX = BookIndex(ROOT)
 WIDGET = "application/vnd.jupyter.widget-view+json"
-# What MyST source looks like when a client shows it as text.
-RAW = re.compile(r"\{(numref|cite|eq|ref|doc|py:\w+)[^}]*\}`|^:{3,}|^`{3,}\{"
-                 r"|^\([\w.:-]+\)=|^:(label|class|name):|\$\$\s*\([\w-]+\)",
-                 re.M)
 
 
 def plain(name):

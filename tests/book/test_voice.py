@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import module_from_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FINGERPRINT = ROOT / "tests" / "fixtures" / "source_fingerprint.json"
 
 

@@ -32,13 +32,10 @@ fail: `.ci/run` installs it.
 
 from __future__ import annotations
 
-import functools
 import html
-import http.server
 import importlib.resources
 import json
 import re
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -46,15 +43,11 @@ import numpy as np
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
+from browser_support import Visit
 from selfattention import interactive
+from site_support import (ROOT, chapter_documents, expected_pages,
+                          notebook_in_launch_link, plain_notebook_of)
 from support import sampled
-
-from test_launch_links import (
-    ROOT, built_site, chapter_documents,
-    expected_pages, notebook_in_launch_link, plain_notebook_of,
-)
-
-TIMEOUT_MS = 30_000
 
 # Text of the page outside code, scripts and typeset math that still holds
 # TeX delimiters: math MathJax did not typeset.
@@ -115,85 +108,8 @@ MATH_SPEECH_JS = """() => Array.from(document.querySelectorAll("mjx-container"))
   .filter(c => !(c.getAttribute("aria-label") || "").trim()
                || !c.querySelector("mjx-assistive-mml math")).length"""
 
-MATHJAX_READY_JS = """() =>
-  (window.MathJax && MathJax.startup && MathJax.startup.promise)
-  ? MathJax.startup.promise.then(() => document.fonts.ready).then(() => true)
-  : document.fonts.ready.then(() => false)"""
-
 
 # ------------------------------------------------------------ fixtures
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def site() -> Path:
-    return built_site()
-
-
-@pytest.fixture(scope="module")
-def server(site):
-    handler = functools.partial(QuietHandler, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-class Visit:
-    """One page in a fresh browser context, with everything that went wrong."""
-
-    def __init__(self, browser, base: str, page_path: str):
-        self.problems: list[str] = []
-        self.blocked: list[str] = []
-        origin = urlsplit(base).netloc
-        self.context = browser.new_context(
-            viewport={"width": 1280, "height": 900})
-        self.context.set_default_timeout(TIMEOUT_MS)
-
-        def route(r):
-            if urlsplit(r.request.url).netloc == origin:
-                r.continue_()
-            else:
-                self.blocked.append(r.request.url)
-                r.abort()
-
-        self.context.route("**/*", route)
-        self.page = page = self.context.new_page()
-        page.on("console", lambda m: m.type == "error" and self.problems.append(
-            f"console error: {m.text}"))
-        page.on("pageerror", lambda e: self.problems.append(f"uncaught: {e}"))
-        page.on("requestfailed", lambda r: self.problems.append(
-            f"request failed: {r.url} ({r.failure})"))
-        page.on("response", lambda r: r.status >= 400 and self.problems.append(
-            f"HTTP {r.status}: {r.url}"))
-        response = page.goto(f"{base}/{page_path}", wait_until="networkidle")
-        if response is None or not response.ok:
-            self.problems.append(
-                f"page did not load: {response and response.status}")
-        self.url = f"{base}/{page_path}"
-        for attempt in range(3):  # index.html redirects to the first page
-            try:
-                self.has_mathjax = page.evaluate(MATHJAX_READY_JS)
-                break
-            except PlaywrightError as err:
-                if "context was destroyed" not in str(err) or attempt == 2:
-                    raise
-                page.wait_for_load_state("networkidle")
-        page.wait_for_load_state("networkidle")
-        self.redirected = page.url != self.url
-
-    def close(self):
-        self.context.close()
-
-    def report(self) -> list[str]:
-        return self.problems + [f"blocked request to another host: {u}"
-                                for u in self.blocked]
-
-
 @pytest.fixture(scope="module")
 def shots(site) -> Path:
     folder = site.parent / "screenshots"  # _build/screenshots
@@ -201,19 +117,6 @@ def shots(site) -> Path:
     for old in folder.glob("*.jpg"):  # chapters may have been renamed
         old.unlink()
     return folder
-
-
-@pytest.fixture
-def visit(browser, server):
-    opened = []
-
-    def open_page(page_path: str) -> Visit:
-        opened.append(Visit(browser, server, page_path))
-        return opened[-1]
-
-    yield open_page
-    for v in opened:
-        v.close()
 
 
 # ------------------------------------------------------------ axe-core
@@ -473,7 +376,8 @@ def drive_with_keyboard(page, figure) -> list[str]:
 @pytest.mark.parametrize("docname", sampled(chapter_documents()))
 def test_chapter_renders_launches_and_responds(shots, visit, docname):
     """Each page of a chapter: its own page (math typeset) and its further
-    pages (selfattention_book.book_pages), the "Try it" one with its explorers."""
+    pages (selfattention_book.book_pages), the "Try it" one with its
+    explorers."""
     v = visit(f"{docname}.html")
     page = v.page
     shot = docname.split("/", 1)[1].replace("/", "-")
@@ -482,7 +386,8 @@ def test_chapter_renders_launches_and_responds(shots, visit, docname):
     problems = page_problems(v, full=docname == chapter_documents()[0])
 
     # launch buttons: present, and naming this chapter's notebook
-    # selfattention_book.plain_launch: they open the plain notebook of notebooks/
+    # selfattention_book.plain_launch: they open the plain notebook of
+    # notebooks/
     want = plain_notebook_of(docname)
     services = {"Colab": "colab.research.google.com", "Binder": "mybinder.org"}
     hrefs = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")

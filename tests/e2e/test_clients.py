@@ -31,7 +31,7 @@ from support import SAMPLE_CHAPTER, sampled
 
 from selfattention_course import assign
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 RAW = re.compile(r"\{(numref|cite|eq|ref|doc|py:\w+)[^}]*\}|^:{3,}|^`{3,}\{"
                  r"|^\([\w.:-]+\)=|^:(label|class|name):", re.M)

@@ -6,7 +6,7 @@ bound at ``/autograder``, no network, root with a container's capabilities.
 In it ``setup.sh`` installs the zip's package into a fresh virtual
 environment, and ``run_autograder`` grades one submission at a time: a
 chapter's solutions (honest), its student notebook (untouched), two
-hostile notebooks of tests/test_hostile_grading.py and one that goes for
+hostile notebooks of tests/e2e/test_hostile_grading.py and one that goes for
 the autograder's own tree. Each ``results.json`` must follow Gradescope's
 specification and give the scores ``selfattention-grade`` gives the same
 notebooks with the same seed.
@@ -33,11 +33,11 @@ from selfattention_course import assign, gradescope
 from selfattention_course.grade import grade_folder
 from selfattention_course.sandbox import Bubblewrap, Limits
 from support import answers_only, sampled, stem
-from test_hostile_grading import routes
+from hostile_routes import routes
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
 SEED = 20261206
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}

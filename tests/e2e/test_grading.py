@@ -1,6 +1,6 @@
 """The grader's parts that need no kernel: intake, wire, gradebook, sandbox.
 
-tests/test_hostile_grading.py grades a hostile class end to end; these
+tests/e2e/test_hostile_grading.py grades a hostile class end to end; these
 tests pin each defence on its own, quickly.
 """
 
@@ -24,7 +24,7 @@ from selfattention_course.sandbox import (Bubblewrap, Container, Limits,
                                           NoSandbox, Unisolated,
                                           choose_backend)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 SECRET = "secret-content-4b1d"
 

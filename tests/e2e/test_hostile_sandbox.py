@@ -30,7 +30,7 @@ from selfattention_course.names import (FOR_REVIEW, NOT_DONE, NOT_GRADED,
 from support import (REVIEW_CODES, class_of_routes, printed, rows_of,
                      run_bpf)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "01_definition.ipynb"
 LABELS = ["ex-definition-tempered", "ex-definition-limits",
           "ex-definition-moved", "ex-definition-noise"]

@@ -1,7 +1,7 @@
 """The built book's layout in Chromium, on a laptop and on a phone.
 
 Every page of the site is opened (served from 127.0.0.1 with every other
-host blocked, as in tests/test_browser.py) at 1366 x 900 and again at
+host blocked, as in tests/e2e/test_browser.py) at 1366 x 900 and again at
 390 x 844. A page fails when:
 
 * it is wider than the window (``document.documentElement.scrollWidth``
@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import server, site, visit  # noqa: F401
+from site_support import expected_pages
 from support import sampled
-from test_launch_links import expected_pages
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from selfattention_course.grade import grade_folder
 from selfattention_course.sandbox import Bubblewrap, Limits
 from support import sampled, stem
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 # CI must run these: there a missing bubblewrap is a failure, not a skip.

@@ -23,7 +23,7 @@ from selfattention_course.sandbox import Bubblewrap, Limits
 # Sandboxed notebook runs: make test runs them, make unit does not.
 pytestmark = pytest.mark.slow
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CHAPTER = FIXTURES / "99_fixture.ipynb"
 LABEL = "ex-fixture-centered"
 # CI must run the graded tests: there a missing bubblewrap is a failure.

@@ -7,7 +7,7 @@ JSON holding the weights; the figure can be reached and driven with the
 keyboard (focusable picture, real buttons with aria-pressed, a key
 handler) and has a live region whose first text names the strongest
 weights, computed here independently; one fixed colour scale with a legend
-covers every weight; nothing is loaded from elsewhere. tests/test_browser.py
+covers every weight; nothing is loaded from elsewhere. tests/e2e/test_browser.py
 drives the same figures in Chromium.
 """
 

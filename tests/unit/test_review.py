@@ -15,10 +15,10 @@ import pytest
 from selfattention_course import assign
 from selfattention_course.grade import load_manifest
 from selfattention_course.review import cell_digest, review
-from test_hostile_grading import (ENCODED, FOR_REVIEW_ROUTES, JUDGE_PASTED,
-                                  SHOWN, routes)
+from hostile_routes import (ENCODED, FOR_REVIEW_ROUTES, JUDGE_PASTED, SHOWN,
+                            routes)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 EXERCISES = {label: ex for label, (_, _, ex) in
              assign.find_exercises().items()}

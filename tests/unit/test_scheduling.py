@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support import module_from_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 scheduling = module_from_file("conftest.py", "book_scheduling")
 
 
@@ -16,9 +16,10 @@ def test_a_notebook_s_cells_and_a_file_s_tests_stay_together():
     group = scheduling.group
     assert group("chapters/04_masks.ipynb::Cell 0") == \
         group("chapters/04_masks.ipynb::Cell 37") == "chapters/04_masks.ipynb"
-    assert group("tests/test_masks.py::test_a") == \
-        group("tests/test_masks.py::test_b[1-2]")
-    assert group("tests/test_masks.py::test_a") != group("tests/test_x.py::a")
+    assert group("tests/unit/test_masks.py::test_a") == \
+        group("tests/unit/test_masks.py::test_b[1-2]")
+    assert group("tests/unit/test_masks.py::test_a") != \
+        group("tests/unit/test_x.py::a")
 
 
 def test_the_sandboxed_classes_share_a_worker_and_spread_cases_do_not():
@@ -32,7 +33,8 @@ def test_the_sandboxed_classes_share_a_worker_and_spread_cases_do_not():
 def _collected() -> list[str]:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
-         "no:randomly", "tests/test_exercises.py", "tests/test_clients.py",
+         "no:randomly", "tests/book/test_exercises.py",
+         "tests/e2e/test_clients.py",
          *scheduling.SANDBOX],
         cwd=ROOT, capture_output=True, text=True, check=True)
     return [line for line in done.stdout.splitlines() if "::" in line]

@@ -23,7 +23,7 @@ from selfattention_course.gradebook import Row
 from selfattention_course.names import (CORRECT, FOR_REVIEW, NOT_DONE,
                                         TO_BE_READ, WRONG)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STUDENTS = ["alice", "bob", "=carol"]          # a name a spreadsheet runs
 TITLES = {"01_a": "First", "02_b": "Second"}
 #: chapter -> auto-graded exercises (label, max) and written parts.
