@@ -17,7 +17,8 @@ its result.
 import pytest
 
 #: A chapter's further pages, which the build writes from the chapter
-#: notebook (_ext/book_pages.py): parts of a notebook that nbval runs whole.
+#: notebook (selfattention_book.book_pages): parts of a notebook that nbval
+#: runs whole.
 collect_ignore_glob = ["chapters/*/*.ipynb"]
 
 #: Tests whose cases run apart: each case is a chapter (its solutions on
@@ -25,12 +26,15 @@ collect_ignore_glob = ["chapters/*/*.ipynb"]
 SPREAD = (
     "tests/book/test_exercises.py::"
     "test_the_chapter_s_solutions_get_full_marks_on_hidden_cases[",
-    "tests/e2e/test_clients.py::test_run_all_ends_without_an_error_or_a_warning[",
+    "tests/e2e/test_clients.py::"
+    "test_run_all_ends_without_an_error_or_a_warning[",
 )
 
 #: Files that grade notebooks in the sandbox, two jobs at a time.
-SANDBOX = ("tests/e2e/test_hostile_grading.py", "tests/e2e/test_hostile_sandbox.py",
-           "tests/e2e/test_student_notebooks.py", "tests/e2e/test_written.py")
+SANDBOX = ("tests/e2e/test_hostile_grading.py",
+           "tests/e2e/test_hostile_sandbox.py",
+           "tests/e2e/test_student_notebooks.py",
+           "tests/e2e/test_written.py")
 
 #: Rough seconds of the longest groups on two cores (``--durations=0``),
 #: for their order only; any other group counts as one second.
