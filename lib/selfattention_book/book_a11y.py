@@ -35,7 +35,7 @@ pages has sections in the navigation; pydata-sphinx-theme 0.17.1
 (``toctree.add_collapse_checkboxes``) shows them in a ``<details>`` whose
 ``<summary>`` holds only a decorative chevron, so it has no name (axe:
 summary-name). Each one here is named after its chapter: "Pages of
-chapter 6".
+chapter <n>", n its number.
 """
 
 from __future__ import annotations
