@@ -52,11 +52,9 @@ from pathlib import Path
 import nbformat
 
 from selfattention.exercises.core import KINDS, Exercise
-# The plain form of the book's notebooks is the book's tooling: a student
-# notebook is its chapter converted as the launch notebooks are.
-from selfattention_book.plain import BookIndex, book_root, plain_notebook
 
 from .names import BEGIN, END, META, STUB, WRITTEN_STUB
+from selfattention_book.plain import BookIndex, book_root, plain_notebook
 
 __all__ = ["AssignmentError", "find_exercises", "make_assignment",
            "make_all", "build", "exercise_table", "update_page",
