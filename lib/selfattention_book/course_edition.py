@@ -53,10 +53,7 @@ ASSIGNMENTS_ENV = "SELFATTENTION_ASSIGNMENTS"
 
 def verdict_pattern() -> re.Pattern:
     """A check's verdict as its feedback prints it: ``[label] Mark:``."""
-    try:                          # the students' package
-        from selfattention_exercises.core import MARKS
-    except ImportError:           # its name inside the readers' package
-        from selfattention.exercises.core import MARKS
+    from selfattention.exercises.core import MARKS
 
     marks = "|".join(re.escape(m) for m in sorted(set(MARKS.values())))
     return re.compile(rf"\[ex-[\w-]+\]\s*(?:{marks})\b")
