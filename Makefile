@@ -26,7 +26,7 @@ help:  ## List the commands
 
 install: $(STAMP)  ## Create .venv with the pinned versions (done on first use)
 	@test -x /usr/bin/chromium || echo "Note: the browser check" \
-	  "(tests/test_browser.py) needs Chromium: apt-get install -y chromium"
+	  "(tests/e2e/test_browser.py) needs Chromium: apt-get install -y chromium"
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,13 +49,17 @@ COURSE_BUILD := _build/course
 
 book: $(STAMP)  ## Build the HTML book strictly; SOLUTIONS=hidden: course edition
 ifeq ($(SOLUTIONS),hidden)
-	# The extension makes the student notebooks with the course package,
-	# which Sphinx does not track: a change there means building afresh.
+	# The site offers the student notebooks that the instructors' command
+	# makes, and the extension reads them; Sphinx tracks neither it nor
+	# the book's tooling: a change there means building afresh.
 	@stamp=$(COURSE_BUILD)/_build/html/.nojekyll; if [ -e $$stamp ] && \
-	  [ -n "$$(find lib/selfattention_course -name '*.py' -newer $$stamp)" ]; \
-	  then rm -rf $(COURSE_BUILD); fi
-	SELFATTENTION_SOLUTIONS=hidden $(VENV)/bin/jupyter-book build . -W -n \
-	  --keep-going --path-output $(COURSE_BUILD)
+	  [ -n "$$(find lib/selfattention_course lib/selfattention_book \
+	  -name '*.py' -newer $$stamp)" ]; then rm -rf $(COURSE_BUILD); fi
+	$(VENV)/bin/selfattention-assign --out $(COURSE_BUILD)/assignments
+	SELFATTENTION_SOLUTIONS=hidden \
+	  SELFATTENTION_ASSIGNMENTS=$(COURSE_BUILD)/assignments \
+	  $(VENV)/bin/jupyter-book build . -W -n --keep-going \
+	  --path-output $(COURSE_BUILD)
 	@echo "Open $(abspath $(COURSE_BUILD))/_build/html/index.html"
 else ifeq ($(SOLUTIONS),shown)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
@@ -71,7 +75,7 @@ lint: $(STAMP)  ## Check the code style: ruff (Python), Biome (the figures' JS)
 unit: lint  ## The fast lane (<= 60 s): lint, then the tests not marked slow
 	$(PY) -m pytest tests -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow" \
 	  --durations=10 \
-	  --ignore=tests/test_browser.py --ignore=tests/test_launch_links.py
+	  --ignore=tests/e2e/test_browser.py --ignore=tests/book/test_launch_links.py
 
 # pytest's exit status 5 means it collected no test: a failure here.
 NO_TEST = status=$$?; if [ $$status -eq 5 ]; then \

@@ -17,36 +17,40 @@ its result.
 import pytest
 
 #: A chapter's further pages, which the build writes from the chapter
-#: notebook (_ext/book_pages.py): parts of a notebook that nbval runs whole.
+#: notebook (selfattention_book.book_pages): parts of a notebook that nbval
+#: runs whole.
 collect_ignore_glob = ["chapters/*/*.ipynb"]
 
 #: Tests whose cases run apart: each case is a chapter (its solutions on
 #: draws of hidden cases; Run All in JupyterLab).
 SPREAD = (
-    "tests/test_exercises.py::"
+    "tests/book/test_exercises.py::"
     "test_the_chapter_s_solutions_get_full_marks_on_hidden_cases[",
-    "tests/test_clients.py::test_run_all_ends_without_an_error_or_a_warning[",
+    "tests/e2e/test_clients.py::"
+    "test_run_all_ends_without_an_error_or_a_warning[",
 )
 
 #: Files that grade notebooks in the sandbox, two jobs at a time.
-SANDBOX = ("tests/test_hostile_grading.py", "tests/test_hostile_sandbox.py",
-           "tests/test_student_notebooks.py", "tests/test_written.py")
+SANDBOX = ("tests/e2e/test_hostile_grading.py",
+           "tests/e2e/test_hostile_sandbox.py",
+           "tests/e2e/test_student_notebooks.py",
+           "tests/e2e/test_written.py")
 
 #: Rough seconds of the longest groups on two cores (``--durations=0``),
 #: for their order only; any other group counts as one second.
 SECONDS = {
     "sandbox": 330,
-    "tests/test_browser.py": 210,
-    "tests/test_clients.py": 190,
-    "tests/test_layout.py": 120,
-    "tests/test_course_edition.py": 80,
-    "tests/test_trained.py": 20,
+    "tests/e2e/test_browser.py": 210,
+    "tests/e2e/test_clients.py": 190,
+    "tests/e2e/test_layout.py": 120,
+    "tests/book/test_course_edition.py": 80,
+    "tests/unit/test_trained.py": 20,
     "chapters/06_transformer.ipynb": 50,
     "chapters/11_misconceptions.ipynb": 40,
-    "tests/test_mnist.py": 40,
-    "tests/test_vit.py": 40,
-    "tests/test_review.py": 30,
-    "tests/test_gradescope.py": 60,
+    "tests/unit/test_mnist.py": 40,
+    "tests/unit/test_vit.py": 40,
+    "tests/unit/test_review.py": 30,
+    "tests/e2e/test_gradescope.py": 60,
 }
 SECONDS.update({SPREAD[0] + "11_misconceptions]": 120,
                 SPREAD[0] + "06_transformer]": 110,

@@ -1,6 +1,6 @@
 /* Keyboard access to what scrolls, its visible cue, and formulas that name
  * themselves. Jupyter Book adds every .js file of _static/ to every page;
- * _static/layout.css has the matching rules, tests/test_layout.py checks.
+ * _static/layout.css has the matching rules, tests/e2e/test_layout.py checks.
  *
  * 1. A block wider than its box scrolls in it. Each one that overflows now
  *    gets data-sa-scroll (layout.css paints its scroll shadow) and

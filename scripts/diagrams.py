@@ -1,13 +1,13 @@
 """Write the book's diagrams as SVG: ``make diagrams``.
 
-Every diagram of :mod:`selfattention.diagrams` is saved as
+Every diagram of :mod:`selfattention_book.diagrams` is saved as
 ``_static/diagrams/<name>.svg``, with ``manifest.json`` beside it (name ->
 file, alt text, size in inches, bytes). The bytes depend only on the code:
 a fixed ``svg.hashsalt``, no date, text as paths. Text as paths keeps the
 drawing identical for every reader (the mathtext symbols need matplotlib's
 own fonts, which a reader's browser does not have) and in the build; the
 alt text in the manifest, used by each figure's ``:alt:``, carries the words.
-``tests/test_diagrams.py`` fails when a committed file differs from what
+``tests/book/test_diagrams.py`` fails when a committed file differs from what
 this script writes now.
 
 Usage: python scripts/diagrams.py [--check] [NAME ...]
@@ -24,7 +24,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from selfattention import diagrams  # noqa: E402
+from selfattention_book import diagrams  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_static" / "diagrams"

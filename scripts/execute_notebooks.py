@@ -12,8 +12,9 @@ unchanged file.
 
 It also stamps the notebook with the date and the versions the kernel ran
 with, ``metadata.selfattention = {executed, python, numpy, torch}``; the book
-prints them under each chapter's title (``_ext/book_assets.py``). nbval
-ignores notebook metadata, so the stamp never makes a test fail.
+prints them under each chapter's title
+(:mod:`selfattention_book.book_assets`). nbval ignores notebook metadata, so
+the stamp never makes a test fail.
 
 Usage: python scripts/execute_notebooks.py chapters/01_definition.ipynb ...
        python scripts/execute_notebooks.py appendices/pytorch.ipynb

@@ -5,10 +5,10 @@
 
 Each chapter of ``_toc.yml``, and each appendix written as a notebook,
 becomes ``notebooks/<name>.ipynb`` through
-:func:`selfattention_course.plain.plain_notebook`: cross-references and
+:func:`selfattention_book.plain.plain_notebook`: cross-references and
 citations as links to the online book, numbered equations, exercises as
 headed blocks, solutions folded. ``make execute`` runs this after it
-re-executes the notebooks; ``tests/test_plain_notebooks.py`` fails when the
+re-executes the notebooks; ``tests/book/test_plain_notebooks.py`` fails when the
 folder is stale.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from selfattention_course.plain import BookIndex, plain_notebook
+from selfattention_book.plain import BookIndex, plain_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "notebooks"

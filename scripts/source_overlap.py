@@ -25,7 +25,7 @@ Usage: python scripts/source_overlap.py SOURCE [files ...]
 SOURCE is the document itself or its fingerprint, ``tests/fixtures/
 source_fingerprint.json`` (the sentences as hashed words; the repository
 keeps no text of the source): ``--write-fingerprint`` makes one, and
-``tests/test_voice.py`` runs the comparison against it.
+``tests/book/test_voice.py`` runs the comparison against it.
 """
 
 from __future__ import annotations

@@ -102,7 +102,8 @@ def class_of_routes(tmp: Path, chapter: Path, routes: dict[str, str]):
 
 def rows_of(run, student):
     """The gradebook rows of ``student`` in a graded class (the ``run``
-    fixture of tests/test_hostile_grading.py and test_hostile_sandbox.py)."""
+    fixture of tests/e2e/test_hostile_grading.py and
+    test_hostile_sandbox.py)."""
     return [r for r in run["rows"] if r.student == student]
 
 

@@ -8,8 +8,8 @@ JavaScript would be an empty box. Each canvas of
 a PNG of what its script draws when the page loads: these functions paint
 the same picture in NumPy from the same data (``D`` of the script), pixel
 for pixel for the grey images, attention maps and outlines
-(``tests/test_stills.py`` compares them with Chromium's drawing). The script
-paints over the background, so with scripts the figure is unchanged.
+(``tests/unit/test_stills.py`` compares them with Chromium's drawing). The
+script paints over the background, so with scripts the figure is unchanged.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ gate calls the exercise's check. The exercise itself is declared once, as an
   labels stored in the notebook metadata (``selfattention``) so the grader
   recognises a submission whatever its file name; then written as plain
   Jupyter, the way the launch notebooks are
-  (:func:`selfattention_course.plain.plain_notebook`, solutions absent):
+  (:func:`selfattention_book.plain.plain_notebook`, solutions absent):
   cross-references and citations as links with the book's numbers, each
   exercise a heading "Exercise N.M: Kind: what (P points)" whose cell's
   metadata names its label, no MyST markup left;
@@ -54,7 +54,7 @@ import nbformat
 from selfattention.exercises.core import KINDS, Exercise
 
 from .names import BEGIN, END, META, STUB, WRITTEN_STUB
-from .plain import BookIndex, book_root, plain_notebook
+from selfattention_book.plain import BookIndex, book_root, plain_notebook
 
 __all__ = ["AssignmentError", "find_exercises", "make_assignment",
            "make_all", "build", "exercise_table", "update_page",
@@ -324,7 +324,7 @@ def make_assignment(path: Path, exercises: dict,
     """Build the student notebook and grading data of one chapter.
 
     The student version is then written as plain Jupyter by
-    :func:`~selfattention_course.plain.plain_notebook` with ``index`` (by
+    :func:`~selfattention_book.plain.plain_notebook` with ``index`` (by
     default the index of the book ``path`` lies in), solutions absent.
     """
     nb = nbformat.read(path, as_version=4)

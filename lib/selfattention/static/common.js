@@ -3,7 +3,7 @@
  * the arrow keys, the strongest weights. They read the figure's variables
  * D (its data), s (screen pixels per image pixel) and side (screen pixels
  * per patch); selfattention.interactive puts them into each figure's
- * script at the line that names common.js. Tested in tests/test_browser.py.
+ * script at the line that names common.js. Tested in tests/e2e/test_browser.py.
  */
   function colour(v) {
     var t = Math.min(1, Math.max(0, (v - D.lo) / (D.hi - D.lo)));

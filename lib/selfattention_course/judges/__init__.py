@@ -65,7 +65,7 @@ class Judge:
     #: size that only the intended method answers in time or memory (the
     #: cases that ``slow`` speaks of). An honest answer's result on them
     #: does not hang on the draw, so the test of the book's own solutions
-    #: judges them on a few draws only (``tests/test_exercises.py``).
+    #: judges them on a few draws only (``tests/book/test_exercises.py``).
     wide: int = 0
 
 

@@ -1,0 +1,192 @@
+"""The course edition of the site (make book SOLUTIONS=hidden).
+
+The book is built with SELFATTENTION_SOLUTIONS=hidden where make puts it,
+_build/course, from scratch unless a build there is newer than every source
+of the book and every module of the course package (selfattention-assign
+makes the student notebooks that the site offers); no solution's code or
+output may appear in its pages, no check's
+verdict may appear in any of its files, the notebooks offered for download
+are the student versions, and the exercises themselves are still there.
+The student notebooks (make assignments) hold no output at all.
+"""
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+
+import nbformat
+import pytest
+
+from selfattention_book import course_edition
+from selfattention_course import assign
+from selfattention_course.names import BEGIN, END, META
+from site_support import is_stale
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+COURSE = ROOT / "_build" / "course"           # the Makefile's COURSE_BUILD
+
+
+def check_outputs(nb) -> list[str]:
+    """The text the chapter's check calls showed in its solved run."""
+    names = {name for _, name, _ in assign.find_exercises().values()}
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and any(
+                assign.calls(cell.source, n) for n in names):
+            # printed (a stream) or displayed (its plain form)
+            found += [" ".join(str(out.get("text") or out.get("data", {})
+                                   .get("text/plain", "")).split())
+                      for out in cell.get("outputs", [])]
+    return [f for f in found if len(f) > 12]
+
+
+@pytest.fixture(scope="module")
+def site():
+    html = COURSE / "_build" / "html"
+    if is_stale(html, sorted(Path(assign.__file__).parent.glob("*.py"))):
+        # afresh: an incremental build would keep pages that only a change
+        # of the course package (not of their sources) makes out of date
+        shutil.rmtree(COURSE, ignore_errors=True)
+        made = COURSE / "assignments"       # as make book SOLUTIONS=hidden
+        assign.build(CHAPTERS, made)
+        env = dict(os.environ, SELFATTENTION_SOLUTIONS="hidden",
+                   SELFATTENTION_ASSIGNMENTS=str(made))
+        done = subprocess.run(
+            [str(JUPYTER_BOOK), "build", str(ROOT), "-W", "-n",
+             "--keep-going", "--path-output", str(COURSE)], env=env,
+            capture_output=True, text=True)
+        assert done.returncode == 0, (done.stdout[-3000:]
+                                      + done.stderr[-3000:])
+    return html
+
+
+def page_text(path: Path) -> str:
+    text = re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8"))
+    return " ".join(html.unescape(text).split())
+
+
+def chapter_pages(site: Path, path: Path) -> list[Path]:
+    """The built pages of chapter notebook ``path``: its own, then its
+    further pages (selfattention_book.book_pages)."""
+    folder = site / "chapters"
+    return [folder / f"{path.stem}.html",
+            *sorted((folder / path.stem).glob("*.html"))]
+
+
+def solution_parts(nb):
+    """Lines only a solution holds, and the text its cells print."""
+    inside, lines, printed = False, set(), []
+    elsewhere = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            elsewhere.add(" ".join(cell.source.split()))
+            continue
+        for line in cell.source.splitlines():
+            if line.strip() == BEGIN:
+                inside = True
+            elif line.strip() == END:
+                inside = False
+            elif inside:
+                lines.add(" ".join(line.split()))
+            else:
+                elsewhere.add(" ".join(line.split()))
+        if "solution" in cell.metadata.get("tags", []):
+            printed += [out["text"].strip().splitlines()[0]
+                        for out in cell.get("outputs", [])
+                        if out.get("output_type") == "stream"]
+    shown = "\n".join(elsewhere)
+    return [ln for ln in lines if len(ln) > 12 and ln not in shown], \
+        [p for p in printed if len(p) > 12 and p not in shown]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_solution_code_or_output_is_published(site, path):
+    nb = nbformat.read(path, as_version=4)
+    lines, printed = solution_parts(nb)
+    assert lines, "the chapter has solutions to hide"
+    pages = chapter_pages(site, path)
+    assert len(pages) > 1, "the chapter is read as several pages"
+    raw = "\n".join(page.read_text() for page in pages)
+    text = "\n".join(page_text(page) for page in pages)
+    leaked = [ln for ln in lines + printed if ln in text]
+    assert not leaked, leaked
+    assert not re.search(r'class="[^"]*\bsolution\b', raw)
+    assert "colab.research.google.com" not in raw
+    labels = re.findall(r":label: (ex-[\w-]+)", "\n".join(
+        c.source for c in nb.cells if c.cell_type == "markdown"))
+    for label in labels:
+        assert f'id="{label}"' in raw, label
+
+
+@pytest.mark.slow
+def test_no_check_verdict_is_published(site):
+    """Every file of the built site: pages, search index, sources."""
+    verdict = course_edition.verdict_pattern()
+    leaked = []
+    for path in sorted(site.rglob("*")):
+        if not path.is_file() or path.suffix not in (
+                ".html", ".js", ".json", ".txt", ".ipynb", ".md"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".html":
+            text = re.sub(r"<[^>]+>", "", text)
+        text = html.unescape(text)
+        leaked += [f"{path.relative_to(site)}: {m.group(0)}"
+                   for m in verdict.finditer(text)]
+    assert not leaked, leaked[:10]
+    for path in CHAPTERS:
+        printed = check_outputs(nbformat.read(path, as_version=4))
+        assert printed, f"{path.stem}: no check output to hide"
+        text = "\n".join(page_text(p) for p in chapter_pages(site, path))
+        assert not [p for p in printed if p in text], path.stem
+
+
+def test_the_extension_drops_verdicts_and_check_outputs_only():
+    ext = course_edition
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("checks.check_limits(my_limits)"),
+        nbformat.v4.new_code_cell("print(report)"),
+        nbformat.v4.new_code_cell("print(1 + 1)")])
+    texts = ["[ex-a] Correct: c = 1 / (σ² √d_k)\n", "[ex-b] Not yet: no\n",
+             "2\n"]
+    for cell, text in zip(nb.cells, texts):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                               text=text)]
+    cleaned = nbformat.reads(ext.without_verdicts(
+        nbformat.writes(nb), {"check_limits"}, ext.verdict_pattern()),
+        as_version=4)
+    assert [len(c.outputs) for c in cleaned.cells] == [0, 0, 1]
+    assert ext.verdict_pattern().search("[ex-x-y] For review: z")
+    assert not ext.verdict_pattern().search("Correct: not a check")
+
+
+def test_the_student_notebooks_hold_no_output_and_no_verdict(tmp_path):
+    assign.build(CHAPTERS, tmp_path)
+    verdict = course_edition.verdict_pattern()
+    for path in sorted((tmp_path / "student").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert all(not c.get("outputs") for c in nb.cells
+                   if c.cell_type == "code"), path.name
+        assert not verdict.search(path.read_text()), path.name
+
+
+@pytest.mark.slow
+def test_the_downloadable_notebooks_are_the_student_versions(site):
+    for path in CHAPTERS:
+        sources = site / "_sources" / "chapters"
+        copy = sources / path.name
+        nb = nbformat.read(copy, as_version=4)
+        assert META in nb.metadata
+        assert BEGIN not in copy.read_text()
+        # each further page offers the whole chapter's student notebook
+        further = sorted((sources / path.stem).glob("*.ipynb"))
+        assert further, path.stem
+        assert all(p.read_text() == copy.read_text() for p in further)

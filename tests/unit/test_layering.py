@@ -1,0 +1,175 @@
+"""Imports run one way between the packages of lib/.
+
+Each package serves one audience, a room: the readers' library
+(``selfattention``), the students' checks (``selfattention_exercises``;
+``selfattention.exercises`` while it lives inside the readers' package),
+the instructors' grader (``selfattention_course``), and beside them the
+book's tooling (``selfattention_book``) and the training recipes
+(``selfattention_training``). Readers <- students <- instructors: a room
+imports its own and the rooms below it, never one above. The book's
+tooling imports the readers' and the students' packages (it never runs the
+grader: the course edition reads what ``selfattention-assign`` wrote), and
+training the readers'. The grader converts chapters into student notebooks
+with the book's plain conversion, the one arrow into the tooling.
+
+Every import counts, also one inside a function.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+from setuptools.config.pyprojecttoml import read_configuration
+
+ROOT = Path(__file__).resolve().parents[2]
+LIB = ROOT / "lib"
+
+#: The room of each package, the longest name first.
+ROOMS = {
+    "selfattention.exercises": "students",
+    "selfattention_exercises": "students",
+    "selfattention_course": "instructors",
+    "selfattention_book": "book",
+    "selfattention_training": "training",
+    "selfattention": "readers",
+}
+#: The rooms each room may import.
+MAY_IMPORT = {
+    "readers": {"readers"},
+    "students": {"readers", "students"},
+    "instructors": {"readers", "students", "instructors", "book"},
+    "book": {"readers", "students", "book"},
+    "training": {"readers", "training"},
+}
+#: Arrows against the rooms that are known and on their way out: each is
+#: removed by the change that removes its import (a stale entry fails).
+#: ``Exercise.grading`` asks the grader for an exercise's judges until the
+#: students' package moves out (then the grader finds the judges).
+KNOWN = {("selfattention.exercises.core", "selfattention_course.judges")}
+
+
+def room_of(module: str) -> str | None:
+    """The room of a module of lib/; None for any other module."""
+    for package, room in ROOMS.items():
+        if module == package or module.startswith(package + "."):
+            return room
+    return None
+
+
+def module_name(path: Path, lib: Path) -> str:
+    parts = list(path.relative_to(lib).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(name: str, lib: Path) -> bool:
+    path = lib.joinpath(*name.split("."))
+    return path.is_dir() or path.with_suffix(".py").is_file()
+
+
+def imported(path: Path, lib: Path) -> set[str]:
+    """The modules the file ``path`` imports, as absolute names: a relative
+    import resolved against its package, ``from package import module`` as
+    the module."""
+    name = module_name(path, lib)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            head = node.module or ""
+            if node.level:
+                base = package.split(".")[:len(package.split("."))
+                                          - (node.level - 1)]
+                head = ".".join(base + ([head] if head else []))
+            for alias in node.names:
+                inner = f"{head}.{alias.name}"
+                found.add(inner if is_module(inner, lib) else head)
+    return found
+
+
+def arrows_against_the_rooms(lib: Path) -> set[tuple[str, str]]:
+    """Every (importer, imported) pair of lib/ that a room may not have."""
+    wrong = set()
+    for path in sorted(lib.rglob("*.py")):
+        importer = module_name(path, lib)
+        source = room_of(importer)
+        if source is None:
+            continue
+        wrong |= {(importer, target) for target in imported(path, lib)
+                  if room_of(target) not in MAY_IMPORT[source] | {None}}
+    return wrong
+
+
+def test_no_import_runs_against_the_rooms():
+    found = arrows_against_the_rooms(LIB)
+    assert found - KNOWN == set()
+    assert KNOWN - found == set(), "stale entries of KNOWN: remove them"
+
+
+def _write(lib: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = lib / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        for folder in path.relative_to(lib).parents:
+            if folder != Path("."):
+                (lib / folder / "__init__.py").touch()
+
+
+def test_an_arrow_against_the_rooms_is_found(tmp_path):
+    _write(tmp_path, {
+        "selfattention/attention.py": "import numpy\n",
+        "selfattention/grading.py": "from selfattention_course import grade\n",
+        "selfattention/exercises/core.py":
+            "def f():\n    import selfattention_course.judges\n",
+        "selfattention_exercises/checks.py":
+            "from selfattention import attention\n"
+            "from selfattention_book.plain import x\n",
+        "selfattention_book/pages.py": "from . import META\n",
+        "selfattention_book/build.py":
+            "from selfattention import attention\nfrom . import pages\n"
+            "def f():\n    from selfattention_course.assign import g\n",
+        "selfattention_training/recipes.py":
+            "from selfattention_exercises import checks\n",
+        "selfattention_course/judges.py":
+            "from selfattention_exercises import checks\n"
+            "from selfattention_book import pages\n"
+            "from ..selfattention import attention\n",
+        "selfattention_course/grade.py": "from .judges import f\n",
+    })
+    assert arrows_against_the_rooms(tmp_path) == {
+        ("selfattention.grading", "selfattention_course.grade"),
+        ("selfattention.exercises.core", "selfattention_course.judges"),
+        ("selfattention_exercises.checks", "selfattention_book.plain"),
+        ("selfattention_book.build", "selfattention_course.assign"),
+        ("selfattention_training.recipes",
+         "selfattention_exercises.checks"),
+    }
+
+
+@pytest.mark.parametrize("module, room", [
+    ("selfattention.attention", "readers"),
+    ("selfattention.exercises.core", "students"),
+    ("selfattention_exercises", "students"),
+    ("selfattention_course.judges.definition", "instructors"),
+    ("selfattention_book.plain", "book"),
+    ("selfattention_training.mnist", "training"),
+    ("selfattentionx", None), ("numpy", None),
+])
+def test_each_package_has_its_room(module, room):
+    assert room_of(module) == room
+
+
+def test_the_installed_package_leaves_the_book_tooling_out():
+    """The wheel (``pip install .``, Colab's first cell) carries no build
+    extension and no diagram drawing; the editable install of ``make
+    install`` still imports them from the checkout."""
+    config = read_configuration(ROOT / "pyproject.toml")
+    packages = set(config["tool"]["setuptools"]["packages"])  # as found
+    assert "selfattention" in packages
+    assert not {p for p in packages if room_of(p) == "book"}
+    import selfattention_book.diagrams
+
+    assert Path(selfattention_book.diagrams.__file__).resolve() == \
+        LIB / "selfattention_book" / "diagrams.py"
