@@ -73,7 +73,7 @@ def vit_mnist_local():
                        threads=1)
 
 
-# Its 20 passes take about a minute; tests/test_mnist.py recomputes two
+# Its 20 passes take about a minute; tests/unit/test_mnist.py recomputes two
 # of its counts instead of the whole file.
 @recipe("vit-mnist-ablation", after=("vit-mnist",))
 def vit_mnist_ablation():

@@ -105,7 +105,7 @@ def _state(model) -> dict:
 # training is chaotic: measured on an AMD EPYC against the file, the losses
 # differ by 1e-16 at step 5, 1e-12 at 100, 3e-8 at 200 and 4e-3 at 250. So
 # the test suite retrains the first 100 steps and compares their losses
-# (tests/test_stereo.py), rather than the whole recipe.
+# (tests/unit/test_stereo.py), rather than the whole recipe.
 @recipe("stereo-encoder")
 def train_encoder(steps: int = 300) -> dict:
     """The convolutional encoder: ``steps`` steps of 8-row crops, float64."""
