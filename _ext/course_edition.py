@@ -19,11 +19,12 @@ build, which turns this extension on. It then
   version;
 * drops the launch buttons (Colab, Binder, JupyterHub, Live code), which
   would open the chapters with their solutions, and every block of prose
-  that only the full site may show: a container (MyST ``{container}``)
-  with the class ``needs-launch-buttons`` (prose about those buttons) or
-  ``quotes-rubrics`` (the instructors' sample gradebook, whose notes quote
-  a written part's rubric), from the pages and from the copies of the
-  Markdown sources under ``_sources/``.
+  that only the full site may show, a container (MyST ``{container}``) of
+  class ``full-site-only``: prose about those buttons or about the
+  repository's notebooks (which hold the solutions), and the instructors'
+  sample gradebook, whose notes quote a written part's rubric. It goes from
+  the pages and from the copies of the Markdown sources under
+  ``_sources/``.
 
 sphinx-exercise's own ``hide_solutions`` option cannot do this for gated
 solutions: it drops the opening directive only, leaving the solution's code
@@ -45,7 +46,7 @@ from selfattention_course.pages import chapter_of
 
 ENV = "SELFATTENTION_SOLUTIONS"
 #: Classes of the containers that the course edition leaves out.
-FULL_SITE_ONLY = ("needs-launch-buttons", "quotes-rubrics")
+FULL_SITE_ONLY = ("full-site-only",)
 
 
 def verdict_pattern() -> re.Pattern:

@@ -284,13 +284,15 @@ def test_no_page_tells_of_buttons_the_course_edition_lacks(site):
 
 def test_full_site_prose_is_cut_from_a_source_with_its_fences():
     ext = _extension()
-    source = ("Before.\n\n::::{container} needs-launch-buttons\n"
+    source = ("Before.\n\n::::{container} full-site-only\n"
               "Use the rocket icon.\n\n:::{note}\nInside.\n:::\n::::\n\n"
               "::::{container} sa-start\nKept.\n::::\n\n"
-              ":::{container} quotes-rubrics sa-wrapped-sample\n"
+              ":::{container} full-site-only sa-wrapped-sample\n"
               "```text\nrubric: x\n```\n:::\nAfter.\n")
     kept = ext.without_full_site_prose(source)
     assert "rocket" not in kept and "Inside" not in kept
     assert "rubric" not in kept
     assert kept.startswith("Before.") and kept.rstrip().endswith("After.")
     assert "::::{container} sa-start\nKept.\n::::" in kept
+    other = ":::{container} full-site-only-not\nKept too.\n:::\n"
+    assert ext.without_full_site_prose(other) == other
