@@ -292,6 +292,23 @@ def test_launch_links_open_this_chapter_in_this_repository(site, docname):
     assert f'ref: "{BRANCH}"' in thebe[0], f"{docname}: Thebe branch"
 
 
+def test_the_launch_link_parser_reads_a_hub_that_the_book_names(
+        monkeypatch):
+    """The book names no hub; once _config.yml does, its links are read
+    (and checked) like Colab's and Binder's."""
+    from urllib.parse import urlencode
+
+    monkeypatch.setitem(LAUNCH, "jupyterhub_url", "https://hub.example.edu")
+    query = {"repo": REPO["url"], "branch": BRANCH,
+             "urlpath": f"{UI}/{NAME}/notebooks/01_definition.ipynb"}
+    link = ("https://hub.example.edu/hub/user-redirect/git-pull?"
+            + urlencode(query))
+    assert notebook_in_launch_link(link) == "notebooks/01_definition.ipynb"
+    with pytest.raises(AssertionError):
+        notebook_in_launch_link(link.replace(
+            urlencode({"branch": BRANCH}), "branch=other"))
+
+
 def test_live_code_is_dropped_from_every_group_of_buttons():
     plain_launch = module_from_file("_ext/plain_launch.py")
     live = {"type": "javascript", "label": "launch-thebe",
