@@ -11,7 +11,7 @@ Seven students hand in chapter 1 (``make sample-gradebook``):
 - frank: a FIFO named ``homework.ipynb``;
 - gina: the student notebook with one written answer and nothing else.
 
-The printed CSV is what ``appendices/instructors.md`` shows; the test
+The printed CSV is what ``appendices/instructors/workflow.md`` shows; the test
 ``test_the_sample_gradebook_on_the_instructors_page_is_current`` checks that
 the page's rows still fit the exercises' points.
 """

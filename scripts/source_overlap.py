@@ -210,7 +210,7 @@ def compare(source: dict, paths: list[Path],
 
 def default_paths() -> list[Path]:
     return (sorted((ROOT / "chapters").glob("*.ipynb")) + [ROOT / "intro.md"]
-            + sorted((ROOT / "appendices").glob("*.md"))
+            + sorted((ROOT / "appendices").rglob("*.md"))
             + sorted((ROOT / "appendices").glob("*.ipynb")))
 
 

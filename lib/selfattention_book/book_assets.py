@@ -150,8 +150,12 @@ def add_version_line(app: Sphinx, doctree: nodes.document) -> None:
     line = nodes.paragraph(classes=["sa-executed"])
     sentence = stamp_sentence(stamp)
     if chapter_of(docname):     # a chapter's further page (book_pages.py)
+        # the course edition (lib/selfattention_book/course_edition.py) has no launch buttons
+        opener = ("the download button gives"
+                  if getattr(app.config, "course_edition", False)
+                  else "the launch buttons open")
         sentence = ("This page runs as part of its chapter's notebook, "
-                    "which the launch buttons open. " + sentence)
+                    f"which {opener}. " + sentence)
     line += nodes.emphasis(text=sentence)
     section.insert(1, line)  # right after the title
 
@@ -167,5 +171,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", add_version_line)
     # env_version: raise it when a change here alters the pages, so that an
     # incremental build rewrites all of them
-    return {"version": "1.1", "env_version": 4, "parallel_read_safe": True,
+    return {"version": "1.1", "env_version": 5, "parallel_read_safe": True,
             "parallel_write_safe": True}

@@ -18,7 +18,13 @@ build, which turns this extension on. It then
   absent), and an appendix notebook, which has no exercises, with its plain
   version;
 * drops the launch buttons (Colab, Binder, JupyterHub, Live code), which
-  would open the chapters with their solutions.
+  would open the chapters with their solutions, and every block of prose
+  that only the full site may show, a container (MyST ``{container}``) of
+  class ``full-site-only``: prose about those buttons or about the
+  repository's notebooks (which hold the solutions), and the instructors'
+  sample gradebook, whose notes quote a written part's rubric. It goes from
+  the pages and from the copies of the Markdown sources under
+  ``_sources/``.
 
 sphinx-exercise's own ``hide_solutions`` option cannot do this for gated
 solutions: it drops the opening directive only, leaving the solution's code
@@ -49,6 +55,8 @@ ENV = "SELFATTENTION_SOLUTIONS"
 #: The folder of ``selfattention-assign --out``: ``student/<chapter>.ipynb``
 #: and ``grader/manifest.json``.
 ASSIGNMENTS_ENV = "SELFATTENTION_ASSIGNMENTS"
+#: Classes of the containers that the course edition leaves out.
+FULL_SITE_ONLY = ("full-site-only",)
 
 
 def verdict_pattern() -> re.Pattern:
@@ -142,6 +150,31 @@ class RemoveSolutions(SphinxTransform):
             node.parent.remove(node)
 
 
+class RemoveFullSiteProse(SphinxTransform):
+    """Delete the containers whose class is one of :data:`FULL_SITE_ONLY`."""
+
+    default_priority = 50
+
+    def apply(self, **kwargs) -> None:
+        if not self.config.course_edition:
+            return
+        for node in list(self.document.findall(nodes.container)):
+            if set(FULL_SITE_ONLY) & set(node.get("classes", [])) \
+                    and node.parent is not None:
+                node.parent.remove(node)
+
+
+def without_full_site_prose(text: str) -> str:
+    """A MyST source without its :data:`FULL_SITE_ONLY` containers: from a
+    colon fence ``:::{container} <class>`` to the fence that closes it."""
+    classes = "|".join(re.escape(c) for c in FULL_SITE_ONLY)
+    block = re.compile(
+        rf"^(?P<fence>:{{3,}})\{{container\}}[ \t]+(?:[\w-]+[ \t]+)*"
+        rf"(?:{classes})(?=[ \t\n])[^\n]*\n.*?^(?P=fence)[ \t]*(?:\n|\Z)",
+        re.M | re.S)
+    return block.sub("", text)
+
+
 def _from_environment(app, config) -> None:
     value = os.environ.get(ENV, "shown")
     if value not in ("shown", "hidden"):
@@ -169,6 +202,11 @@ def _student_sources(app, exception) -> None:
     students = assignments(app.config) / "student"
     index = BookIndex(Path(app.srcdir))
     sources = Path(app.outdir) / "_sources"
+    for copied in sorted(sources.rglob("*.md")):
+        text = copied.read_text(encoding="utf-8")
+        kept = without_full_site_prose(text)
+        if kept != text:
+            copied.write_text(kept, encoding="utf-8")
     for copied in sorted(sources.rglob("*.ipynb")):
         original = Path(app.srcdir) / copied.relative_to(sources)
         chapter = chapter_of(original.relative_to(app.srcdir).with_suffix("")
@@ -194,6 +232,7 @@ def setup(app):
     app.connect("config-inited", _from_environment)
     app.add_transform(RemoveSolutions)
     app.add_transform(RemoveVerdicts)
+    app.add_transform(RemoveFullSiteProse)
     app.connect("source-read", _source_read)
     app.connect("build-finished", _student_sources)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -479,19 +479,24 @@ def build(chapters: list[Path], out: Path, prune: bool = False,
 
 
 def exercise_table(assignments: list[Assignment]) -> str:
-    """A MyST table of every exercise (the page for instructors shows it)."""
-    rows = ["| Exercise | Label | Kind | Points | What the check tests |",
-            "| --- | --- | --- | --- | --- |"]
+    """MyST tables of every exercise, one per chapter under the chapter's
+    name (the page for instructors shows them): each exercise's number and
+    label, kind, points and what its check tests."""
+    blocks = []
     for a in assignments:
+        rows = [f"**{{numref}}`Chapter %s <{a.label}>`: {a.title}**",
+                "", "| Exercise | Kind | Points | What the check tests |",
+                "| --- | --- | --- | --- |"]
         for item in a.items:
             ex = item.exercise
             what = re.sub(r"^Exercise [\d.]+:\s*", "", ex.doc)
             if ex.written:
-                what += f" Written: {ex.written}"
-            rows.append(f"| {{numref}}`{ex.label}` | `{ex.label}` | "
+                what += f" *Written:* {ex.written}"
+            rows.append(f"| {{numref}}`{ex.label}` `{ex.label}` | "
                         f"{ex.kind} | {ex.points + ex.written_points:g} | "
                         f"{what.replace('|', '/')} |")
-    return "\n".join(rows)
+        blocks.append("\n".join(rows))
+    return "\n\n".join(blocks)
 
 
 TABLE_START = "<!-- exercise table: start -->"
@@ -526,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
                              "instructors instead of writing files")
     parser.add_argument("--update-page", type=Path, metavar="PAGE",
                         help="rewrite the exercise table between the "
-                             "markers of PAGE (appendices/instructors.md) "
+                             "markers of PAGE "
+                             "(appendices/instructors/exercises.md) "
                              "instead of writing files")
     args = parser.parse_args(argv)
     chapters = args.chapters or sorted(Path("chapters").glob("*.ipynb"))

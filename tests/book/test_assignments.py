@@ -270,9 +270,9 @@ def test_unclosed_gate_is_an_error(tmp_path):
 # ------------------------------------------------------------ instructors
 def test_page_for_instructors_lists_every_exercise_with_its_points(built):
     _, made = built
-    page = (ROOT / "appendices" / "instructors.md").read_text()
+    page = (ROOT / "appendices" / "instructors" / "exercises.md").read_text()
     block = page.split(asg.TABLE_START)[1].split(asg.TABLE_END)[0]
-    rows = re.findall(r"^\| \{numref\}`([\w-]+)` \| `([\w-]+)` \| (\w+) \| "
+    rows = re.findall(r"^\| \{numref\}`([\w-]+)` `([\w-]+)` \| (\w+) \| "
                       r"([\d.]+) \|", block, re.M)
     listed = {label: (kind, float(points))
               for label, again, kind, points in rows if label == again}
@@ -281,9 +281,10 @@ def test_page_for_instructors_lists_every_exercise_with_its_points(built):
             for a in made.values() for i in a.items}
     missing = sorted(set(want) - set(listed))
     assert not missing, (
-        f"exercises missing from appendices/instructors.md: {missing}; run "
+        f"exercises missing from appendices/instructors/exercises.md: "
+        f"{missing}; run "
         f".venv/bin/selfattention-assign --update-page "
-        f"appendices/instructors.md")
+        f"appendices/instructors/exercises.md")
     assert not set(listed) - set(want), "the page lists removed exercises"
     assert listed == want, "kinds or points on the page differ"
 
@@ -292,7 +293,7 @@ def test_page_for_instructors_totals_each_chapter_as_declared(built):
     """The points-rule table of the page: each chapter's auto + written
     points in the "Now" column are those its exercises declare."""
     _, made = built
-    page = (ROOT / "appendices" / "instructors.md").read_text()
+    page = (ROOT / "appendices" / "instructors" / "exercises.md").read_text()
     rows = re.findall(r"^\| \{numref\}`Chapter %s <(ch-[\w-]+)>` \| "
                       r"[\d.]+ \+ [\d.]+ \| ([\d.]+) \+ ([\d.]+) \|$",
                       page, re.M)
@@ -349,7 +350,7 @@ def test_the_sample_gradebook_on_the_instructors_page_is_current():
     import io
 
     page = (Path(__file__).resolve().parents[2] / "appendices"
-            / "instructors.md").read_text(encoding="utf-8")
+            / "instructors" / "workflow.md").read_text(encoding="utf-8")
     sample = page[page.index("**A sample gradebook.**"):]
     sample = sample[sample.index("```text\n") + 8:]
     rows = list(csv.DictReader(io.StringIO(sample[:sample.index("```")])))

@@ -246,3 +246,40 @@ def test_no_figure_text_is_set_below_8_points():
              for m in re.finditer(r"fontsize\s*=\s*([0-9.]+)", text)
              if float(m.group(1)) < 8]
     assert not small, small
+
+
+# ------------------------------------------------------------ citations, built
+def _citation_labels(references: str) -> dict[str, str]:
+    """{anchor id: label} of the built reference list."""
+    return dict(re.findall(
+        r'<div class="citation" id="([\w-]+)"[^>]*>\s*<span class="label">'
+        r'<span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">',
+        references))
+
+
+@pytest.mark.slow
+def test_the_reference_list_labels_each_work_as_the_text_cites_it():
+    """Author-year in both places (lib/selfattention_book/book_citations.py): every citation
+    in the text reads as the label of the entry it links to, in the list."""
+    import html
+
+    from test_launch_links import built_site
+
+    site = built_site()
+    labels = _citation_labels(
+        (site / "appendices" / "references.html").read_text("utf-8"))
+    assert len(labels) >= 40, "the reference list lists every work"
+    assert all(re.fullmatch(r"\D+, \d{4}", html.unescape(label))
+               for label in labels.values()), sorted(labels.values())[:5]
+    checked = 0
+    for page in sorted(site.rglob("*.html")):
+        for span in re.findall(r'<span class="bibtex-citation".*?</span>',
+                               page.read_text("utf-8"), re.S):
+            text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", span))
+                            .replace(" [", ", ").split())
+            for anchor in re.findall(r'href="[^"#]*references\.html#'
+                                     r'([\w-]+)"', span):
+                label = html.unescape(labels[anchor])
+                assert label in text, f"{page.name}: {text!r} cites {label}"
+                checked += 1
+    assert checked >= 40, "the chapters cite the works"

@@ -190,3 +190,108 @@ def test_the_downloadable_notebooks_are_the_student_versions(site):
         further = sorted((sources / path.stem).glob("*.ipynb"))
         assert further, path.stem
         assert all(p.read_text() == copy.read_text() for p in further)
+
+
+# ------------------------------------------------ rubrics and absent buttons
+def solution_prose() -> dict[str, str]:
+    """{exercise label: its solution's prose}, the rubric of its written
+    part included, as the assignments' manifest collects it."""
+    made = assign.make_all(CHAPTERS, assign.find_exercises())
+    return {item.label: "\n\n".join(item.rubric)
+            for a in made for item in a.items if item.rubric}
+
+
+def plain_passages(prose: str, shortest: int = 60) -> list[str]:
+    """The runs of plain words of ``prose`` between its Markdown and maths
+    markup, ``shortest`` characters or longer: what a page, a notebook or a
+    CSV file that quotes the prose holds verbatim, however it renders the
+    markup."""
+    runs = re.split(r"\$[^$]*\$|[*`{}\\$|_]|\n\s*\n", prose)
+    passages = [" ".join(run.split()) for run in runs]
+    return [p for p in passages if len(p) >= shortest
+            and not p.startswith("Rubric for the written part")]
+
+
+def file_text(path: Path) -> str:
+    """What a reader of ``path`` sees: a page's text, a notebook's cells
+    and outputs, any other text file as it is; whitespace collapsed."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".html":
+        text = re.sub(r"<script\b.*?</script>|<style\b.*?</style>", " ",
+                      text, flags=re.S)
+        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    elif path.suffix == ".ipynb":
+        nb = nbformat.reads(text, as_version=4)
+        text = "\n".join([c.source for c in nb.cells] + [
+            str(out.get("text") or out.get("data", ""))
+            for c in nb.cells for out in c.get("outputs", [])])
+    return " ".join(text.split())
+
+
+BINARY = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".woff", ".woff2",
+          ".ttf", ".eot", ".pickle", ".doctree", ".zip"}
+
+
+def test_rubric_passages_are_found_where_the_prose_is_quoted():
+    prose = solution_prose()
+    assert len(prose) >= 40, "every exercise's solution has prose"
+    moved = prose["ex-definition-moved"]
+    passages = plain_passages(moved)
+    assert passages and all(len(p) >= 60 for p in passages)
+    quoted = f"rubric: {' '.join(moved.split())}"      # a gradebook's note
+    assert all(p in " ".join(quoted.split()) for p in passages)
+    assert not plain_passages("**Rubric for the written part (3 points).**")
+
+
+@pytest.mark.slow
+def test_no_rubric_or_solution_prose_in_any_file_of_the_site(site):
+    """Every file of the course edition: pages, search index, sources,
+    notebooks. Today's leak would be the instructors' sample gradebook,
+    whose note on a written answer quotes its rubric."""
+    wanted = {label: plain_passages(text)
+              for label, text in solution_prose().items()}
+    assert sum(map(len, wanted.values())) > 100
+    leaked = []
+    for path in sorted(site.rglob("*")):
+        if not path.is_file() or path.suffix in BINARY:
+            continue
+        text = file_text(path)
+        leaked += [f"{path.relative_to(site)}: {label}: {p[:60]}"
+                   for label, passages in wanted.items()
+                   for p in passages if p in text]
+    assert not leaked, leaked[:10]
+
+
+ABSENT_BUTTONS = re.compile(r"rocket icon|launch button", re.I)
+
+
+@pytest.mark.slow
+def test_no_page_tells_of_buttons_the_course_edition_lacks(site):
+    """The course edition has no launch buttons (Colab, Binder, JupyterHub,
+    Live code): no page may send a reader to them or to their rocket icon;
+    the full site does (intro.md, lib/selfattention_book/book_assets.py)."""
+    assert ABSENT_BUTTONS.search((ROOT / "intro.md").read_text())
+    told = []
+    for path in sorted(site.rglob("*.html")):
+        found = ABSENT_BUTTONS.findall(file_text(path))
+        if found:
+            told.append(f"{path.relative_to(site)}: {sorted(set(found))}")
+    assert not told, told
+    assert not [p for p in site.rglob("*.html")
+                if "btn-launch-thebe" in p.read_text(encoding="utf-8")]
+
+
+def test_full_site_prose_is_cut_from_a_source_with_its_fences():
+    ext = _extension()
+    source = ("Before.\n\n::::{container} full-site-only\n"
+              "Use the rocket icon.\n\n:::{note}\nInside.\n:::\n::::\n\n"
+              "::::{container} sa-start\nKept.\n::::\n\n"
+              ":::{container} full-site-only sa-wrapped-sample\n"
+              "```text\nrubric: x\n```\n:::\nAfter.\n")
+    kept = ext.without_full_site_prose(source)
+    assert "rocket" not in kept and "Inside" not in kept
+    assert "rubric" not in kept
+    assert kept.startswith("Before.") and kept.rstrip().endswith("After.")
+    assert "::::{container} sa-start\nKept.\n::::" in kept
+    other = ":::{container} full-site-only-not\nKept too.\n:::\n"
+    assert ext.without_full_site_prose(other) == other

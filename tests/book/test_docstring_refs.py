@@ -30,7 +30,7 @@ NUMBERED_STILL: set = set()
 def _labels() -> set:
     """Every ``(label)=`` target and exercise ``:label:`` of the book."""
     texts = [p.read_text(encoding="utf-8") for p in
-             [*ROOT.glob("*.md"), *(ROOT / "appendices").glob("*.md")]]
+             [*ROOT.glob("*.md"), *(ROOT / "appendices").rglob("*.md")]]
     for nb in [*(ROOT / "chapters").glob("*.ipynb"),
                *(ROOT / "appendices").glob("*.ipynb")]:
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 LAPTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
 #: A chapter page holds at most this many laptop screens (about a lecture);
-#: a longer chapter is read as more pages (lib/selfattention_course/pages.py).
+#: a longer chapter is read as more pages (lib/selfattention_book/pages.py).
 MAX_SCREENS = 12
 
 # What is measured on the page as laid out now.
@@ -163,7 +163,7 @@ def test_page_fits_laptop_and_phone(visit, page_path):  # noqa: F811
     if page_path.startswith("chapters/") and screens > MAX_SCREENS:
         problems.append(f"{screens:.1f} laptop screens long, more than "
                         f"{MAX_SCREENS}: split the chapter into more pages "
-                        "(lib/selfattention_course/pages.py)")
+                        "(lib/selfattention_book/pages.py)")
     v.page.set_viewport_size(PHONE)
     v.page.wait_for_timeout(500)
     phone = v.page.evaluate(LAYOUT_JS)

@@ -214,7 +214,7 @@ def test_the_hook_looks_up_nothing_the_notebook_defined(monkeypatch):
     reads no name from a builtin bound to an object of the notebook's own
     class (its type would compute it) and no ``__all__`` from a module the
     notebook put in sys.modules. (Changes to Python's own modules are
-    beyond a tripwire: appendices/instructors.md.)"""
+    beyond a tripwire: appendices/instructors/guarantees.md.)"""
     from selfattention.exercises import cost
 
     class Loud(list, metaclass=_Watched):
