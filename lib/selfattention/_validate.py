@@ -14,8 +14,9 @@ wrong value: ``ValueError``, the message starting with the argument's name,
 then what was expected and what came), calls each check with the converted
 arguments its parameters name, then the bare maths. The table stays readable
 on the function as ``fn.constraints``; each :class:`Constraint` also names
-values it accepts and values it refuses, from which ``tests/unit/test_bad_input.py``
-tries every public function with every kind of bad argument.
+values it accepts and values it refuses, from which
+``tests/unit/test_bad_input.py`` tries every public function with every kind
+of bad argument.
 
 Calls made by the library itself are not checked unless
 ``SELFATTENTION_STRICT_CALLS=1`` (the tests): they must pass what the maths

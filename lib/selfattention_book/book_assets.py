@@ -150,7 +150,7 @@ def add_version_line(app: Sphinx, doctree: nodes.document) -> None:
     line = nodes.paragraph(classes=["sa-executed"])
     sentence = stamp_sentence(stamp)
     if chapter_of(docname):     # a chapter's further page (book_pages.py)
-        # the course edition (lib/selfattention_book/course_edition.py) has no launch buttons
+        # the course edition (course_edition.py) has no launch buttons
         opener = ("the download button gives"
                   if getattr(app.config, "course_edition", False)
                   else "the launch buttons open")

@@ -13,8 +13,8 @@ notebooks that ``scripts/plain_notebooks.py`` writes into ``notebooks/``
   plain notebook, unless the course edition puts the student version there.
 
 A further page of a chapter (``chapters/<name>/<page>``, written by
-:mod:`selfattention_book.book_pages`) is a part of the chapter's notebook, which no
-kernel can run alone: its buttons open and download the whole chapter,
+:mod:`selfattention_book.book_pages`) is a part of the chapter's notebook,
+which no kernel can run alone: its buttons open and download the whole chapter,
 ``notebooks/<name>.ipynb``, and it offers no "Live code". Live code (Thebe,
 through sphinx-thebe 0.3.1) runs a page's own cells on a Binder kernel, and
 a further page's cells use names that the chapter's earlier pages define,
