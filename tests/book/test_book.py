@@ -259,8 +259,9 @@ def _citation_labels(references: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_reference_list_labels_each_work_as_the_text_cites_it():
-    """Author-year in both places (lib/selfattention_book/book_citations.py): every citation
-    in the text reads as the label of the entry it links to, in the list."""
+    """Author-year in both places (selfattention_book.book_citations):
+    every citation in the text reads as the label of the entry it links to,
+    in the list."""
     import html
 
     from test_launch_links import built_site

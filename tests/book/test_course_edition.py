@@ -282,7 +282,7 @@ def test_no_page_tells_of_buttons_the_course_edition_lacks(site):
 
 
 def test_full_site_prose_is_cut_from_a_source_with_its_fences():
-    ext = _extension()
+    ext = course_edition
     source = ("Before.\n\n::::{container} full-site-only\n"
               "Use the rocket icon.\n\n:::{note}\nInside.\n:::\n::::\n\n"
               "::::{container} sa-start\nKept.\n::::\n\n"
