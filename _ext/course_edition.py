@@ -43,7 +43,7 @@ ENV = "SELFATTENTION_SOLUTIONS"
 
 def verdict_pattern() -> re.Pattern:
     """A check's verdict as its feedback prints it: ``[label] Mark:``."""
-    from selfattention.exercises.core import MARKS
+    from selfattention_exercises.core import MARKS
 
     marks = "|".join(re.escape(m) for m in sorted(set(MARKS.values())))
     return re.compile(rf"\[ex-[\w-]+\]\s*(?:{marks})\b")

@@ -4,7 +4,7 @@ The runner calls :func:`harvest` once per exercise after the notebook has
 run, in the same kernel. The runner executes this file afresh from the
 read-only installation (not through ``import``, which the notebook could
 have redirected), and :func:`harvest` likewise loads its own copies of
-:mod:`selfattention.exercises.core`, of :mod:`selfattention_course.wire` and
+:mod:`selfattention_exercises.core`, of :mod:`selfattention_course.wire` and
 of the exercise's module from their files: whatever the notebook replaced
 in the modules it imported (a check, ``Feedback``, ``Exercise.attempt``)
 is not what runs here.
@@ -41,7 +41,7 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 __all__ = ["harvest", "fresh_modules"]
 
-CORE = "selfattention.exercises.core"
+CORE = "selfattention_exercises.core"
 WIRE = "selfattention_course.wire"
 
 
@@ -80,9 +80,10 @@ def fresh_modules(exercise_module: str, here: Path | None = None):
     names = (CORE, WIRE, exercise_module)
     saved = {name: sys.modules.get(name) for name in names}
     try:
-        core = _load(CORE, root / "selfattention" / "exercises" / "core.py")
+        core = _load(CORE, root / "selfattention_exercises" / "core.py")
         wire = _load(WIRE, here / "wire.py")
-        if exercise_module.startswith("selfattention."):
+        if exercise_module.startswith(("selfattention.",
+                                        "selfattention_exercises.")):
             path = root.joinpath(*exercise_module.split(".")).with_suffix(
                 ".py")
         else:

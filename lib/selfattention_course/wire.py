@@ -30,7 +30,7 @@ import re
 
 import numpy as np
 
-from selfattention.exercises.core import (MAX_ARRAY_ITEMS, MAX_DEPTH,
+from selfattention_exercises.core import (MAX_ARRAY_ITEMS, MAX_DEPTH,
                                           MAX_ITEMS, MAX_STR, Opaque,
                                           to_plain)
 

@@ -1,6 +1,6 @@
 """The exercises of the book, one module per chapter.
 
-Each exercise is an :class:`~selfattention.exercises.core.Exercise`,
+Each exercise is an :class:`~selfattention_exercises.core.Exercise`,
 declared once: the check a student calls in the notebook
 (``checks.check_softmax(my_softmax)``) and what the grader of
 ``selfattention_course`` runs on hidden cases. Their judges, case

@@ -14,8 +14,9 @@ What decides a grade is not here: the cases (``(rng) -> list of dicts of
 plain data``), the judge (``(output, **case) -> None or Wrong(message,
 code)``) and an Experiment's replay live with the grader, in
 ``selfattention_course.judges.<module>`` (:meth:`Exercise.grading` finds
-them), which the sandbox of a graded notebook does not hold. The same
-declaration serves two places:
+them through an entry point, without importing the grader), which the
+sandbox of a graded notebook does not hold. The same declaration serves
+two places:
 
 * **in the notebook**, ``checks.check_softmax(my_softmax)`` draws the public
   cases (a fixed seed), runs the answer on them, turns each output into
@@ -54,6 +55,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import hashlib
 import html
 import importlib
@@ -96,7 +98,7 @@ KINDS = ("Derive", "Prove", "Implement", "Experiment", "Predict")
 #: Set in the grader's kernels: the notebook's own checks then judge nothing.
 GRADING_ENV = "SELFATTENTION_GRADING"
 #: The package of the checks: an answer may not call into it.
-CHECKS_PACKAGE = "selfattention.exercises"
+CHECKS_PACKAGE = "selfattention_exercises"
 
 #: What computes a gradient for the student: the references of every
 #: exercise that asks to derive one (a module stands for all its names).
@@ -608,7 +610,7 @@ class Tripwire:
         self.tampered = False
         self._active = False
         self._hook = self._profile         # one bound method, compared by id
-        # The checks' own code (``selfattention.exercises``) called straight
+        # The checks' own code (``selfattention_exercises``) called straight
         # from code outside the library: an answer borrowing the reference
         # computations its judge uses.
         here = os.path.dirname(os.path.abspath(__file__))
@@ -816,6 +818,29 @@ def expect_shape(arr, name: str, want: tuple, legend: str,
 
 
 # ------------------------------------------------------------------ exercise
+#: The entry-point group under which a grading package registers
+#: ``find(exercise) -> judge`` (raising ``LookupError`` for an exercise it
+#: does not judge).
+JUDGES_GROUP = "selfattention_exercises.judges"
+
+
+@functools.lru_cache(maxsize=1)
+def _finders() -> tuple:
+    from importlib.metadata import entry_points
+
+    return tuple(entry_points(group=JUDGES_GROUP))
+
+
+def _judge_finders():
+    """The installed judges' finders; one whose package cannot be imported
+    here (the sandbox hides the judges) is left out."""
+    for point in _finders():
+        try:
+            yield point.load()
+        except ImportError:
+            continue
+
+
 def _value_run(*answers):
     return answers[0] if len(answers) == 1 else answers
 
@@ -927,23 +952,27 @@ class Exercise:
         """What judges this exercise: an object with ``cases``, ``judge``
         and ``replay`` (see the parameters).
 
-        The exercise itself when it was declared with its judge; else the
-        entry of ``selfattention_course.judges`` for its label, which the
-        grader imports in its own process. Raises :class:`NoJudge` where
-        that package is not installed (in a graded notebook's sandbox).
+        The exercise itself when it was declared with its judge; else what
+        a judges package registered for it under the entry-point group
+        :data:`JUDGES_GROUP` (the book's grader registers
+        ``selfattention_course.judges:judge_for``): this package never
+        imports the grader. Raises :class:`NoJudge` where no installed
+        package judges it (in a graded notebook's sandbox).
         """
         if self.judge is not None:
             return self
-        try:
-            from selfattention_course.judges import judge_for
-        except ImportError:
-            raise NoJudge(self.label) from None
-        return judge_for(self)
+        for find in _judge_finders():
+            try:
+                return find(self)
+            except LookupError:
+                continue
+        raise NoJudge(self.label)
 
     # -- cases ---------------------------------------------------------
-    def draw(self, rng: np.random.Generator) -> list[dict]:
-        """The cases drawn from ``rng`` (one empty case for a value answer)."""
-        cases = self.grading().cases
+    def draw(self, rng: np.random.Generator, grading=None) -> list[dict]:
+        """The cases drawn from ``rng`` (one empty case for a value answer),
+        by ``grading`` (by default :meth:`grading`)."""
+        cases = (grading or self.grading()).cases
         return [{}] if cases is None else list(cases(rng))
 
     def public_cases(self) -> list[dict]:
@@ -1021,7 +1050,7 @@ class Exercise:
 
     # -- in the grader (and in the notebook) ---------------------------
     def assess(self, result: dict, cases: list[dict],
-               replay: bool = True) -> Feedback:
+               replay: bool = True, grading=None) -> Feedback:
         """Judge what :meth:`attempt` returned for ``cases``.
 
         Never raises. Runs in the grader's process on plain data; with
@@ -1044,7 +1073,7 @@ class Exercise:
                             f"answer that calls the library's version gets "
                             f"no points")
         try:
-            grading = self.grading()
+            grading = grading or self.grading()
         except NoJudge:
             return self._feedback(NOT_GRADED, "the judges of the checks are "
                                               "not installed here")
