@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from selfattention.attention import attention, softmax
-from selfattention_exercises.core import (NotDone, Opaque, Tripwire, Wrong,
-                                          answered, expect_shape, int_pair,
+from selfattention_exercises.core import (NotDone, Opaque, Wrong, answered,
+                                          expect_shape, int_pair,
                                           returned_array, returned_arrays,
-                                          signatures, to_plain)
+                                          to_plain)
+from selfattention_exercises.tripwire import Tripwire, signatures
 
 
 # ------------------------------------------------------------ plain data
@@ -182,7 +183,7 @@ def test_an_answer_that_borrows_the_checks_own_code_is_for_review():
     import numpy as np
 
     from selfattention_exercises import cost, multihead
-    from selfattention_exercises.core import Tripwire
+    from selfattention_exercises.tripwire import Tripwire
 
     # A helper the checks keep (the partial softmax of ex-cost-merge's
     # cases), called by the answer: the judges themselves are the
@@ -246,14 +247,14 @@ def test_references_resolve_from_two_threads_at_once():
 
     code = """
 import threading
-from selfattention_exercises import core
+from selfattention_exercises import tripwire
 from selfattention_course.assign import find_exercises
 names = sorted({n for _, _, ex in find_exercises().values()
                 for n in ex.references})
 errors = []
 def resolve(name):
     try:
-        core._resolve(name)
+        tripwire._resolve(name)
     except (ImportError, AttributeError):
         pass
     except Exception as err:

@@ -236,8 +236,9 @@ for place in places:
         for cell in nb["cells"]:
             if "solution" in cell["metadata"].get("tags", []):
                 exec("".join(cell["source"]))
-lib = pathlib.Path(selfattention.__file__).resolve().parent
-targets = [lib / "exercises" / "core.py", lib / "exercises" / "edited.py",
+checks = pathlib.Path(selfattention.__file__).resolve().parents[1] / \
+    "selfattention_exercises"
+targets = [checks / "core.py", checks / "edited.py",
            pathlib.Path({str(ROOT)!r}) / "chapters" / "{MARKER}.txt",
            pathlib.Path(sys.prefix) / "lib" / "python3.11" / "site-packages"
            / "sitecustomize.py"]
@@ -1237,8 +1238,8 @@ def test_the_copy_a_chapter_shows_is_recognised():
 
     from selfattention.attention import attention, softmax
     from selfattention_exercises import definition
-    from selfattention_exercises.core import (CORRECT, FOR_REVIEW,
-                                              fingerprint)
+    from selfattention_exercises.core import CORRECT, FOR_REVIEW
+    from selfattention_exercises.tripwire import fingerprint
 
     source = inspect.getsource(attention.__wrapped__)
     body = source[source.index("def "):]

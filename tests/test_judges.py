@@ -134,3 +134,13 @@ def test_every_diagnosis_of_the_judges_names_its_code(path):
         if isinstance(code, ast.Constant):
             assert isinstance(code.value, str) and \
                 KEBAB.fullmatch(code.value) and code.value != "wrong", where
+
+
+def test_the_harvest_loads_every_core_module_of_the_checks_afresh():
+    from selfattention_course import harvest
+    from selfattention_exercises import CORE_MODULES
+
+    assert harvest.CHECKS_CORE == CORE_MODULES
+    modules = harvest.fresh_modules("selfattention_exercises.definition")
+    assert modules[0].__name__ == harvest.CORE
+    assert modules[0] is not sys.modules[harvest.CORE]

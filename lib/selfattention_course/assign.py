@@ -102,7 +102,8 @@ def find_exercises(modules=()) -> dict[str, tuple[str, str, Exercise]]:
 
     names = [f"{package.__name__}.{info.name}" for info in
              sorted(pkgutil.iter_modules(package.__path__),
-                    key=lambda m: m.name) if info.name != "core"]
+                    key=lambda m: m.name)
+             if info.name not in package.CORE_MODULES]
     found: dict[str, tuple[str, str, Exercise]] = {}
     for name in [*names, *modules]:
         module = importlib.import_module(name)

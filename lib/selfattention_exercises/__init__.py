@@ -29,4 +29,10 @@ module                  chapter
 
 from .core import Exercise, Feedback
 
-__all__ = ["Exercise", "Feedback"]
+__all__ = ["Exercise", "Feedback", "CORE_MODULES"]
+
+#: The modules every exercise module builds on, in the order they import
+#: each other: plain data, the tripwire, the declaration and its feedback.
+#: No exercise is declared there, and none of their functions is a student
+#: tool.
+CORE_MODULES = ("plain", "tripwire", "core")

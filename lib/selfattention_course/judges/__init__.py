@@ -40,6 +40,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from selfattention_exercises import CORE_MODULES
+
 __all__ = ["Judge", "judge_for", "judges_of", "modules", "answer_helpers",
            "named_functions"]
 
@@ -109,8 +111,9 @@ def modules() -> list[str]:
 #: the grader's package and the checks' modules (whose private helpers
 #: some judges import). The rest of the library is the student's to call.
 HELPER_HOMES = (__name__.rsplit(".", 1)[0], EXERCISES)
-#: The checks' core (type and shape checks, the feedback): no answer.
-NOT_HELPERS = (f"{EXERCISES}.core",)
+#: The checks' core (plain data, the tripwire, type and shape checks, the
+#: feedback): no answer.
+NOT_HELPERS = tuple(f"{EXERCISES}.{stem}" for stem in CORE_MODULES)
 #: At most this many functions are followed from one judge.
 MAX_HELPERS = 400
 

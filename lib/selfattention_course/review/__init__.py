@@ -74,6 +74,8 @@ import ast
 import threading
 import types
 
+from selfattention_exercises import CORE_MODULES
+
 from .cells import _Cell, _dotted, _parse
 from .dynamic import (
     _binds_anywhere,
@@ -420,7 +422,7 @@ def _meaning(dotted: str, refs: list[_Reference]) -> tuple | None:
         return ("checks", "reaches the grader's code")
     if dotted == CHECKS or dotted.startswith(CHECKS + "."):
         rest = dotted[len(CHECKS) + 1:].split(".")
-        if len(rest) >= 2 and rest[0] != "core":
+        if len(rest) >= 2 and rest[0] not in CORE_MODULES:
             module = _lookup(f"{CHECKS}.{rest[0]}")
             tools = set(getattr(module, "__all__", ())) if module else set()
             obj = getattr(module, rest[1], None) if module else None
