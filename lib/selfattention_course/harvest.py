@@ -4,11 +4,11 @@ The runner calls :func:`harvest` once per exercise after the notebook has
 run, in the same kernel. The runner executes this file afresh from the
 read-only installation (not through ``import``, which the notebook could
 have redirected), and :func:`harvest` likewise loads its own copies of
-:mod:`selfattention_exercises.core` (with the plain data and the tripwire
-it uses), of :mod:`selfattention_course.wire` and of the exercise's module
-from their files: whatever the notebook replaced
-in the modules it imported (a check, ``Feedback``, ``Exercise.attempt``)
-is not what runs here.
+:mod:`selfattention_exercises.core` (with the plain data, the tripwire and
+the feedback it uses), of :mod:`selfattention_course.wire` and of the
+exercise's module from their files: whatever the notebook replaced in the
+modules it imported (a check, ``Feedback``, ``Exercise.attempt``) is not
+what runs here.
 
 It reads the answers by name from the notebook's namespace, runs them on
 the hidden cases (which the runner writes into this call's own folder just
@@ -46,7 +46,7 @@ CHECKS = "selfattention_exercises"
 #: The checks' modules that every exercise module uses, in the order they
 #: import each other: ``selfattention_exercises.CORE_MODULES``, written
 #: here because the kernel's copy of that package may be the notebook's.
-CHECKS_CORE = ("plain", "tripwire", "core")
+CHECKS_CORE = ("plain", "tripwire", "feedback", "core")
 CORE = f"{CHECKS}.core"
 WIRE = "selfattention_course.wire"
 

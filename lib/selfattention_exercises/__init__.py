@@ -32,7 +32,7 @@ from .core import Exercise, Feedback
 __all__ = ["Exercise", "Feedback", "CORE_MODULES"]
 
 #: The modules every exercise module builds on, in the order they import
-#: each other: plain data, the tripwire, the declaration and its feedback.
+#: each other: plain data, the tripwire, the feedback, the declaration.
 #: No exercise is declared there, and none of their functions is a student
 #: tool.
-CORE_MODULES = ("plain", "tripwire", "core")
+CORE_MODULES = ("plain", "tripwire", "feedback", "core")
