@@ -20,7 +20,7 @@ two places:
 
 * **in the notebook**, ``checks.check_softmax(my_softmax)`` draws the public
   cases (a fixed seed), runs the answer on them, turns each output into
-  plain data, judges it and shows a :class:`Feedback`: what is right, or
+  plain data, judges it and shows a :class:`.Feedback`: what is right, or
   the first thing to fix. A check never raises and never shows an answer.
 * **in the grader** (``selfattention_course``), :meth:`Exercise.attempt`
   runs the answers found in the student's executed notebook on hidden cases
@@ -37,14 +37,14 @@ is asked to write, and the shortcuts that answer it) is reported "for
 review": the notebook asks the student to write it themselves and the
 grader gives it no points. The grader decides that from the submitted
 source (``selfattention_course.review``); a profiling hook
-(:class:`Tripwire`) in the kernel, which recognises the references' code
+(:class:`.Tripwire`) in the kernel, which recognises the references' code
 objects and the copies a chapter shows on its page, adds evidence and can
 never clear an answer.
 
-Plain data (:func:`to_plain`) is what may cross from a student's kernel to
+Plain data (:func:`.to_plain`) is what may cross from a student's kernel to
 the grader: ``None``, bools, ints, floats, strings, tuples and lists of
 plain data, and NumPy arrays of bools, numbers or strings. Anything else
-becomes an :class:`Opaque` marker that only carries its type's name.
+becomes an :class:`.Opaque` marker that only carries its type's name.
 
 Small helpers turn an output into what a judge compares, with the same
 wording in every chapter: :func:`answered`, :func:`int_pair`,
@@ -381,7 +381,7 @@ class Exercise:
 
         The exercise itself when it was declared with its judge; else what
         a judges package registered for it under the entry-point group
-        :data:`JUDGES_GROUP` (the book's grader registers
+        ``JUDGES_GROUP`` (the book's grader registers
         ``selfattention_course.judges:judge_for``): this package never
         imports the grader. Raises :class:`NoJudge` where no installed
         package judges it (in a graded notebook's sandbox).
@@ -412,7 +412,7 @@ class Exercise:
 
         With ``imported_only``, only those whose module is imported
         already, and nothing is imported: the grader's signatures name the
-        others' code and builtins (:class:`Tripwire`), so a graded kernel
+        others' code and builtins (:class:`.Tripwire`), so a graded kernel
         need not import PyTorch (over a second of processor time) to watch
         for calls of functions that only an import inside the answer could
         reach.

@@ -61,7 +61,7 @@ class Feedback:
     max_points : float
         Points the exercise is worth.
     code : str
-        The diagnosis, stable across rewordings: the :class:`Wrong`'s
+        The diagnosis, stable across rewordings: the :class:`.Wrong`'s
         ``code`` for a wrong answer, else the status in one word
         (``"correct"``, ``"not-done"``, ``"for-review"``...).
     """

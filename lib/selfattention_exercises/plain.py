@@ -118,7 +118,7 @@ def holds_nan(value, words: bool = True, _depth: int = 0) -> bool:
     as one.
 
     A correct output never does; a judge that compares with ``abs(a - b) >
-    tol`` would let NaN through, so :meth:`Exercise.assess` rejects it
+    tol`` would let NaN through, so :meth:`.Exercise.assess` rejects it
     whatever the judge says.
     """
     if isinstance(value, float):
