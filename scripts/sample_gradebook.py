@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 
 from selfattention_course import assign
-from selfattention_course.grade import grade_folder
+from selfattention_course.cli import grade_folder
 from selfattention_course.names import META
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -121,12 +121,12 @@ for label in labels:
         # cell, the name the check cells call rebound, and the checks
         # called again with the library's own functions.
         "patch-checks": '''
-import selfattention.exercises.core as core
+import selfattention_exercises.core as core
 import selfattention_course.harvest as harvest
 import selfattention_course.wire as wire
 from selfattention.attention import attention as lib_attention
 from selfattention.attention import softmax as lib_softmax
-from selfattention.exercises import definition
+from selfattention_exercises import definition
 
 
 def forged(self, answers, cases, places=None):
@@ -196,8 +196,9 @@ for place in places:
         for cell in nb["cells"]:
             if "solution" in cell["metadata"].get("tags", []):
                 exec("".join(cell["source"]))
-lib = pathlib.Path(selfattention.__file__).resolve().parent
-targets = [lib / "exercises" / "core.py", lib / "exercises" / "edited.py",
+checks = pathlib.Path(selfattention.__file__).resolve().parents[1] / \
+    "selfattention_exercises"
+targets = [checks / "core.py", checks / "edited.py",
            pathlib.Path({str(ROOT)!r}) / "chapters" / "{MARKER}.txt",
            pathlib.Path(sys.prefix) / "lib" / "python3.11" / "site-packages"
            / "sitecustomize.py"]
@@ -466,7 +467,7 @@ exec(base64.b64decode({ENCODED!r}).decode())
         # The checks' private helpers through the public core.call, the
         # judges of the grader imported, and assess as an oracle.
         "private-helpers": """
-from selfattention.exercises import core
+from selfattention_exercises import core
 try:
     from selfattention_course.judges import definition as J
 except ImportError as err:

@@ -61,7 +61,7 @@ FULL_SITE_ONLY = ("full-site-only",)
 
 def verdict_pattern() -> re.Pattern:
     """A check's verdict as its feedback prints it: ``[label] Mark:``."""
-    from selfattention.exercises.core import MARKS
+    from selfattention_exercises.core import MARKS
 
     marks = "|".join(re.escape(m) for m in sorted(set(MARKS.values())))
     return re.compile(rf"\[ex-[\w-]+\]\s*(?:{marks})\b")

@@ -24,6 +24,6 @@ module                    what it does
 ``names``                 names shared by all of these
 ========================  ==================================================
 
-The exercises themselves are declared in :mod:`selfattention.exercises`;
+The exercises themselves are declared in :mod:`selfattention_exercises`;
 this package imports the library, never the other way round.
 """

@@ -7,8 +7,8 @@ label ``ex-<chapter>-<name>``; its solution is gated between a
 cells tagged ``solution``, where the part a student writes sits between the
 lines ``### BEGIN SOLUTION`` and ``### END SOLUTION``; a visible cell after the
 gate calls the exercise's check. The exercise itself is declared once, as an
-:class:`~selfattention.exercises.core.Exercise` in
-:mod:`selfattention.exercises` (its kind, points, the names of its answers).
+:class:`~selfattention_exercises.core.Exercise` in
+:mod:`selfattention_exercises` (its kind, points, the names of its answers).
 
 ``selfattention-assign`` (``make assignments``) writes, for every chapter,
 
@@ -51,7 +51,7 @@ from pathlib import Path
 
 import nbformat
 
-from selfattention.exercises.core import KINDS, Exercise
+from selfattention_exercises.core import KINDS, Exercise
 
 from .names import BEGIN, END, META, STUB, WRITTEN_STUB
 from selfattention_book.plain import BookIndex, book_root, plain_notebook
@@ -95,14 +95,15 @@ class AssignmentError(ValueError):
 def find_exercises(modules=()) -> dict[str, tuple[str, str, Exercise]]:
     """Every declared exercise, by label: ``(module, name, Exercise)``.
 
-    Searches the modules of :mod:`selfattention.exercises` and any extra
+    Searches the modules of :mod:`selfattention_exercises` and any extra
     ``modules`` (dotted names, e.g. an instructor's own exercises).
     """
-    import selfattention.exercises as package
+    import selfattention_exercises as package
 
     names = [f"{package.__name__}.{info.name}" for info in
              sorted(pkgutil.iter_modules(package.__path__),
-                    key=lambda m: m.name) if info.name != "core"]
+                    key=lambda m: m.name)
+             if info.name not in package.CORE_MODULES]
     found: dict[str, tuple[str, str, Exercise]] = {}
     for name in [*names, *modules]:
         module = importlib.import_module(name)
@@ -339,7 +340,7 @@ def make_assignment(path: Path, exercises: dict,
     missing = [lab for lab in labels if lab not in exercises]
     if missing:
         raise AssignmentError(
-            f"{where}: no Exercise declared in selfattention.exercises for "
+            f"{where}: no Exercise declared in selfattention_exercises for "
             f"{missing}")
     items = {lab: Item(lab, *exercises[lab]) for lab in labels}
     numbers = {lab: book.target(lab, where).number for lab in labels}

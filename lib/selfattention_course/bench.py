@@ -29,7 +29,8 @@ from pathlib import Path
 import nbformat
 
 from .assign import build
-from .grade import Grader, grade_folder
+from .cli import grade_folder
+from .grade import Grader
 from .intake import collect
 from .sandbox import Bubblewrap, Limits, Unisolated, choose_backend
 

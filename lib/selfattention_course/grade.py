@@ -1,13 +1,14 @@
-"""Grade a folder of submitted notebooks (``make grade SUBMISSIONS=folder``).
+"""Grade submitted notebooks: the :class:`Grader` of one notebook at a time.
 
-``selfattention-grade SUBMISSIONS`` reads ``SUBMISSIONS/<student>/*.ipynb``
+``selfattention-grade SUBMISSIONS`` (:mod:`~selfattention_course.cli`;
+``make grade SUBMISSIONS=folder``) reads ``SUBMISSIONS/<student>/*.ipynb``
 (or loose ``SUBMISSIONS/<student>.ipynb``) as untrusted input
 (:mod:`~selfattention_course.intake`), and for each notebook
 
-1. finds its chapter from the metadata of the student version, or else from
-   its exercise labels (the metadata of a student version's exercise cells,
-   or a chapter's ``{exercise}`` directives), or else from the check calls
-   in its code;
+1. finds its chapter (:mod:`~selfattention_course.notebook`) from the
+   metadata of the student version, or else from its exercise labels (the
+   metadata of a student version's exercise cells, or a chapter's
+   ``{exercise}`` directives), or else from the check calls in its code;
 2. draws every exercise's **hidden cases** in this process, from a secret
    seed drawn for this run;
 3. runs the notebook in a sandbox (:mod:`~selfattention_course.sandbox`),
@@ -69,20 +70,18 @@ row (:attr:`~selfattention_course.gradebook.Row.flags`).
 ``--sandbox none`` needs ``--exposing`` naming all it exposes
 (:data:`~selfattention_course.sandbox.EXPOSED`). With ``--jobs`` above one,
 a notebook is graded again alone only when its neighbours starved it
-(:meth:`Grader.grade_all`), within a budget.
+(:meth:`Grader.grade_all`, :mod:`~selfattention_course.load`), within a
+budget.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
-import os
 import queue
 import secrets
 import shutil
-import sys
 import tempfile
 import time
 import traceback
@@ -93,28 +92,20 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from . import gradebook, review, wire
-from .assign import calls, exercise_labels, find_exercises
+from . import review, wire
+from .assign import find_exercises
 from .gradebook import Row, clean_text, status_code
-from .intake import IntakeError, Submission, collect, mixed_scripts
-from .names import (CORRECT, FOR_REVIEW, JOB_FILE, JOB_NOTEBOOK, MARKS, META,
+from .intake import Submission
+from .judges import judges_of
+from .load import cores, cut_short, starved_by_neighbours
+from .names import (CORRECT, FOR_REVIEW, JOB_FILE, JOB_NOTEBOOK, MARKS,
                     NOT_DONE, NOT_GRADED, PART_EXECUTED, PART_HARVEST,
-                    PART_REPORT, REFUSED, TO_BE_READ, WRITTEN_STUB, Problem)
-from .sandbox import (EXPOSED, Limits, NoSandbox, cgroup_support,
-                      choose_backend)
+                    PART_REPORT, TO_BE_READ, Problem)
+from .notebook import (MAX_CELLS, clean, identify, load_manifest,
+                       safe_executed, written_answers)
+from .sandbox import Limits
 
-__all__ = ["Grader", "Graded", "Row", "load_manifest", "identify",
-           "grade_folder", "main"]
-
-MAX_NOTEBOOK = 20 * 2 ** 20
-#: Cells a notebook may have (a chapter has fewer than a hundred).
-MAX_CELLS = 2_000
-#: Characters of one written answer that reach the instructor's page.
-MAX_WRITTEN = 20_000
-#: What the grader keeps of an output in the executed notebook: text and
-#: bitmaps; HTML, JavaScript, SVG, widgets and the like could run code in
-#: whatever program the instructor opens it with.
-KEPT_OUTPUT = ("text/plain", "image/png", "image/jpeg")
+__all__ = ["Grader", "Graded"]
 
 
 @dataclass
@@ -148,99 +139,6 @@ class Graded:
     @property
     def total(self) -> float:
         return sum(r.points for r in self.rows)
-
-
-def load_manifest(path: Path) -> tuple[dict[str, dict], list[str]]:
-    """The manifest's chapters by file stem, and extra exercise modules."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {ch["file"]: ch for ch in data["chapters"]}, \
-        list(data.get("modules", []))
-
-
-def identify(nb, chapters: dict[str, dict]) -> tuple[str | None, str]:
-    """The chapter (file stem) a notebook belongs to, and how it was found."""
-    meta = nb.metadata.get(META, {})
-    meta = meta if isinstance(meta, dict) else {}
-    for stem, ch in chapters.items():
-        if meta.get("chapter") == ch["chapter"]:
-            return stem, "notebook metadata"
-    labels = set(exercise_labels(nb))     # cell metadata or directives
-    best = max(chapters.values(), default=None, key=lambda ch: len(
-        labels & {ex["label"] for ex in ch["exercises"]}))
-    if best and labels & {ex["label"] for ex in best["exercises"]}:
-        return best["file"], "exercise labels"
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    best = max(chapters.values(), default=None, key=lambda ch: sum(
-        calls(code, ex["check"]) for ex in ch["exercises"]))
-    if best and any(calls(code, ex["check"]) for ex in best["exercises"]):
-        return best["file"], "check calls"
-    return None, ""
-
-
-def _clean(nb) -> nbformat.NotebookNode:
-    """The notebook the sandbox runs: sources, tags; no outputs or state."""
-    cells = []
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            tags = [t for t in cell.metadata.get("tags", [])
-                    if isinstance(t, str)] if isinstance(
-                cell.metadata.get("tags"), list) else []
-            new = nbformat.v4.new_code_cell(cell.source)
-            if tags:
-                new.metadata["tags"] = tags
-        elif cell.cell_type == "markdown":
-            new = nbformat.v4.new_markdown_cell(cell.source)
-        else:
-            new = nbformat.v4.new_raw_cell(cell.source)
-        cells.append(new)
-    return nbformat.v4.new_notebook(cells=cells, metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3",
-                       "language": "python"}})
-
-
-def _written_answers(nb) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get(META)
-        if cell.cell_type == "markdown" and isinstance(meta, dict) \
-                and isinstance(meta.get("written"), str):
-            text = cell.source
-            head, _, rest = text.partition("\n\n")
-            body = rest if head.startswith("**Your answer") else text
-            body = "" if body.strip() == WRITTEN_STUB else body.strip()
-            found[meta["written"]] = found.get(meta["written"], "") + body
-    for label, text in found.items():
-        if len(text) > MAX_WRITTEN:
-            found[label] = (text[:MAX_WRITTEN] + f"\n[the grader cut this "
-                            f"answer at {MAX_WRITTEN} characters]")
-    return found
-
-
-def _safe_executed(nb) -> str:
-    """The executed notebook with only text and bitmap outputs."""
-    nb.metadata = {k: v for k, v in nb.metadata.items()
-                   if k in ("kernelspec", "language_info")}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        dropped = 0
-        for out in cell.get("outputs", []):
-            data = out.get("data")
-            if isinstance(data, dict):
-                kept = {k: v for k, v in data.items() if k in KEPT_OUTPUT
-                        and isinstance(v, (str, list))}
-                dropped += len(kept) < len(data)
-                if not kept:
-                    kept = {"text/plain": "[output removed by the grader]"}
-                out["data"] = kept
-            if "metadata" in out:
-                out["metadata"] = {}
-        if dropped:
-            cell.outputs.append(nbformat.v4.new_output(
-                "stream", name="stderr",
-                text=f"[the grader removed HTML, JavaScript or other rich "
-                     f"parts from {dropped} output(s)]\n"))
-    return nbformat.writes(nb)
 
 
 def _text(value, limit: int = 300) -> str:
@@ -288,7 +186,7 @@ class Grader:
         # At most this many notebooks are graded a second time (None: one
         # in ten of those handed in, at least one).
         self.regrade_budget = regrade_budget
-        self.cores = _cores()
+        self.cores = cores()
         self.echo = echo
         self.python_path = [str(Path(p).resolve()) for p in python_path]
         # Without figures (matplotlib's non-interactive backend) a notebook
@@ -302,7 +200,7 @@ class Grader:
         words = [int.from_bytes(key[i:i + 4], "little") for i in (0, 4, 8)]
         rng = np.random.default_rng(np.random.SeedSequence(
             self.seed, spawn_key=words))
-        return self.exercises[label].draw(rng)
+        return self.exercises[label].draw(rng, self._judge(label))
 
     def grade_one(self, sub: Submission, slot: int, base: Path) -> Graded:
         """Grade one submission; never raises."""
@@ -356,7 +254,7 @@ class Grader:
             return graded
         graded.chapter, graded.matched_by = stem, how
         chapter = self.chapters[stem]
-        graded.written = _written_answers(nb)
+        graded.written = written_answers(nb)
         job = base / f"job-{slot}-{secrets.token_hex(4)}"
         job.mkdir(mode=0o755)
         try:
@@ -369,7 +267,7 @@ class Grader:
             shutil.rmtree(job, ignore_errors=True)
             shutil.rmtree(job.parent / f"{job.name}-scratch",
                           ignore_errors=True)
-        self._score(graded, chapter, cases, outcome, _clean(nb))
+        self._score(graded, chapter, cases, outcome, clean(nb))
         return graded
 
     def _write_job(self, job: Path, nb, student: str, chapter: dict):
@@ -395,7 +293,7 @@ class Grader:
                 "kernel_env": self.kernel_env,
                 "count_processes": self.backend.name != "none"}
         (job / JOB_FILE).write_text(json.dumps(spec), encoding="utf-8")
-        (job / JOB_NOTEBOOK).write_text(nbformat.writes(_clean(nb)),
+        (job / JOB_NOTEBOOK).write_text(nbformat.writes(clean(nb)),
                                         encoding="utf-8", errors="replace")
         for path in job.iterdir():
             path.chmod(0o644)
@@ -421,7 +319,7 @@ class Grader:
                     f"the run ended without a readable result (exit status "
                     f"{outcome.returncode})", "no-result")
         stop = _describe_stop(report, nb)
-        graded.cut_short = _cut_short(why_none, report)
+        graded.cut_short = cut_short(why_none, report)
         if why_none:
             graded.problems.append(why_none)
         if stop:
@@ -472,7 +370,8 @@ class Grader:
             if data is not None:
                 try:
                     result = wire.load_result(data, len(cases[index]))
-                    fb = ex.assess(result, cases[index])
+                    fb = ex.assess(result, cases[index],
+                                   grading=self._judge(entry["label"]))
                 except wire.WireError:
                     fb = None
             findings = flagged.get(entry["label"])
@@ -488,7 +387,8 @@ class Grader:
                     harvest.get(str(slot)), stop)
                 status, points, message = NOT_GRADED, 0.0, reason
                 code = reason.code
-                slow = getattr(ex.grading(), "slow", None)
+                slow = getattr(self._judge(entry["label"]), "slow",
+                               None)
                 if slow and not why_none and \
                         harvest.get(str(slot)) == "timeout":
                     message = (f"its answer was still running after the "
@@ -508,7 +408,7 @@ class Grader:
         executed = parts.get(PART_EXECUTED)
         if executed is not None:
             try:
-                graded.executed = _safe_executed(
+                graded.executed = safe_executed(
                     nbformat.reads(executed.decode("utf-8"), as_version=4))
             except Exception:
                 graded.executed = None
@@ -563,7 +463,7 @@ class Grader:
         """The exercise's judge, whose helpers' copies the source review
         sends for review (None when it has none here)."""
         try:
-            return self.exercises[label].grading()
+            return judges_of(self.exercises[label])
         except LookupError:
             return None
 
@@ -631,73 +531,11 @@ class Grader:
         return max(1, math.ceil(count / 10))
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def neighbours_load(g: Graded, graded: list[Graded]) -> float | None:
-    """Processors the other runs used on average while ``g`` ran.
-
-    Each neighbour's processor time is spread evenly over its own run and
-    counted for the part that overlaps ``g``'s. None when ``g``'s run was
-    not timed.
-    """
-    if g.started is None or g.ended is None or g.ended <= g.started:
-        return None
-    used = 0.0
-    for other in graded:
-        if other is g or other.started is None or other.ended is None \
-                or other.cpu is None or other.ended <= other.started:
-            continue
-        overlap = min(g.ended, other.ended) - max(g.started, other.started)
-        if overlap > 0:
-            used += other.cpu * overlap / (other.ended - other.started)
-    return used / (g.ended - g.started)
-
-
-def starved_by_neighbours(g: Graded, graded: list[Graded],
-                          cores: int) -> bool:
-    """Whether the runs beside ``g`` left it less than half a processor."""
-    load = neighbours_load(g, graded)
-    return load is not None and load >= cores - 0.5
-
-
 def _rubric_part(rubric: str) -> str:
     """The solution's paragraph on the written part when it has one (it
     starts with "**Rubric"), else the whole solution prose."""
     start = rubric.find("**Rubric")
     return rubric[start:] if start >= 0 else rubric
-
-
-def _cut_short(why_none, report: dict) -> bool:
-    """Whether another job could have caused the end of this run: the
-    kernel died, or a time limit stopped a kernel that got less than half
-    a processor while it ran into it (a notebook that spins in an endless
-    loop gets a whole one, and deserves no second run)."""
-    if why_none:
-        return True
-    stopped = report.get("stopped")
-    stopped = stopped if isinstance(stopped, dict) else {}
-    harvest = report.get("harvest")
-    harvest = harvest if isinstance(harvest, dict) else {}
-    shares = report.get("shares")
-    shares = shares if isinstance(shares, dict) else {}
-    why = stopped.get("why")
-    if why in ("dead kernel", "start") or "dead" in harvest.values():
-        return True
-    starved = [stopped.get("share")] if why == "timeout" else []
-    starved += [shares.get(key) for key, status in harvest.items()
-                if status == "timeout"]
-    if why == "deadline" or "deadline" in harvest.values():
-        cpu, wall = report.get("cpu"), report.get("seconds")
-        ok = isinstance(cpu, (int, float)) and \
-            isinstance(wall, (int, float)) and wall > 0
-        starved.append(cpu / wall if ok else None)
-    return any(not isinstance(share, (int, float)) or share < 0.5
-               for share in starved)
 
 
 def _harvest_problem(status, stop: Problem | None) -> Problem:
@@ -730,299 +568,3 @@ def _harvest_problem(status, stop: Problem | None) -> Problem:
                    "no-answer")
 
 
-# ------------------------------------------------------------------ a class
-def assemble(graded: list[Graded], chapters: dict, only=None):
-    """Rows of the gradebook, notes per student and the written answers."""
-    students = sorted({g.student for g in graded})
-    wanted = only or sorted({g.chapter for g in graded if g.chapter})
-    rows: list[Row] = []
-    notes: dict[str, list[str]] = {s: [] for s in students}
-    counted: dict[tuple[str, str], Graded] = {}
-    for g in graded:
-        if g.chapter is None:
-            continue
-        key = (g.student, g.chapter)
-        if key in counted:
-            # The lower counts: handing in variants must not pay.
-            keep, drop = sorted([counted[key], g], key=lambda x: x.total)
-            notes[g.student].append(
-                f"Two notebooks for {g.chapter}: {keep.name} "
-                f"({keep.total:g} points) counts, not {drop.name} "
-                f"({drop.total:g} points); the lower counts, so hand in "
-                f"one notebook per chapter.")
-            counted[key] = keep
-        else:
-            counted[key] = g
-    for g in counted.values():
-        g.counted = True
-    for student in students:
-        for stem in wanted:
-            g = counted.get((student, stem))
-            if g is None:
-                for ex in chapters[stem]["exercises"]:
-                    rows.append(Row(student, stem, ex["label"], 0.0,
-                                    float(ex["points"]),
-                                    f"{MARKS[NOT_GRADED]}: no notebook of "
-                                    f"this chapter was handed in",
-                                    code="no-notebook", status=NOT_GRADED))
-            else:
-                rows += g.rows
-        for g in graded:
-            if g.student == student and g.chapter is None:
-                status = REFUSED if g.refused else NOT_GRADED
-                rows += [Row(student, "", "", 0.0, 0.0,
-                             f"{MARKS[status]}: {p}",
-                             code=getattr(p, "code", status_code(status)),
-                             status=status)
-                         for p in g.problems]
-    for student in students:
-        scripts = mixed_scripts(student)
-        if not scripts:
-            continue
-        flag = (f" [name check: this student's name mixes "
-                f"{' and '.join(w.title() for w in scripts)} letters, so it "
-                f"can look like another name; compare it with your roster]")
-        for row in rows:
-            if row.student == student:
-                if row.for_student is None:
-                    row.for_student = row.feedback
-                row.feedback += flag
-                row.flags += ("mixed-scripts",)
-    written: dict[str, list] = {}
-    for stem in wanted:
-        for ex in chapters[stem]["exercises"]:
-            if not ex.get("written"):
-                continue
-            answers = [(s, counted[(s, stem)].written.get(ex["label"], ""))
-                       for s in students if (s, stem) in counted]
-            written.setdefault(stem, []).append(
-                (ex["label"], ex["written"]["prompt"],
-                 ex["written"]["rubric"], answers))
-    return rows, students, notes, written
-
-
-def grade_folder(folder: Path, manifest: Path, out: Path, *, backend=None,
-                 limits: Limits | None = None, jobs: int = 1, only=None,
-                 seed: int | None = None, echo=print, python_path=(),
-                 figures: bool = False, regrade_budget: int | None = None):
-    """Grade every notebook under ``folder`` into the gradebook ``out``.
-
-    Returns ``(rows, graded)``; raises :class:`NothingGraded` (and leaves
-    ``out`` as it was) when no notebook could be graded.
-    """
-    limits = limits or Limits()
-    backend = backend or choose_backend("auto", python_path)
-    grader = Grader(manifest, backend, limits, seed, jobs, echo, python_path,
-                    figures, regrade_budget)
-    unknown = [c for c in (only or []) if c not in grader.chapters]
-    if unknown:
-        raise NothingGraded(f"unknown chapters {unknown}; known: "
-                            f"{sorted(grader.chapters)}")
-    submissions = collect(folder, MAX_NOTEBOOK)
-    started = time.monotonic()
-    graded = grader.grade_all(submissions)
-    if not any(g.chapter for g in graded):
-        reasons = [f"{g.student}: {p}" for g in graded for p in g.problems]
-        raise NothingGraded("no notebook could be graded" + (
-            ": " + "; ".join(reasons[:10]) if reasons else
-            f": {folder} holds no notebook"))
-    rows, students, notes, written = assemble(graded, grader.chapters, only)
-    titles = {stem: ch["title"] for stem, ch in grader.chapters.items()}
-    info = {"seed": grader.seed, "backend": backend.describe(),
-            "limits": limits.as_dict(), "jobs": jobs,
-            "notebooks": len(graded),
-            "graded": sum(bool(g.chapter) for g in graded),
-            "graded_again_alone": grader.regraded,
-            "regrade_budget": grader.budget(len(submissions)),
-            "starved_over_budget": grader.not_regraded,
-            "cgroups": _cgroup_note(backend),
-            "seconds": round(time.monotonic() - started, 2),
-            # What --written needs to merge scoresheets into this gradebook.
-            "titles": titles,
-            "written_parts": {stem: {ex["label"]: ex["written"]["points"]
-                                     for ex in ch["exercises"]
-                                     if ex.get("written")}
-                              for stem, ch in grader.chapters.items()
-                              if stem in {r.chapter for r in rows}}}
-    gradebook.write(out, rows, students, graded, notes, titles, written,
-                    info)
-    return rows, graded
-
-
-def _cgroup_note(backend) -> str:
-    """How the jobs' memory and processes are capped, in one line."""
-    if getattr(backend, "engine", None):
-        return f"{backend.engine}'s own (--memory, --pids-limit)"
-    version, where = cgroup_support()
-    if version:
-        return f"cgroup {version} ({where}): memory and processes per job"
-    return (f"none: {where}; each process keeps its own limits (address "
-            f"space, processes of its user id) but a job as a whole is not "
-            f"capped")
-
-
-class NothingGraded(RuntimeError):
-    """The run graded no notebook; nothing was written."""
-
-
-def verify_students(folder: Path, manifest: Path, backend, limits: Limits,
-                    jobs: int = 1, echo=print) -> int:
-    """Grade the student notebooks themselves: 0 if every one runs to the
-    end with no error and every exercise not done."""
-    grader = Grader(manifest, backend, limits, None, jobs, lambda *a: None)
-    failed = 0
-    for g in grader.grade_all(collect(folder, MAX_NOTEBOOK)):
-        problems = list(g.problems) + [
-            f"{r.exercise}: {r.feedback}" for r in g.rows
-            if r.status != NOT_DONE
-            and r.max_points > 0]        # (none without auto-points runs)
-        echo(f"{g.name:26s} " + ("; ".join(problems) if problems else
-                                 "runs to the end, every exercise not done"))
-        failed += bool(problems) or g.chapter is None
-    return 1 if failed else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="selfattention-grade",
-        description="Grade a folder of submitted notebooks, each in a "
-                    "sandbox.")
-    parser.add_argument("submissions", type=Path, nargs="?",
-                        help="folder of <student>/<any name>.ipynb (or of "
-                             "<student>.ipynb)")
-    parser.add_argument("--out", type=Path, default=Path("gradebook"),
-                        help="the gradebook folder (default gradebook/)")
-    parser.add_argument("--manifest", type=Path,
-                        default=Path("assignments/grader/manifest.json"),
-                        help="written by `make assignments`")
-    parser.add_argument("--timeout", type=float, default=60,
-                        help="seconds each cell may run (default 60)")
-    parser.add_argument("--notebook-timeout", type=float, default=600,
-                        help="seconds a whole notebook may take, harvest "
-                             "included (default 600)")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="notebooks graded at the same time (default 1)")
-    parser.add_argument("--chapters", nargs="*",
-                        help="chapter files to grade, e.g. 01_definition "
-                             "(default: every chapter handed in)")
-    parser.add_argument("--sandbox", default="auto",
-                        choices=["auto", "bwrap", "docker", "podman",
-                                 "none"],
-                        help="isolation of each notebook (default auto: "
-                             "bubblewrap, else docker or podman); 'none' "
-                             "runs students' code as you, with your files "
-                             "and the network, and needs --exposing")
-    parser.add_argument("--exposing", default="",
-                        metavar=",".join(EXPOSED),
-                        help="with --sandbox none only: say that you accept "
-                             "what it exposes to every notebook, by naming "
-                             "all of it: " + ",".join(EXPOSED))
-    parser.add_argument("--regrade-budget", type=int, default=None,
-                        metavar="N",
-                        help="with --jobs > 1: at most N notebooks that a "
-                             "neighbour starved are graded again alone "
-                             "(default: one in ten, at least one)")
-    parser.add_argument("--image", default="selfattention-grader",
-                        help="container image of the docker/podman backend")
-    parser.add_argument("--python-path", nargs="*", default=[],
-                        metavar="DIR",
-                        help="folders of extra exercise modules, made "
-                             "visible (read-only) to the notebooks")
-    parser.add_argument("--memory", type=float, default=3.0,
-                        help="GB of memory per process (default 3)")
-    parser.add_argument("--job-memory", type=float, default=3.0,
-                        help="GB of memory for each notebook's job as a "
-                             "whole, /tmp included (default 3; needs a "
-                             "writable cgroup hierarchy)")
-    parser.add_argument("--figures", action="store_true",
-                        help="keep the figures in the executed notebooks "
-                             "(slower)")
-    parser.add_argument("--seed", type=int,
-                        help="seed of the hidden cases (default: a secret "
-                             "one, recorded in run.json)")
-    parser.add_argument("--written", type=Path, metavar="SCORES",
-                        help="merge the filled scoresheets SCORES/<chapter>"
-                             ".csv (copied from the gradebook's scores/) "
-                             "into the gradebook; without SUBMISSIONS, into "
-                             "the gradebook --out as it is")
-    parser.add_argument("--verify", action="store_true",
-                        help="instead of grading, check that the student "
-                             "notebooks (default assignments/student) run "
-                             "to the end with every exercise not done")
-    args = parser.parse_args(argv)
-    if args.written and args.submissions is None and not args.verify:
-        return _merge_written(args.out, args.written)
-    if not args.manifest.exists():
-        parser.error(f"no manifest {args.manifest}: run `make assignments`")
-    if args.sandbox == "none":
-        named = {w.strip() for w in args.exposing.split(",") if w.strip()}
-        if named != set(EXPOSED):
-            print("error: --sandbox none runs every student's code as you, "
-                  "with no isolation: it can read your files (the "
-                  "solutions among them), reach the network and read or "
-                  "change the other submissions. If you accept that, add "
-                  f"--exposing {','.join(EXPOSED)}", file=sys.stderr)
-            return 2
-    elif args.exposing:
-        parser.error("--exposing goes with --sandbox none only")
-    for path in args.python_path:
-        sys.path.insert(0, str(Path(path).resolve()))
-    limits = Limits(cell_seconds=args.timeout,
-                    notebook_seconds=args.notebook_timeout,
-                    memory_bytes=int(args.memory * 2 ** 30),
-                    job_memory_bytes=int(args.job_memory * 2 ** 30))
-    try:
-        backend = choose_backend(args.sandbox, args.python_path, args.image)
-    except NoSandbox as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if args.sandbox == "none":
-        print("warning: --sandbox none: students' code runs as you, with "
-              "your files, the other submissions and the network",
-              file=sys.stderr)
-    note = _cgroup_note(backend)
-    if note.startswith("none"):
-        print(f"warning: no control group per job: {note[6:]}",
-              file=sys.stderr)
-    if args.verify:
-        folder = args.submissions or args.manifest.parent.parent / "student"
-        return verify_students(folder, args.manifest, backend, limits,
-                               args.jobs)
-    if args.submissions is None:
-        parser.error("give the folder of submissions")
-    try:
-        rows, graded = grade_folder(
-            args.submissions, args.manifest, args.out, backend=backend,
-            limits=limits, jobs=args.jobs, only=args.chapters,
-            seed=args.seed, python_path=args.python_path,
-            figures=args.figures, regrade_budget=args.regrade_budget)
-    except (IntakeError, NothingGraded) as err:
-        print(f"error: {err}; the gradebook was not changed",
-              file=sys.stderr)
-        return 1
-    print(f"{len(rows)} gradebook rows in {args.out / 'gradebook.csv'} "
-          f"(for Canvas: canvas.csv, for Moodle: moodle.csv), feedback in "
-          f"{args.out / 'feedback'} (sandbox: {backend.describe()})")
-    if args.written:
-        return _merge_written(args.out, args.written)
-    return 0
-
-
-def _merge_written(out: Path, scores: Path) -> int:
-    """``--written``: merge scoresheets into the gradebook ``out``."""
-    from .written import SCORED, ScoresheetError, merge
-
-    try:
-        rows = merge(out, scores)
-    except (ScoresheetError, OSError) as err:
-        print(f"error: {err}\nThe gradebook {out} was not changed.",
-              file=sys.stderr)
-        return 1
-    scored = sum(r.code == SCORED for r in rows)
-    print(f"{scored} written parts scored in {out / 'gradebook.csv'}, "
-          f"canvas.csv and moodle.csv")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -87,7 +87,7 @@ class Row:
     #: word (see :func:`status_code`).
     code: str = ""
     #: The row's status (``"correct"``, ``"not graded"``...: the statuses
-    #: of :mod:`selfattention.exercises.core`), which opens the feedback.
+    #: of :mod:`selfattention_exercises.core`), which opens the feedback.
     status: str = ""
     #: Notes on the row's student for the instructor, one kebab-case word
     #: each, whose text the feedback carries: ``mixed-scripts`` (the name

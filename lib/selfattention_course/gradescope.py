@@ -22,7 +22,7 @@ Inside the container (:func:`run`) the grader is the one of
 ``selfattention-grade``: the same intake, hidden cases (drawn from the
 seed, the chapter and :func:`submitter`, as ``selfattention-grade`` draws
 them for a student folder of that name), runner, harvest, judges and source
-review, and the gradebook's rows (:func:`~selfattention_course.grade.
+review, and the gradebook's rows (:func:`~selfattention_course.cli.
 assemble`) become the results (:func:`results`). There is no bubblewrap:
 the container is the isolation (:class:`InContainer`). Each exercise is one
 test whose output is the student's diagnosis, shown once grades are
@@ -49,8 +49,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .grade import MAX_NOTEBOOK, Graded, Grader, assemble, load_manifest
+from .cli import assemble
+from .grade import Graded, Grader
 from .gradebook import clean_text
+from .notebook import MAX_NOTEBOOK, load_manifest
 from .intake import _Budget, _open_dir, _walk, student_name
 from .names import FOR_REVIEW, TO_BE_READ, Problem
 from .sandbox import Limits, Unisolated

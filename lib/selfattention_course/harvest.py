@@ -4,10 +4,11 @@ The runner calls :func:`harvest` once per exercise after the notebook has
 run, in the same kernel. The runner executes this file afresh from the
 read-only installation (not through ``import``, which the notebook could
 have redirected), and :func:`harvest` likewise loads its own copies of
-:mod:`selfattention.exercises.core`, of :mod:`selfattention_course.wire` and
-of the exercise's module from their files: whatever the notebook replaced
-in the modules it imported (a check, ``Feedback``, ``Exercise.attempt``)
-is not what runs here.
+:mod:`selfattention_exercises.core` (with the plain data, the tripwire and
+the feedback it uses), of :mod:`selfattention_course.wire` and of the
+exercise's module from their files: whatever the notebook replaced in the
+modules it imported (a check, ``Feedback``, ``Exercise.attempt``) is not
+what runs here.
 
 It reads the answers by name from the notebook's namespace, runs them on
 the hidden cases (which the runner writes into this call's own folder just
@@ -41,7 +42,12 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 __all__ = ["harvest", "fresh_modules"]
 
-CORE = "selfattention.exercises.core"
+CHECKS = "selfattention_exercises"
+#: The checks' modules that every exercise module uses, in the order they
+#: import each other: ``selfattention_exercises.CORE_MODULES``, written
+#: here because the kernel's copy of that package may be the notebook's.
+CHECKS_CORE = ("plain", "tripwire", "feedback", "core")
+CORE = f"{CHECKS}.core"
 WIRE = "selfattention_course.wire"
 
 
@@ -70,19 +76,24 @@ def _load(name: str, path: Path):
 
 
 def fresh_modules(exercise_module: str, here: Path | None = None):
-    """Fresh copies of the core, the wire format and an exercise module.
+    """Fresh copies of the checks' core (:data:`CHECKS_CORE`), the wire
+    format and an exercise module.
 
     ``here`` is the folder of this file; the book's modules are found next
     to it. The kernel's own modules are put back afterwards.
     """
     here = Path(here or Path(__file__).resolve().parent)
     root = here.parent
-    names = (CORE, WIRE, exercise_module)
+    shared = tuple(f"{CHECKS}.{stem}" for stem in CHECKS_CORE)
+    names = (*shared, WIRE, exercise_module)
     saved = {name: sys.modules.get(name) for name in names}
     try:
-        core = _load(CORE, root / "selfattention" / "exercises" / "core.py")
+        for name in shared:
+            _load(name, root.joinpath(*name.split(".")).with_suffix(".py"))
+        core = sys.modules[CORE]
         wire = _load(WIRE, here / "wire.py")
-        if exercise_module.startswith("selfattention."):
+        if exercise_module.startswith(("selfattention.",
+                                        "selfattention_exercises.")):
             path = root.joinpath(*exercise_module.split(".")).with_suffix(
                 ".py")
         else:

@@ -2,12 +2,12 @@
 
 Each is defined here once: the metadata key of the notebooks, the markers
 of a solution, the files of a grading job and of a gradebook. The statuses
-of an exercise are those of :mod:`selfattention.exercises.core`.
+of an exercise are those of :mod:`selfattention_exercises.core`.
 """
 
 from __future__ import annotations
 
-from selfattention.exercises.core import (CORRECT, FOR_REVIEW, MARKS,
+from selfattention_exercises.core import (CORRECT, FOR_REVIEW, MARKS,
                                           NOT_DONE, NOT_GRADED, REFUSED,
                                           TO_BE_READ, WRONG)
 

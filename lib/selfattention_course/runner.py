@@ -22,20 +22,20 @@ within reach), and
 4. writes one frame to standard output: a report of the run, the harvested
    bundles and the executed notebook.
 
-Results only the harvest can write. Each harvest gets a folder of its own,
-made just before its call under a name drawn then (so nothing that ran
-earlier could prepare it), held open by this process, and a secret of its
-own (a nonce drawn here after every cell has run). The harvest writes its
-result to a file named after the nonce, created exclusively (never
-replacing, never through a link), and its call's value is the SHA-256 of
-the nonce and the bytes it wrote. This process reads the file through the
-folder it holds open, refuses it unless it is a regular file and the only
-entry of the folder besides the cases, and accepts it only if the call
-ended "ok" with exactly that digest as its one result. An answer that
-writes the result path itself, puts a folder or a link where the result
+Results only the harvest can write (:mod:`selfattention_course.results`).
+Each harvest gets a folder of its own, made just before its call under a
+name drawn then (so nothing that ran earlier could prepare it), held open by
+this process, and a secret of its own (a nonce drawn here after every cell
+has run). The harvest writes its result to a file named after the nonce,
+created exclusively (never replacing, never through a link), and its call's
+value is the SHA-256 of the nonce and the bytes it wrote. This process reads
+the file through the folder it holds open, refuses it unless it is a regular
+file and the only entry of the folder besides the cases, and accepts it only
+if the call ended "ok" with exactly that digest as its one result. An answer
+that writes the result path itself, puts a folder or a link where the result
 goes, swaps the folder or floods the call's output therefore leaves its
-exercise with no result at all (0 points, "not graded"); it cannot make
-its own.
+exercise with no result at all (0 points, "not graded"); it cannot make its
+own.
 
 Nothing here decides a score: the grader judges the harvested outputs in its
 own process. The kernel's own standard output and error go nowhere.
@@ -56,10 +56,32 @@ import time
 import traceback
 from pathlib import Path
 
-from selfattention.exercises.core import GRADING_ENV
+from selfattention_exercises.core import GRADING_ENV
 
-from .names import (HARVEST_DIR, JOB_FILE, JOB_NOTEBOOK, PART_EXECUTED,
-                    PART_HARVEST, PART_REPORT, SCRATCH, WORK_DIR)
+from .names import (
+    HARVEST_DIR,
+    JOB_FILE,
+    JOB_NOTEBOOK,
+    PART_EXECUTED,
+    PART_HARVEST,
+    PART_REPORT,
+    SCRATCH,
+    WORK_DIR,
+)
+from .processes import (
+    _cpu_seconds,
+    _kernel_pid,
+    _share,
+    _stop_kernel,
+    _stop_strays,
+)
+from .results import (
+    _littered,
+    _oversized,
+    _reported_result,
+    _write_new,
+    result_name,
+)
 
 SCRATCH_ENV = "SELFATTENTION_SCRATCH"
 _TEXT = 200
@@ -290,14 +312,6 @@ def run(job_dir: Path, cases: bytes = b"") -> bytes:
     return wire.pack(parts)
 
 
-def _share(pid: int | None, cpu: float | None, since: float) -> float | None:
-    """The share of a processor that ``pid`` got since ``since``."""
-    now, wall = _cpu_seconds(pid), time.monotonic() - since
-    if now is None or cpu is None or wall <= 0:
-        return None
-    return round((now - cpu) / wall, 3)
-
-
 def _run_cells(client, nb, report, deadline, DeadKernelError) -> bool:
     """Execute the cells; False once the kernel is gone or stuck."""
     kernel = _kernel_pid(client)
@@ -439,78 +453,6 @@ def _harvest(client, job, job_dir, scratch: Path, report, deadline,
     return results
 
 
-def _write_new(dir_fd: int, name: str, data: bytes) -> None:
-    """Write a new regular file ``name`` of the folder ``dir_fd``."""
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                 | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
-
-def result_name(nonce: str) -> str:
-    """The file a harvest writes its result to."""
-    return f"result-{nonce}.bin"
-
-
-def result_digest(nonce: str, data: bytes) -> str:
-    """What a harvest reports for the result ``data`` it wrote."""
-    import hashlib
-
-    return hashlib.sha256(nonce.encode() + b"\0" + data).hexdigest()
-
-
-def _reported_result(dir_fd: int, nonce: str, cases_name: str,
-                     values: list) -> tuple[bytes | None, str]:
-    """The result the harvest reported, or ``(None, why not)``.
-
-    The folder must hold the cases and the result only; the result must be
-    a regular file within the size limit, and the call's one result value
-    must be its digest.
-    """
-    from .wire import MAX_BUNDLE
-
-    expected = result_name(nonce)
-    try:
-        entries = sorted(os.listdir(dir_fd))
-    except OSError:
-        return None, "forged"
-    if entries != sorted({cases_name, expected}):
-        return None, "forged"
-    if _oversized(dir_fd, expected, MAX_BUNDLE):
-        return None, "too-large"
-    data = _read_result_at(dir_fd, expected, MAX_BUNDLE)
-    if data is None:
-        return None, "forged"
-    if values != [repr(result_digest(nonce, data))]:
-        return None, "forged"
-    return data, "ok"
-
-
-def _oversized(dir_fd: int, name: str, cap: int) -> bool:
-    """Whether the harvest's result is a regular file over the cap: an
-    answer's output too large to send, not a forgery."""
-    import stat
-
-    try:
-        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except OSError:
-        return False
-    return stat.S_ISREG(info.st_mode) and info.st_size > cap
-
-
-def _littered(dir_fd: int, cases_name: str) -> bool:
-    """Whether a harvest that failed left anything but the cases (it
-    writes nothing before its result: something else did)."""
-    try:
-        return sorted(os.listdir(dir_fd)) != [cases_name]
-    except OSError:
-        return True
-
-
 def _execute_values(client, code: str, seconds: float):
     """Run ``code`` like :func:`_execute`; also the text of its results."""
     import nbformat
@@ -537,126 +479,6 @@ def _execute_values(client, code: str, seconds: float):
               for out in cell.get("outputs", [])
               if out.get("output_type") == "execute_result"]
     return "ok", values
-
-
-def _kernel_pid(client) -> int | None:
-    try:
-        return int(client.km.provisioner.process.pid)
-    except Exception:
-        return None
-
-
-def _cpu_seconds(pid: int | None) -> float | None:
-    """Processor time a process and its waited-for children have used."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().decode("ascii", "replace") \
-                .rpartition(")")[2].split()
-        ticks = sum(int(v) for v in fields[11:15])   # utime ... cstime
-        return round(ticks / os.sysconf("SC_CLK_TCK"), 2)
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _processes() -> dict[int, tuple[int, str]]:
-    """Every process visible here: pid -> (parent pid, state)."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                text = stat.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        fields = text.rpartition(")")[2].split()   # after "pid (comm)"
-        if len(fields) >= 2 and fields[1].isdigit():
-            found[int(entry)] = (int(fields[1]), fields[0])
-    return found
-
-
-def _below(root: int, table: dict) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _) in table.items():
-        children.setdefault(parent, []).append(pid)
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _stop_strays(keep: set, clamp: int | None = None,
-                 rounds: int = 100) -> int:
-    """Kill every process below this one but ``keep``; how many there were.
-
-    This runner is a child subreaper (or the sandbox's first process), so
-    a process that detached itself from the kernel is still below it.
-    ``clamp``, the kernel, first loses the right to start processes and
-    threads (its limit on processes drops to zero), so nothing it runs
-    later can start a helper.
-    """
-    if clamp is not None:
-        try:
-            resource.prlimit(clamp, resource.RLIMIT_NPROC, (0, 0))
-        except (OSError, ValueError):
-            pass
-    killed: set[int] = set()
-    for _ in range(rounds):
-        table = _processes()
-        mine = [pid for pid in _below(os.getpid(), table) if pid not in keep]
-        alive = [pid for pid in mine if table[pid][1] != "Z"]
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except OSError:
-                pass
-        for pid in mine:                          # reap what is ours
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except OSError:
-                pass
-        if not alive:
-            break
-        time.sleep(0.005)
-    return len(killed)
-
-
-def _stop_kernel(client) -> None:
-    """Kill the kernel's process group at once (nothing is kept)."""
-    try:
-        process = client.km.provisioner.process
-        os.killpg(process.pid, 9)
-    except Exception:
-        pass
-    try:
-        client.kc.stop_channels()
-    except Exception:
-        pass
-
-
-def _read_result_at(dir_fd: int, name: str, cap: int) -> bytes | None:
-    """A harvest file of the folder ``dir_fd``, if it is a regular file
-    within the cap (never through a link)."""
-    import stat
-
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
-            return None
-        data = os.read(fd, cap + 1)
-        return data if len(data) <= cap else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _ignore(signum, frame) -> None:

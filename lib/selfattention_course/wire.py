@@ -30,9 +30,9 @@ import re
 
 import numpy as np
 
-from selfattention.exercises.core import (MAX_ARRAY_ITEMS, MAX_DEPTH,
-                                          MAX_ITEMS, MAX_STR, Opaque,
-                                          to_plain)
+from selfattention_exercises.plain import (MAX_ARRAY_ITEMS, MAX_DEPTH,
+                                           MAX_ITEMS, MAX_STR, Opaque,
+                                           to_plain)
 
 __all__ = ["WireError", "pack", "unpack", "dump", "load", "dump_cases",
            "load_cases", "dump_result", "load_result", "MAGIC"]

@@ -334,7 +334,7 @@ def test_pruning_removes_student_notebooks_of_removed_chapters(tmp_path):
 
 
 def test_a_title_counts_the_written_part_in_its_points():
-    from selfattention.exercises.core import Exercise
+    from selfattention_exercises.core import Exercise
 
     ex = Exercise("ex-test-title", kind="Derive", points=2, answers=("a",),
                   judge=lambda out: None, written="Why?", written_points=1)

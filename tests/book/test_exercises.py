@@ -19,8 +19,8 @@ import pytest
 from exercise_answers import own, temperatures_for
 from support import sampled, stem
 from selfattention.attention import softmax as library_softmax
-from selfattention.exercises import definition
-from selfattention.exercises.core import (GRADING_ENV, Exercise, Feedback,
+from selfattention_exercises import definition
+from selfattention_exercises.core import (GRADING_ENV, Exercise, Feedback,
                                           to_plain)
 from selfattention_course.assign import find_exercises, make_assignment
 
@@ -51,7 +51,7 @@ def test_feedback_shown_as_html_is_escaped_text_that_wraps_at_words():
     import html
     import re
 
-    from selfattention.exercises.core import Feedback, WRONG
+    from selfattention_exercises.core import Feedback, WRONG
 
     hostile = "<img src=x onerror=alert(1)> & </div><script>x</script>"
     fb = Feedback("ex-a-b", WRONG, hostile, 0.0, 1.0)
@@ -223,7 +223,7 @@ def test_the_chapter_s_solutions_get_full_marks_on_hidden_cases(path):
     made = make_assignment(path, EXERCISES)
     namespace: dict = {}
     imports = next(c for c in nb.cells if c.cell_type == "code"
-                   and "selfattention.exercises import" in c.source)
+                   and "selfattention_exercises import" in c.source)
     exec(imports.source, namespace)
     graded = [i for i in made.items if i.exercise.points > 0]
     with contextlib.redirect_stdout(io.StringIO()):

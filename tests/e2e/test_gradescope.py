@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 from selfattention_course import assign, gradescope
-from selfattention_course.grade import grade_folder
+from selfattention_course.cli import grade_folder
 from selfattention_course.sandbox import Bubblewrap, Limits
 from support import answers_only, sampled, stem
 from hostile_routes import routes

@@ -14,12 +14,12 @@ import nbformat
 import numpy as np
 import pytest
 
-from selfattention.exercises.core import Opaque
+from selfattention_exercises.core import Opaque
 from selfattention_course import assign, gradebook, wire
-from selfattention_course.grade import (NothingGraded, grade_folder,
-                                        identify, load_manifest, main)
+from selfattention_course.cli import NothingGraded, grade_folder, main
 from selfattention_course.intake import IntakeError, collect, safe_file_name
 from selfattention_course.names import COLUMNS
+from selfattention_course.notebook import identify, load_manifest
 from selfattention_course.sandbox import (Bubblewrap, Container, Limits,
                                           NoSandbox, Unisolated,
                                           choose_backend)
@@ -116,7 +116,9 @@ def graded_with_a_chapter(student):
 
 
 def test_notebooks_the_grader_cannot_place_get_a_code(manifest, tmp_path):
-    from selfattention_course.grade import MAX_CELLS, Grader, assemble
+    from selfattention_course.cli import assemble
+    from selfattention_course.grade import Grader
+    from selfattention_course.notebook import MAX_CELLS
     from selfattention_course.intake import Submission
     from selfattention_course.names import Problem
 

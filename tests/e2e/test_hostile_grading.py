@@ -33,7 +33,9 @@ from exercise_answers import temperatures_for
 from hostile_routes import (AUTO, CHAPTER, FOR_REVIEW_ROUTES, KEY, KEYCTL,
                             LABELS, MARKER, ROWS, SECRET, routes)
 from selfattention_course import assign
-from selfattention_course.grade import MAX_CELLS, Grader, grade_folder
+from selfattention_course.cli import grade_folder
+from selfattention_course.grade import Grader
+from selfattention_course.notebook import MAX_CELLS
 from selfattention_course.intake import MAX_PER_STUDENT
 from selfattention_course.names import (COLUMNS, FOR_REVIEW, NOT_DONE,
                                         NOT_GRADED, REFUSED, TO_BE_READ,
@@ -529,9 +531,9 @@ def test_the_copy_a_chapter_shows_is_recognised():
     import numpy as np
 
     from selfattention.attention import attention, softmax
-    from selfattention.exercises import definition
-    from selfattention.exercises.core import (CORRECT, FOR_REVIEW,
-                                              fingerprint)
+    from selfattention_exercises import definition
+    from selfattention_exercises.core import CORRECT, FOR_REVIEW
+    from selfattention_exercises.tripwire import fingerprint
 
     source = inspect.getsource(attention.__wrapped__)
     body = source[source.index("def "):]
@@ -568,8 +570,8 @@ def test_a_students_own_code_is_not_taken_for_a_copy():
 
     import numpy as np
 
-    from selfattention.exercises import definition
-    from selfattention.exercises.core import CORRECT
+    from selfattention_exercises import definition
+    from selfattention_exercises.core import CORRECT
 
     own = _compiled('''
 def my_tempered_attention(Q, K, V, tau):
@@ -597,7 +599,7 @@ def mine(Q, K, V, tau):
 def test_nan_never_passes_even_a_careless_judge(output):
     import numpy as np
 
-    from selfattention.exercises.core import CORRECT, WRONG, Exercise, Wrong
+    from selfattention_exercises.core import CORRECT, WRONG, Exercise, Wrong
 
     def careless(out):                  # NaN > tol is False: it would pass
         values = np.asarray(out if not isinstance(out, tuple) else out[1:],
@@ -671,7 +673,8 @@ def test_exercise_labels_are_found_in_linear_time():
 
 
 def test_of_two_notebooks_of_one_chapter_the_lower_counts():
-    from selfattention_course.grade import Graded, assemble
+    from selfattention_course.cli import assemble
+    from selfattention_course.grade import Graded
     from selfattention_course.gradebook import Row
 
     chapters = {"01_definition": {"exercises": [
@@ -705,7 +708,7 @@ def test_the_size_of_an_output_counts_all_of_it():
 
 
 def test_an_executed_notebook_keeps_text_and_bitmaps_only():
-    from selfattention_course.grade import _safe_executed
+    from selfattention_course.notebook import safe_executed
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
     nb.metadata["widgets"] = {"state": "x" * 100}
@@ -715,7 +718,7 @@ def test_an_executed_notebook_keeps_text_and_bitmaps_only():
         "image/svg+xml": "<svg onload=alert(3)/>"}, metadata={"a": 1}),
         nbformat.v4.new_output("display_data", data={
             "text/html": "<b>only html</b>"})]
-    text = _safe_executed(nb)
+    text = safe_executed(nb)
     for part in ("alert", "<script", "<svg", "<b>", "widgets"):
         assert part not in text
     kept = nbformat.reads(text, as_version=4).cells[0].outputs
@@ -754,7 +757,7 @@ def test_processes_left_behind_are_stopped(tmp_path):
     script = tmp_path / "strays.py"
     script.write_text('''
 import ctypes, os, sys, time
-from selfattention_course.runner import _stop_strays
+from selfattention_course.processes import _stop_strays
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)          # a child subreaper
 r, w = os.pipe()
 if os.fork() == 0:
@@ -777,7 +780,8 @@ print(count, os.path.exists(f"/proc/{pid}"))
 
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 def test_the_syscall_filter_refuses_the_keyrings_only(machine):
-    from selfattention_course.sandbox import _KEY_CALLS, seccomp_program
+    from selfattention_course.sandbox.seccomp import (_KEY_CALLS,
+                                                      seccomp_program)
 
     program = seccomp_program(machine)
     allow, deny = 0x7FFF0000, 0x00050001

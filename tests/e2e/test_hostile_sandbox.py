@@ -21,7 +21,8 @@ import nbformat
 import pytest
 
 from selfattention_course import assign
-from selfattention_course.grade import Grader, grade_folder, main
+from selfattention_course.cli import grade_folder, main
+from selfattention_course.grade import Grader
 from selfattention_course.sandbox import (CLONE_NEWUSER, EXPOSED, Bubblewrap,
                                           JobGroup, Limits, cgroup_support,
                                           seccomp_program)
@@ -492,7 +493,7 @@ def test_second_gradings_stay_within_their_budget(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 def test_the_filter_refuses_new_user_namespaces(machine):
-    from selfattention_course.sandbox import _KEY_CALLS, _USERNS_CALLS
+    from selfattention_course.sandbox.seccomp import _KEY_CALLS, _USERNS_CALLS
 
     program = seccomp_program(machine)
     allow, deny, nosys = 0x7FFF0000, 0x00050001, 0x00050026
@@ -649,7 +650,7 @@ def test_a_v2_job_group_is_made_where_v2_allows(tmp_path, monkeypatch):
     """The files a cgroup v2 job group is made of, on a stand-in tree: the
     grader's own group holds processes and enables nothing, so jobs go
     below the nearest ancestor that enables memory and pids."""
-    from selfattention_course import sandbox
+    from selfattention_course.sandbox import cgroups
 
     root = tmp_path / "cgroup"
     own = root / "user.slice" / "session.scope"
@@ -658,11 +659,11 @@ def test_a_v2_job_group_is_made_where_v2_allows(tmp_path, monkeypatch):
     (root / "cgroup.subtree_control").write_text("cpu memory pids\n")
     (root / "user.slice" / "cgroup.subtree_control").write_text("cpu\n")
     (own / "cgroup.subtree_control").write_text("\n")
-    monkeypatch.setattr(sandbox, "_mounts", lambda: {"": str(root)})
-    monkeypatch.setattr(sandbox, "_own_groups",
+    monkeypatch.setattr(cgroups, "_mounts", lambda: {"": str(root)})
+    monkeypatch.setattr(cgroups, "_own_groups",
                         lambda: {"": "/user.slice/session.scope"})
-    monkeypatch.setattr(sandbox.sys, "platform", "linux")
-    assert sandbox._v2_parent() == (root, "")
+    monkeypatch.setattr(cgroups.sys, "platform", "linux")
+    assert cgroups._v2_parent() == (root, "")
     group = JobGroup.make("job-1", Limits(job_memory_bytes=2 ** 30,
                                           processes=64))
     folder = root / "selfattention-grade" / "job-1"
@@ -678,16 +679,17 @@ def test_a_v2_job_group_is_made_where_v2_allows(tmp_path, monkeypatch):
     assert group.cpu_seconds() == 2.5
     (root / "user.slice" / "cgroup.subtree_control").write_text(
         "memory pids\n")
-    assert sandbox._v2_parent() == (root / "user.slice", "")
+    assert cgroups._v2_parent() == (root / "user.slice", "")
 
 
 def test_without_writable_cgroups_the_grader_says_so(monkeypatch, tmp_path):
-    from selfattention_course import grade, sandbox
+    from selfattention_course import cli
+    from selfattention_course.sandbox import cgroups
 
-    monkeypatch.setattr(sandbox, "_mounts", lambda: {})
-    version, why = sandbox.cgroup_support()
+    monkeypatch.setattr(cgroups, "_mounts", lambda: {})
+    version, why = cgroups.cgroup_support()
     assert version is None and "v2" in why and "v1" in why
     assert JobGroup.make("x", Limits()) is None
-    monkeypatch.setattr(grade, "cgroup_support", sandbox.cgroup_support)
-    note = grade._cgroup_note(Bubblewrap())
+    monkeypatch.setattr(cli, "cgroup_support", cgroups.cgroup_support)
+    note = cli._cgroup_note(Bubblewrap())
     assert note.startswith("none:") and "not capped" in note

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from selfattention_course import assign
-from selfattention_course.grade import grade_folder
+from selfattention_course.cli import grade_folder
 from selfattention_course.sandbox import Bubblewrap, Limits
 from support import sampled, stem
 

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from selfattention_course import assign
-from selfattention_course.grade import grade_folder
+from selfattention_course.cli import grade_folder
 from selfattention_course.names import META, WRITTEN_STUB
 from selfattention_course.sandbox import Bubblewrap, Limits
 

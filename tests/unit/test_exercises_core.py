@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from selfattention.attention import attention, softmax
-from selfattention.exercises.core import (NotDone, Opaque, Tripwire, Wrong,
-                                          answered, expect_shape, int_pair,
+from selfattention_exercises.core import (NotDone, Opaque, Wrong, answered,
+                                          expect_shape, int_pair,
                                           returned_array, returned_arrays,
-                                          signatures, to_plain)
+                                          to_plain)
+from selfattention_exercises.tripwire import Tripwire, signatures
 
 
 # ------------------------------------------------------------ plain data
@@ -181,8 +182,8 @@ def test_expect_shape():
 def test_an_answer_that_borrows_the_checks_own_code_is_for_review():
     import numpy as np
 
-    from selfattention.exercises import cost, multihead
-    from selfattention.exercises.core import Tripwire
+    from selfattention_exercises import cost, multihead
+    from selfattention_exercises.tripwire import Tripwire
 
     # A helper the checks keep (the partial softmax of ex-cost-merge's
     # cases), called by the answer: the judges themselves are the
@@ -191,7 +192,7 @@ def test_an_answer_that_borrows_the_checks_own_code_is_for_review():
     S, V = np.zeros((2, 3)), np.ones((3, 2))
     with Tripwire({}) as wire:
         cost._state(S, V, np.ones((2, 3), bool))
-    assert wire.called == ["selfattention.exercises.cost._state"]
+    assert wire.called == ["selfattention_exercises.cost._state"]
     # A tool the chapter offers (in the module's __all__) is not flagged.
     assert "retrieval_task" in multihead.__all__
     with Tripwire({}) as wire:
@@ -215,7 +216,7 @@ def test_the_hook_looks_up_nothing_the_notebook_defined(monkeypatch):
     class (its type would compute it) and no ``__all__`` from a module the
     notebook put in sys.modules. (Changes to Python's own modules are
     beyond a tripwire: appendices/instructors/guarantees.md.)"""
-    from selfattention.exercises import cost
+    from selfattention_exercises import cost
 
     class Loud(list, metaclass=_Watched):
         pass
@@ -233,7 +234,7 @@ def test_the_hook_looks_up_nothing_the_notebook_defined(monkeypatch):
         loud.append(0)
         cost._state(S, V, np.ones((2, 3), bool))
     assert _Watched.looked == []
-    assert wire.called == ["selfattention.exercises.cost._state"]
+    assert wire.called == ["selfattention_exercises.cost._state"]
 
 
 @pytest.mark.slow                    # fresh interpreters that import torch
@@ -246,14 +247,14 @@ def test_references_resolve_from_two_threads_at_once():
 
     code = """
 import threading
-from selfattention.exercises import core
+from selfattention_exercises import tripwire
 from selfattention_course.assign import find_exercises
 names = sorted({n for _, _, ex in find_exercises().values()
                 for n in ex.references})
 errors = []
 def resolve(name):
     try:
-        core._resolve(name)
+        tripwire._resolve(name)
     except (ImportError, AttributeError):
         pass
     except Exception as err:
@@ -279,12 +280,12 @@ def test_a_graded_kernel_watches_torch_without_importing_it():
     import json
     import subprocess
 
-    from selfattention.exercises import definition as checks
+    from selfattention_exercises import definition as checks
     places = checks.check_tempered_attention.signatures()
     code = """
 import json, sys
 import numpy as np
-from selfattention.exercises import definition as checks
+from selfattention_exercises import definition as checks
 ex = checks.check_tempered_attention
 places = [tuple(p) for p in json.loads(sys.stdin.read())]
 cases = ex.public_cases()[:1]
@@ -328,7 +329,7 @@ def test_a_crash_in_the_kernel_keeps_its_diagnosis_in_the_gradebook():
     """The kernel sends the diagnosis of a run that stopped ("raised" for
     an answer that crashed); a field that is not a code's form, which a
     notebook could forge, becomes "run-failed"."""
-    from selfattention.exercises import definition as checks
+    from selfattention_exercises import definition as checks
     ex = checks.check_tempered_attention
     cases = ex.public_cases()
 

@@ -7,7 +7,7 @@ import pytest
 
 from exercise_answers import expect, hidden, run
 from selfattention import blockwise, timing
-from selfattention.exercises import cost
+from selfattention_exercises import cost
 
 
 # ------------------------------------------------------------------ merge

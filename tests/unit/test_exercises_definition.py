@@ -10,7 +10,7 @@ from exercise_answers import hidden, own, verdict
 from selfattention import data, example, patches
 from selfattention.attention import attention as library_attention
 from selfattention.attention import softmax as library_softmax
-from selfattention.exercises import definition as checks
+from selfattention_exercises import definition as checks
 from selfattention_course.judges import definition as judges
 
 softmax = own(library_softmax)

@@ -8,7 +8,7 @@ import torch
 from exercise_answers import expect, hidden, own
 from selfattention import attention, data, masks, patches, torch_bridge
 from selfattention.attention import softmax as library_softmax
-from selfattention.exercises import masks as checks
+from selfattention_exercises import masks as checks
 
 softmax = own(library_softmax)
 

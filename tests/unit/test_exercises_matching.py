@@ -8,7 +8,8 @@ import torch
 from exercise_answers import expect, hidden, own, verdict
 from selfattention import data, patches, stereo
 from selfattention import matching as lib
-from selfattention.exercises import matching as checks
+from selfattention_exercises import matching as checks
+from selfattention_course.judges import _correlation as volume
 from selfattention_course.judges import matching as judges
 
 displacements = own(lib.displacements)
@@ -140,7 +141,7 @@ def built_pyramid(H, W, levels):
 @pytest.mark.parametrize("H, W, levels", [(7, 9, 3), (12, 5, 2), (16, 16, 4),
                                           (5, 11, 1)])
 def test_the_formula_counts_a_pyramid_built_with_pytorch(H, W, levels):
-    assert judges.pyramid_entries(H, W, levels) == built_pyramid(H, W, levels)
+    assert volume.pyramid_entries(H, W, levels) == built_pyramid(H, W, levels)
 
 
 def pyramid(H, W, levels):
@@ -230,7 +231,7 @@ def test_on_demand_values_equal_the_pyramid_s():
 def test_one_level_too_few_is_named():
     case = {"H": 47, "W": 63, "levels": 4}
     with pytest.raises(judges.Wrong) as raised:
-        judges._entries_judge(pyramid(47, 63, 3), **case)
+        volume._entries_judge(pyramid(47, 63, 3), **case)
     assert raised.value.code == "level-too-few"
 
 
@@ -255,14 +256,14 @@ def grid_sample_lookup(C, flow, radius):
 
 def test_the_reference_is_grid_sample_on_a_wrapped_volume():
     for case in checks.check_bilinear_lookup.draw(np.random.default_rng(6)):
-        ref = judges.bilinear_lookup(**case)
+        ref = volume.bilinear_lookup(**case)
         assert np.abs(ref - grid_sample_lookup(**case)).max() < 1e-12
 
 
 def test_whole_pixel_flows_read_what_the_chapter_s_lookup_reads():
     case = checks.check_bilinear_lookup.public_cases()[0]
     flow = case["flow"].astype(int)
-    assert np.array_equal(judges.bilinear_lookup(**case),
+    assert np.array_equal(volume.bilinear_lookup(**case),
                           lookup(case["C"], flow, case["radius"]))
 
 
@@ -284,7 +285,7 @@ def four_lookups(C, flow, radius):
     (None, "not done", "not-done"),
     (lambda C, f, r: lookup(C, np.rint(f).astype(int), r), "wrong",
      "rounded"),
-    (lambda C, f, r: own(judges.bilinear_lookup)(C, f, r, swap=True), "wrong",
+    (lambda C, f, r: own(volume.bilinear_lookup)(C, f, r, swap=True), "wrong",
      "weights-swapped"),
     (lambda C, f, r: four_lookups(C, f[..., ::-1].copy(), r), "wrong",
      "columns-first"),

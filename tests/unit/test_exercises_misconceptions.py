@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from exercise_answers import expect, verdict
-from selfattention.exercises import misconceptions as checks
+from selfattention_exercises import misconceptions as checks
 from selfattention_course.judges import misconceptions as judges
-from selfattention.exercises.core import (CORRECT, NOT_DONE, WRONG,
+from selfattention_exercises.core import (CORRECT, NOT_DONE, WRONG,
                                          Wrong)
 
 

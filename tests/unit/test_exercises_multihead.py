@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from exercise_answers import expect, hidden
-from selfattention.exercises import multihead as checks
+from selfattention_exercises import multihead as checks
 
 torch = pytest.importorskip("torch")
 

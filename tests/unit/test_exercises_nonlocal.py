@@ -7,7 +7,7 @@ import torch
 from exercise_answers import own, verdict
 from selfattention import data, patches
 from selfattention.attention import softmax
-from selfattention.exercises import nonlocal_block as checks
+from selfattention_exercises import nonlocal_block as checks
 from selfattention_course.judges import nonlocal_block as judges
 from selfattention.nonlocal_block import NonLocalBlock, nonlocal_op, scope_mask
 

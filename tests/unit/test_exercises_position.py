@@ -5,7 +5,7 @@ import pytest
 
 from exercise_answers import expect, hidden, verdict
 from selfattention import position as lib
-from selfattention.exercises import position as checks
+from selfattention_exercises import position as checks
 from selfattention_course.judges import position as judges
 
 

@@ -11,7 +11,7 @@ import torch
 from exercise_answers import own, verdict
 from selfattention import patches, scaling
 from selfattention.attention import softmax as library_softmax
-from selfattention.exercises import scaling as checks
+from selfattention_exercises import scaling as checks
 from selfattention_course.judges import scaling as judges
 
 softmax = own(library_softmax)

@@ -9,7 +9,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from exercise_answers import expect, hidden, run, verdict
 from selfattention import interpret, mnist, patches, vit
-from selfattention.exercises import transformer as checks
+from selfattention_exercises import transformer as checks
 
 # ------------------------------------------------------------ counts
 def counts(n, d, h, d_mlp):

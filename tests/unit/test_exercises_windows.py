@@ -6,7 +6,7 @@ import pytest
 from exercise_answers import expect, own, run
 from selfattention import attention, cost, position
 from selfattention import windows as lib
-from selfattention.exercises import windows as checks
+from selfattention_exercises import windows as checks
 from selfattention_course.judges import windows as judges
 
 partition = own(lib.window_partition)

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from selfattention_course import assign
-from selfattention_course.grade import load_manifest
+from selfattention_course.notebook import load_manifest
 from selfattention_course.review import cell_digest, review
 from hostile_routes import (ENCODED, FOR_REVIEW_ROUTES, JUDGE_PASTED, SHOWN,
                             routes)
@@ -101,7 +101,7 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
     ("def predict_moved(query, shift):\n"
      "    return checks.check_moved.feedback(lambda q, s: (0, 0))",
      "checks"),
-    ("from selfattention.exercises import core\n"
+    ("from selfattention_exercises import core\n"
      "def predict_moved(query, shift):\n"
      "    return core.call(lambda: (1, 2))", "checks"),
     # dynamic code and hooks, wherever they are
@@ -514,7 +514,8 @@ def test_a_copy_of_a_judge_s_helper_is_for_review(built, module, helpers):
     import textwrap
 
     from selfattention_course.judges import answer_helpers
-    from selfattention_course.review import MIN_STEPS, SHAPE_NODES, _size
+    from selfattention_course.review.likeness import (MIN_STEPS, SHAPE_NODES,
+                                                      _size)
 
     _, chapters = built
     stems = {e["label"]: stem for stem, chapter in chapters.items()
@@ -574,7 +575,7 @@ def test_reading_an_import_never_runs_a_program_in_the_grader():
 
 
 def _counting(monkeypatch):
-    from selfattention_course.review import _Names
+    from selfattention_course.review.scope import _Names
 
     calls = [0]
     original = _Names.meanings
@@ -610,7 +611,7 @@ def test_a_notebook_too_involved_to_read_goes_for_review(built,
     """Names bound through each other in a ring, each many times over,
     would take the review exponentially many steps: it stops at its
     budget and sends every exercise of the notebook for review."""
-    from selfattention_course import review as module
+    from selfattention_course.review import scope as module
 
     k = 8
     source = "\n".join(f"a{i} = 1" for i in range(k)) + "\n" + "\n".join(
@@ -717,7 +718,7 @@ def test_a_broken_answer_cell_leaves_the_earlier_answer_judged(built):
     ["%pinfo2 get_ipython"], ["import sys\nsys._getframe?"],
     ["import torch\ntorch._C?"], ["import sys\nsys.modules??"],
     ["%psearch np.*sum*"],
-    ["help('selfattention.exercises')"], ["name = 'antigravity'\nhelp(name)"],
+    ["help('selfattention_exercises')"], ["name = 'antigravity'\nhelp(name)"],
     ["def show(name):\n    help(name)"], ["help(f'{1}')"], ["help()"],
     ["import numpy as np\nhelp(np.einsum, 1)"],
     ["import numpy as np\nif True:\n    help(np.einsum)"],
@@ -810,7 +811,7 @@ def large_helpers():
     import textwrap
 
     from selfattention_course.judges import answer_helpers
-    from selfattention_course.review import FUZZY_STEPS, _steps
+    from selfattention_course.review.likeness import FUZZY_STEPS, _steps
 
     found = []
     for _, pairs in judge_helper_routes():

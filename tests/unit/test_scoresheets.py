@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from selfattention_course import gradebook, gradescope, written
-from selfattention_course.grade import main
+from selfattention_course.cli import main
 from selfattention_course.gradebook import Row
 from selfattention_course.names import (CORRECT, FOR_REVIEW, NOT_DONE,
                                         TO_BE_READ, WRONG)

@@ -2,7 +2,7 @@
 chapter.
 
 An exercise is declared once, in the student's package
-(:mod:`selfattention.exercises`): its label, kind, points, the names of its
+(:mod:`selfattention_exercises`): its label, kind, points, the names of its
 answers, how to call them on a case (``run``), its references, its written
 part. That is what a student and a graded notebook see. What decides a
 grade lives here, beside the grader, and runs in the grader's process:
@@ -19,7 +19,7 @@ grade lives here, beside the grader, and runs in the grader's process:
 * the reference helpers these use.
 
 ``selfattention_course.judges.<module>`` holds those of
-``selfattention.exercises.<module>``, as ``JUDGES = {label: Judge(...)}``.
+``selfattention_exercises.<module>``, as ``JUDGES = {label: Judge(...)}``.
 The sandbox of a graded notebook does not mount this package, so nothing a
 notebook runs can call a judge, a reference helper or a case generator
 (the grader judges with its own copy; a notebook's check there prints
@@ -40,11 +40,13 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Judge", "judge_for", "modules", "answer_helpers",
+from selfattention_exercises import CORE_MODULES
+
+__all__ = ["Judge", "judge_for", "judges_of", "modules", "answer_helpers",
            "named_functions"]
 
 #: The package of the exercises whose judges live here.
-EXERCISES = "selfattention.exercises"
+EXERCISES = "selfattention_exercises"
 
 
 @dataclass(frozen=True)
@@ -89,19 +91,29 @@ def judge_for(exercise) -> Judge:
                           f"{exercise.label}") from None
 
 
+def judges_of(exercise):
+    """What judges ``exercise`` in the grader: the exercise itself when it
+    was declared with its judge (an instructor's own module), else its
+    :class:`Judge` here (:func:`judge_for`; raises ``LookupError``)."""
+    return exercise if exercise.judge is not None else judge_for(exercise)
+
+
 def modules() -> list[str]:
-    """The judges modules of this package, by name."""
+    """The judges modules of this package, by name (a module whose name
+    starts with ``_`` holds helpers of one of them)."""
     import pkgutil
 
-    return sorted(m.name for m in pkgutil.iter_modules(__path__))
+    return sorted(m.name for m in pkgutil.iter_modules(__path__)
+                  if not m.name.startswith("_"))
 
 
 #: Where the functions that compute an exercise's expected answer live:
 #: the grader's package and the checks' modules (whose private helpers
 #: some judges import). The rest of the library is the student's to call.
 HELPER_HOMES = (__name__.rsplit(".", 1)[0], EXERCISES)
-#: The checks' core (type and shape checks, the feedback): no answer.
-NOT_HELPERS = (f"{EXERCISES}.core",)
+#: The checks' core (plain data, the tripwire, type and shape checks, the
+#: feedback): no answer.
+NOT_HELPERS = tuple(f"{EXERCISES}.{stem}" for stem in CORE_MODULES)
 #: At most this many functions are followed from one judge.
 MAX_HELPERS = 400
 
@@ -210,7 +222,8 @@ def _module(name: str):
 
     if name in sys.modules:
         return sys.modules[name]
-    if name.split(".")[0] not in ("selfattention", "selfattention_course"):
+    if name.split(".")[0] not in ("selfattention", "selfattention_exercises",
+                                  "selfattention_course"):
         return None
     try:
         return importlib.import_module(name)

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 from selfattention.attention import softmax
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Opaque,
     Wrong,
     expect_shape,
@@ -19,7 +19,7 @@ from selfattention.exercises.core import (
     returned_arrays,
     type_name,
 )
-from selfattention.exercises.cost import _state
+from selfattention_exercises.cost import _state
 
 from . import Judge
 

@@ -11,7 +11,7 @@ import numpy as np
 from selfattention.attention import softmax
 from selfattention.data import two_squares
 from selfattention.example import running_example
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Opaque,
     Wrong,
     expect_shape,
@@ -20,7 +20,7 @@ from selfattention.exercises.core import (
     returned_arrays,
     type_name,
 )
-from selfattention.exercises.definition import GRID, PATCH, moved_image
+from selfattention_exercises.definition import GRID, PATCH, moved_image
 
 from . import Judge
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from selfattention.attention import multi_head_attention, softmax
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Opaque,
     Wrong,
     expect_shape,
@@ -14,7 +14,7 @@ from selfattention.exercises.core import (
     returned_arrays,
     type_name,
 )
-from selfattention.exercises.masks import _RADII
+from selfattention_exercises.masks import _RADII
 from selfattention.masks import causal_mask
 
 from . import Judge

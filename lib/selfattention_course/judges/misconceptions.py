@@ -9,14 +9,14 @@ import itertools
 import math
 
 import numpy as np
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Opaque,
     Wrong,
     answered,
     returned_array,
     type_name,
 )
-from selfattention.exercises.misconceptions import (
+from selfattention_exercises.misconceptions import (
     _linear_predict,
     _small_vit,
     digit_patches,

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 from selfattention.attention import multi_head_attention
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Opaque,
     Wrong,
     returned_arrays,

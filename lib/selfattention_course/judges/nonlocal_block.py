@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 from selfattention.attention import softmax
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Wrong,
     expect_shape,
     returned_array,
     returned_arrays,
 )
 
-from selfattention.exercises.nonlocal_block import WIDE_GATE, wide_gate_case
+from selfattention_exercises.nonlocal_block import WIDE_GATE, wide_gate_case
 
 from . import Judge
 

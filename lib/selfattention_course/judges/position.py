@@ -6,7 +6,7 @@ the reference helpers they use (see
 from __future__ import annotations
 
 import numpy as np
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Wrong,
     expect_shape,
     returned_array,

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 from selfattention.attention import softmax
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     NotDone,
     Opaque,
     Wrong,
@@ -17,7 +17,7 @@ from selfattention.exercises.core import (
     returned_array,
     type_name,
 )
-from selfattention.exercises.scaling import (
+from selfattention_exercises.scaling import (
     WIDE_GRADIENT,
     WIDE_ROW,
     wide_gradient_case,

@@ -9,14 +9,14 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Wrong,
     expect_shape,
     returned_array,
     returned_arrays,
     type_name,
 )
-from selfattention.exercises.transformer import SHIFT_MODELS, SHIFTS
+from selfattention_exercises.transformer import SHIFT_MODELS, SHIFTS
 
 from . import Judge
 

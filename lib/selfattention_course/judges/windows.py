@@ -5,7 +5,7 @@ judges and the reference helpers they use (see
 from __future__ import annotations
 
 import numpy as np
-from selfattention.exercises.core import (
+from selfattention_exercises.core import (
     Opaque,
     Wrong,
     expect_shape,

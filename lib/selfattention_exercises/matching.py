@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-
-
 from .core import Exercise, answered, call
 
 __all__ = ["check_consistency", "check_pyramid", "check_bilinear_lookup",

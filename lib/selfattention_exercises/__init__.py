@@ -1,6 +1,6 @@
 """The exercises of the book, one module per chapter.
 
-Each exercise is an :class:`~selfattention.exercises.core.Exercise`,
+Each exercise is an :class:`~selfattention_exercises.core.Exercise`,
 declared once: the check a student calls in the notebook
 (``checks.check_softmax(my_softmax)``) and what the grader of
 ``selfattention_course`` runs on hidden cases. Their judges, case
@@ -29,4 +29,10 @@ module                  chapter
 
 from .core import Exercise, Feedback
 
-__all__ = ["Exercise", "Feedback"]
+__all__ = ["Exercise", "Feedback", "CORE_MODULES"]
+
+#: The modules every exercise module builds on, in the order they import
+#: each other: plain data, the tripwire, the feedback, the declaration.
+#: No exercise is declared there, and none of their functions is a student
+#: tool.
+CORE_MODULES = ("plain", "tripwire", "feedback", "core")

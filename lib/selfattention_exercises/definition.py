@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from selfattention.example import running_example
 
-from ..example import running_example
 from .core import Exercise, call
 
 __all__ = ["check_tempered_attention", "check_limits", "check_moved",
@@ -112,7 +112,7 @@ check_moved = Exercise(
     # feedback.
     "ex-definition-moved", kind="Predict", points=0,
     answers=("predict_moved",), run=_moved_run,
-    references=("selfattention.exercises.definition.moved_image",
+    references=("selfattention_exercises.definition.moved_image",
                 "numpy.roll"),
     seed=13,
     written="State your rule and why it holds; then move img2 by 2 pixels "

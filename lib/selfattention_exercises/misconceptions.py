@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from .core import (Exercise, call)
+from .core import Exercise, call
 
 __all__ = ["check_same_output_row", "check_faithfulness",
            "check_integrated_gradients", "check_reading_heads", "reading_heads",
@@ -70,8 +69,7 @@ check_faithfulness = Exercise(
 def _small_vit(seed):
     """An untrained two-layer TinyViT of width 16, the same for a seed."""
     import torch
-
-    from ..vit import TinyViT
+    from selfattention.vit import TinyViT
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
