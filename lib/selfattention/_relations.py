@@ -198,6 +198,15 @@ def weight_rows(name, p) -> None:
                          f"{p.min():.3g}")
 
 
+@relation
+def positive_row_sums(name, p) -> None:
+    """Every row of ``p`` holds non-negative weights with a positive sum."""
+    if (p < 0).any() or not np.all(p.sum(axis=-1) > 0):
+        raise ValueError(f"{name['p']} must hold non-negative rows with a "
+                         f"positive sum, got smallest entry {p.min():.3g} "
+                         f"and smallest row sum {p.sum(axis=-1).min():.3g}")
+
+
 # ------------------------------------------------------------------ masks
 @relation
 def lengths_fit(name, lengths, n) -> None:

@@ -41,6 +41,7 @@ RECIPE_MODULES: tuple[str, ...] = (
     "selfattention.scale_training",
     "selfattention.mnist",
     "selfattention.vit",
+    "selfattention.photo_training",
 )
 
 
