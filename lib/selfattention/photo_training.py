@@ -27,24 +27,18 @@ what ``make test`` retrains.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 import torch
 from torch import nn
 
 from . import interpret, trained
-from .patches import patchify
-from .photo_vit import (MaskedViT, RegisterViT, hide_half, masked_patch_loss,
-                        photo_tokens)
+from .photo_vit import (CROP, GRID, PATCH, ZOOM, clutter_inputs,
+                        clutter_model, clutter_scenes, clutter_test_scenes,
+                        hide_half, held_out_crops, masked_patch_loss,
+                        photo_model, photo_tokens)
 from .photos import random_crops, split_photographs
-from .scenes import digit_scenes, split_digits
-from .vit import TinyViT, weight_arrays
-
-CROP, PATCH, ZOOM = 32, 4, 384       # photographs: 8 × 8 patches of 4 px
-SCENE, DIGIT, DIGIT_PATCH = 56, 28, 7  # clutter: 8 × 8 patches of 7 px
-GRID = (8, 8)
-SIZES = dict(n=64, d=64, h=4, depth=4, d_mlp=128)
+from .vit import weight_arrays
 
 
 def _schedule(opt, steps, warmup=0.05):
@@ -58,12 +52,6 @@ def _schedule(opt, steps, warmup=0.05):
     return torch.optim.lr_scheduler.LambdaLR(opt, rate)
 
 
-def held_out_crops(n=500, seed=1000):
-    """``n`` crops (n, 32, 32) of the held-out photographs, as evaluated."""
-    return random_crops(np.random.default_rng(seed), split_photographs()[1],
-                        n, CROP, ZOOM)[0]
-
-
 def _distances(model, crops, hidden=None):
     """Mean attention distance (L, h) in pixels over ``crops``."""
     X = torch.from_numpy(photo_tokens(crops, PATCH)).to(
@@ -75,16 +63,16 @@ def _distances(model, crops, hidden=None):
 
 
 def train_photos(objective, seed, steps, batch=128, lr=2e-3,
-                 dtype=torch.float32, threads=1):
+                 dtype=torch.float32, threads=1, held_out=500):
     """Train a :class:`MaskedViT` on crops of the training photographs:
     ``objective`` ``"mim"`` fills in the hidden half of the patches,
-    ``"which"`` names the photograph. Returns the recipe's arrays."""
+    ``"which"`` names the photograph. Returns the recipe's arrays, with
+    the distances measured on ``held_out_crops(held_out)``."""
     names = split_photographs()[0]
     rng = np.random.default_rng(seed)
     with trained.torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = MaskedViT(d_in=PATCH * PATCH, classes=len(names),
-                          **SIZES).to(dtype)
+        model = photo_model(len(names)).to(dtype)
         opt = torch.optim.AdamW(model.parameters(), lr, weight_decay=0.05)
         sched = _schedule(opt, steps)
         losses = np.empty(steps, np.float32)
@@ -105,7 +93,7 @@ def train_photos(objective, seed, steps, batch=128, lr=2e-3,
             sched.step()
             losses[step] = loss.item()
         model.eval()
-        crops = held_out_crops()
+        crops = held_out_crops(held_out)
         hidden = hide_half(np.random.default_rng(1001), len(crops),
                            GRID[0] * GRID[1])
         distance = _distances(model, crops)
@@ -134,59 +122,20 @@ def photos_mim_tiny():
     """Ten float64 steps of 16 crops of the masked-patch recipe: what
     ``make test`` retrains to check that :func:`train_photos` still writes
     its file."""
-    return train_photos("mim", 0, steps=10, batch=16, dtype=torch.float64)
+    return train_photos("mim", 0, steps=10, batch=16, dtype=torch.float64,
+                        held_out=50)
 
 
 # ------------------------------------------------------------------ clutter
-@lru_cache(maxsize=None)
-def clutter_split():
-    """The clutter task's photographs and MNIST digits, each split in two:
-    ``(train_photos, test_photos, train_digits, test_digits)``."""
-    train_photos, test_photos = split_photographs()
-    train_digits, test_digits = split_digits(0.2)
-    return train_photos, test_photos, train_digits, test_digits
-
-
-def clutter_scenes(rng, n, test=False):
-    """``n`` scenes of one 28-pixel digit on a 56 × 56 crop, from the
-    training (or held-out) photographs and digits."""
-    tp, sp, td, sd = clutter_split()
-    return digit_scenes(rng, n, sp if test else tp, sd if test else td,
-                        size=SCENE, n_digits=(1, 1),
-                        digit_size=(DIGIT, DIGIT))
-
-
-def clutter_test_scenes(n=1000, seed=2000):
-    """The scenes every clutter model is tested on."""
-    return clutter_scenes(np.random.default_rng(seed), n, test=True)
-
-
-def clutter_model(kind, registers=0, dtype=torch.float32):
-    """An untrained clutter model: ``"vit"`` (with ``registers`` register
-    tokens if any) or ``"cnn"`` (:class:`selfattention.mnist.SmallCNN`)."""
-    if kind == "cnn":
-        from .mnist import SmallCNN
-        return SmallCNN().to(dtype)
-    sizes = dict(d_in=DIGIT_PATCH ** 2, **SIZES)
-    model = RegisterViT(registers, **sizes) if registers else TinyViT(**sizes)
-    return model.to(dtype)
-
-
-def clutter_inputs(kind, images, dtype=torch.float32):
-    """Scenes (B, 56, 56) as the model ``kind`` reads them."""
-    if kind == "cnn":
-        return torch.from_numpy(images[:, None]).to(dtype)  # (B, 1, S, S)
-    return torch.from_numpy(patchify(images, DIGIT_PATCH)).to(dtype)
-
-
 def _logits(out):
     return out[0] if isinstance(out, tuple) else out
 
 
 def train_clutter(kind, seed, steps, registers=0, batch=128, lr=2e-3,
-                  dtype=torch.float32, threads=1):
+                  dtype=torch.float32, threads=1, test_scenes=1000):
     """Train ``kind`` to name the digit of :func:`clutter_scenes`; returns
-    the recipe's arrays."""
+    the recipe's arrays, with the right answers on
+    ``clutter_test_scenes(test_scenes)``."""
     rng = np.random.default_rng(seed)
     with trained.torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -197,7 +146,8 @@ def train_clutter(kind, seed, steps, registers=0, batch=128, lr=2e-3,
         model.train()
         for step in range(steps):
             s = clutter_scenes(rng, batch)
-            logits = _logits(model(clutter_inputs(kind, s.images, dtype)))
+            logits = _logits(model(clutter_inputs(kind, s.images,
+                                                  dtype=dtype)))
             loss = nn.functional.cross_entropy(
                 logits, torch.from_numpy(s.labels[:, 0]))
             opt.zero_grad()
@@ -206,9 +156,10 @@ def train_clutter(kind, seed, steps, registers=0, batch=128, lr=2e-3,
             sched.step()
             losses[step] = loss.item()
         model.eval()
-        test = clutter_test_scenes()
+        test = clutter_test_scenes(test_scenes)
         with torch.no_grad():
-            logits = _logits(model(clutter_inputs(kind, test.images, dtype)))
+            logits = _logits(model(clutter_inputs(kind, test.images,
+                                                  dtype=dtype)))
         correct = int((logits.argmax(1).numpy() == test.labels[:, 0]).sum())
     return {**weight_arrays(model), "loss": losses,
             "test_correct": np.int64(correct)}
@@ -239,4 +190,4 @@ def clutter_vit_tiny():
     registers: what ``make test`` retrains to check that
     :func:`train_clutter` still writes its file."""
     return train_clutter("vit", 0, steps=10, registers=2, batch=16,
-                         dtype=torch.float64)
+                         dtype=torch.float64, test_scenes=100)

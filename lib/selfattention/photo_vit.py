@@ -17,16 +17,32 @@ ViT.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numpy as np
 import torch
 from torch import nn
 
+from . import trained
+
 from ._relations import patch_divides_image
-from ._validate import boundary, floats, generator, instance, positive_int
+from ._validate import (boundary, floats, generator, instance, integer,
+                        one_of, positive_int)
 from .patches import patchify
-from .vit import TinyViT
+from .photos import random_crops, split_photographs
+from .scenes import digit_scenes, split_digits
+from .vit import TinyViT, load_weight_arrays
+
+CROP, PATCH, ZOOM = 32, 4, 384       # photographs: 8 × 8 patches of 4 px
+SCENE, DIGIT, DIGIT_PATCH = 56, 28, 7  # clutter: 8 × 8 patches of 7 px
+GRID = (8, 8)                        # both: 64 tokens
+SIZES = dict(n=64, d=64, h=4, depth=4, d_mlp=128)
 
 __all__ = ["MaskedViT", "RegisterViT", "photo_tokens", "masked_patch_loss",
-           "hide_half"]
+           "hide_half", "photo_model", "held_out_crops", "load_photo_vit",
+           "clutter_split", "clutter_scenes", "clutter_test_scenes",
+           "clutter_model", "clutter_inputs", "load_clutter_model",
+           "PHOTO_MODELS", "CLUTTER_MODELS"]
 
 
 class MaskedViT(TinyViT):
@@ -134,3 +150,92 @@ def hide_half(rng, batch, n):
     replacement from ``rng`` are hidden."""
     order = rng.random((batch, n)).argsort(axis=1)      # a random rank each
     return torch.from_numpy(order < n // 2)
+
+
+# ------------------------------------------------- the chapter's models
+@boundary(classes=positive_int())
+def photo_model(classes):
+    """An untrained photographs' :class:`MaskedViT`: width 64, 4 blocks of
+    4 heads, 64 tokens of 4 × 4 pixels, ``classes`` photographs to name."""
+    return MaskedViT(d_in=PATCH * PATCH, classes=classes, **SIZES)
+
+
+@boundary(n=positive_int(), seed=integer(0))
+def held_out_crops(n=500, seed=1000):
+    """``n`` crops (n, 32, 32) of the held-out photographs, 384 pixels on
+    their shorter side: those the recipes measure distances on."""
+    return random_crops(np.random.default_rng(seed), split_photographs()[1],
+                        n, CROP, ZOOM)[0]
+
+
+PHOTO_MODELS = tuple(f"photos-{objective}-{seed}"
+                     for objective in ("mim", "which") for seed in range(3))
+CLUTTER_MODELS = ("clutter-vit", "clutter-vit-registers", "clutter-cnn")
+
+
+@boundary(name=one_of(*PHOTO_MODELS, "photos-mim-tiny"))
+def load_photo_vit(name):
+    """The trained photographs' ViT ``name`` (``photos-mim-0``, ...), float64,
+    in evaluation mode."""
+    arrays = trained.load(name)
+    classes = arrays["w/head.weight"].shape[0]
+    return load_weight_arrays(photo_model(classes), arrays)
+
+
+@lru_cache(maxsize=None)
+def clutter_split():
+    """The clutter task's photographs and MNIST digits, each split in two:
+    ``(train_photos, test_photos, train_digits, test_digits)``."""
+    train_photos, test_photos = split_photographs()
+    train_digits, test_digits = split_digits(0.2)
+    return train_photos, test_photos, train_digits, test_digits
+
+
+@boundary(rng=generator(), n=positive_int(), test=instance(bool))
+def clutter_scenes(rng, n, test=False):
+    """``n`` scenes of one 28-pixel digit on a 56 × 56 crop, from the
+    training (or held-out) photographs and digits."""
+    tp, sp, td, sd = clutter_split()
+    return digit_scenes(rng, n, sp if test else tp, sd if test else td,
+                        size=SCENE, n_digits=(1, 1),
+                        digit_size=(DIGIT, DIGIT))
+
+
+@boundary(n=positive_int(), seed=integer(0))
+def clutter_test_scenes(n=1000, seed=2000):
+    """The scenes every clutter model is tested on."""
+    return clutter_scenes(np.random.default_rng(seed), n, test=True)
+
+
+@boundary(kind=one_of("vit", "cnn"), registers=integer(0))
+def clutter_model(kind, registers=0, dtype=torch.float32):
+    """An untrained clutter model: ``"vit"`` (with ``registers`` register
+    tokens if any) or ``"cnn"`` (:class:`selfattention.mnist.SmallCNN`)."""
+    if kind == "cnn":
+        from .mnist import SmallCNN
+        return SmallCNN().to(dtype)
+    sizes = dict(d_in=DIGIT_PATCH ** 2, **SIZES)
+    model = RegisterViT(registers, **sizes) if registers else TinyViT(**sizes)
+    return model.to(dtype)
+
+
+@boundary(kind=one_of("vit", "cnn"), images=floats(ndim=3),
+          checks=(patch_divides_image.using(img="images", p="patch"),))
+def clutter_inputs(kind, images, dtype=torch.float32, patch=DIGIT_PATCH):
+    """Scenes (B, S, S) as the model ``kind`` reads them: images
+    (B, 1, S, S) for the CNN, tokens (B, n, patch²) for a ViT."""
+    if kind == "cnn":
+        return torch.from_numpy(images[:, None]).to(dtype)  # (B, 1, S, S)
+    return torch.from_numpy(patchify(images, patch)).to(dtype)
+
+
+@boundary(name=one_of(*CLUTTER_MODELS, "clutter-vit-tiny"))
+def load_clutter_model(name):
+    """The trained clutter model ``name`` (``clutter-vit``,
+    ``clutter-vit-registers``, ``clutter-cnn``), float64, in evaluation
+    mode."""
+    arrays = trained.load(name)
+    kind = "cnn" if "w/features.0.weight" in arrays else "vit"
+    registers = arrays["w/registers"].shape[1] if "w/registers" in arrays \
+        else 0
+    return load_weight_arrays(clutter_model(kind, registers), arrays)
