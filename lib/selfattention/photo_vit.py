@@ -29,7 +29,7 @@ from ._relations import patch_divides_image
 from ._validate import (boundary, floats, generator, instance, integer,
                         one_of, positive_int)
 from .patches import patchify
-from .photos import random_crops, split_photographs
+from .photos import NAMES, random_crops, split_photographs
 from .scenes import digit_scenes, split_digits
 from .vit import TinyViT, load_weight_arrays
 
@@ -164,8 +164,9 @@ def photo_model(classes):
 def held_out_crops(n=500, seed=1000):
     """``n`` crops (n, 32, 32) of the held-out photographs, 384 pixels on
     their shorter side: those the recipes measure distances on."""
-    return random_crops(np.random.default_rng(seed), split_photographs()[1],
-                        n, CROP, ZOOM)[0]
+    test_names = list(split_photographs(names=list(NAMES))[1])
+    return random_crops(np.random.default_rng(seed), test_names, n, CROP,
+                        ZOOM)[0]
 
 
 PHOTO_MODELS = tuple(f"photos-{objective}-{seed}"
@@ -186,7 +187,7 @@ def load_photo_vit(name):
 def clutter_split():
     """The clutter task's photographs and MNIST digits, each split in two:
     ``(train_photos, test_photos, train_digits, test_digits)``."""
-    train_photos, test_photos = split_photographs()
+    train_photos, test_photos = split_photographs(names=list(NAMES))
     train_digits, test_digits = split_digits(0.2)
     return train_photos, test_photos, train_digits, test_digits
 
@@ -196,7 +197,7 @@ def clutter_scenes(rng, n, test=False):
     """``n`` scenes of one 28-pixel digit on a 56 × 56 crop, from the
     training (or held-out) photographs and digits."""
     tp, sp, td, sd = clutter_split()
-    return digit_scenes(rng, n, sp if test else tp, sd if test else td,
+    return digit_scenes(rng, n, list(sp if test else tp), sd if test else td,
                         size=SCENE, n_digits=(1, 1),
                         digit_size=(DIGIT, DIGIT))
 
