@@ -64,7 +64,8 @@ def _distances(model, crops, hidden=None):
 
 def train_photos(objective, seed, steps, batch=128, lr=2e-3,
                  dtype=torch.float32, threads=1, held_out=500):
-    """Train a :class:`MaskedViT` on crops of the training photographs:
+    """Train a :class:`~selfattention.photo_vit.MaskedViT` on crops of the
+    training photographs:
     ``objective`` ``"mim"`` fills in the hidden half of the patches,
     ``"which"`` names the photograph. Returns the recipe's arrays, with
     the distances measured on ``held_out_crops(held_out)``."""
@@ -133,7 +134,8 @@ def _logits(out):
 
 def train_clutter(kind, seed, steps, registers=0, batch=128, lr=2e-3,
                   dtype=torch.float32, threads=1, test_scenes=1000):
-    """Train ``kind`` to name the digit of :func:`clutter_scenes`; returns
+    """Train ``kind`` to name the digit of
+    :func:`~selfattention.photo_vit.clutter_scenes`; returns
     the recipe's arrays, with the right answers on
     ``clutter_test_scenes(test_scenes)``."""
     rng = np.random.default_rng(seed)

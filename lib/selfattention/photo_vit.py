@@ -13,6 +13,10 @@ ViT.
   scores only the hidden patches (masked image modelling, as in SimMIM).
 * :class:`RegisterViT` appends ``k`` learned *register* tokens after the
   patches, with no position and read by nothing (Darcet et al. 2024).
+
+The rest is what :ref:`ch-photographs` loads: the models' sizes, the
+held-out crops and clutter scenes they are measured on, and the loaders of
+the weights that ``make train`` writes (:mod:`selfattention.photo_training`).
 """
 
 from __future__ import annotations
@@ -46,8 +50,9 @@ __all__ = ["MaskedViT", "RegisterViT", "photo_tokens", "masked_patch_loss",
 
 
 class MaskedViT(TinyViT):
-    """A :class:`TinyViT` that can hide patches behind a learned mask token
-    and predict every patch's pixels from its output token."""
+    """A :class:`~selfattention.vit.TinyViT` that can hide patches behind a
+    learned mask token and predict every patch's pixels from its output
+    token."""
 
     def __init__(self, **sizes):
         super().__init__(**sizes)
@@ -82,9 +87,10 @@ class MaskedViT(TinyViT):
 
 
 class RegisterViT(TinyViT):
-    """A :class:`TinyViT` with ``registers`` learned tokens after the
-    patches, without position, that nothing reads: room for computation
-    that would otherwise take over background patches (Darcet et al. 2024).
+    """A :class:`~selfattention.vit.TinyViT` with ``registers`` learned
+    tokens after the patches, without position, that nothing reads: room
+    for computation that would otherwise take over background patches
+    (Darcet et al. 2024).
     Its weights are (B, L, h, 1+n+k, 1+n+k)."""
 
     def __init__(self, registers=4, **sizes):
