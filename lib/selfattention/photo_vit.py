@@ -61,15 +61,12 @@ class MaskedViT(TinyViT):
         self.pixels = nn.Linear(d, d_in)         # output token -> p² pixels
 
     def encode(self, x, hidden=None):
-        """Output tokens (B, 1+n, d) and weights (B, L, h, 1+n, 1+n);
-        ``hidden`` (B, n) bool puts the mask token in place of those
-        patches' embeddings."""
+        """Output tokens and weights; ``hidden`` (B, n) patches get the mask."""
         z = self.embed(x)                        # (B, n, d)
         if hidden is not None:
             z = torch.where(hidden[..., None], self.mask_token, z)
-        z = torch.cat([self.cls.expand(len(z), -1, -1), z], dim=1)
-        z = z + self.pos                         # (B, 1+n, d)
-        maps = []
+        z = torch.cat([self.cls.expand(len(z), -1, -1), z], dim=1) + self.pos
+        maps = []                                # z: (B, 1+n, d)
         for block in self.blocks:
             z, A = block(z)
             maps.append(A)                       # (B, h, 1+n, 1+n)
