@@ -194,26 +194,29 @@ def test_bad_input_is_refused(call):
         call()
 
 
+@pytest.mark.slow
 def test_a_loaded_photo_vit_gives_back_the_distances_its_recipe_stored():
     from selfattention import photo_vit, trained
-    model = photo_vit.load_photo_vit("photos-mim-tiny")
-    crops = photo_vit.held_out_crops(50)
+    model = photo_vit.load_photo_vit("photos-mim-0")      # float64 now
+    crops = photo_vit.held_out_crops()
     x = torch.from_numpy(photo_vit.photo_tokens(crops, photo_vit.PATCH))
     with torch.no_grad():
         maps = model(x)[1].numpy()
-    np.testing.assert_allclose(
+    np.testing.assert_allclose(                           # float32 then
         interpret.mean_attention_distance(maps, photo_vit.GRID,
                                           photo_vit.PATCH),
-        trained.load("photos-mim-tiny")["distance"], atol=1e-9)
+        trained.load("photos-mim-0")["distance"], atol=0.05)
 
 
+@pytest.mark.slow
 def test_a_loaded_clutter_model_reads_its_test_scenes_as_stored():
     from selfattention import photo_vit, trained
-    model = photo_vit.load_clutter_model("clutter-vit-tiny")
-    assert model.registers.shape[1] == 2
-    test = photo_vit.clutter_test_scenes(100)
+    model = photo_vit.load_clutter_model("clutter-vit-registers")
+    assert model.registers.shape[1] == 4
+    test = photo_vit.clutter_test_scenes()
     with torch.no_grad():
         logits = model(photo_vit.clutter_inputs("vit", test.images,
                                                 dtype=torch.float64))[0]
-    assert int((logits.argmax(1).numpy() == test.labels[:, 0]).sum()) == \
-        int(trained.load("clutter-vit-tiny")["test_correct"])
+    right = int((logits.argmax(1).numpy() == test.labels[:, 0]).sum())
+    stored = int(trained.load("clutter-vit-registers")["test_correct"])
+    assert abs(right - stored) <= 3          # float64 here, float32 then

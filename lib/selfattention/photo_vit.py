@@ -177,7 +177,7 @@ PHOTO_MODELS = tuple(f"photos-{objective}-{seed}"
 CLUTTER_MODELS = ("clutter-vit", "clutter-vit-registers", "clutter-cnn")
 
 
-@boundary(name=one_of(*PHOTO_MODELS, "photos-mim-tiny"))
+@boundary(name=one_of(*PHOTO_MODELS))
 def load_photo_vit(name):
     """The trained photographs' ViT ``name`` (``photos-mim-0``, ...), float64,
     in evaluation mode."""
@@ -233,7 +233,7 @@ def clutter_inputs(kind, images, dtype=torch.float32, patch=DIGIT_PATCH):
     return torch.from_numpy(patchify(images, patch)).to(dtype)
 
 
-@boundary(name=one_of(*CLUTTER_MODELS, "clutter-vit-tiny"))
+@boundary(name=one_of(*CLUTTER_MODELS))
 def load_clutter_model(name):
     """The trained clutter model ``name`` (``clutter-vit``,
     ``clutter-vit-registers``, ``clutter-cnn``), float64, in evaluation
