@@ -613,7 +613,10 @@ def two_items_per_row(name, a) -> None:
 # ------------------------------------------------------------------ photographs
 @relation
 def split_leaves_both_sides(name, held_out, names) -> None:
-    """Holding out ``held_out`` photographs leaves some on each side."""
+    """Holding out ``held_out`` photographs leaves some on each side (no
+    ``names``: the whole catalogue)."""
+    if names is None:
+        from .photos import NAMES as names
     distinct = len(set(names))
     if held_out >= distinct:
         raise ValueError(f"{name['held_out']} must leave at least one of the "

@@ -37,7 +37,7 @@ from .photo_vit import (CROP, GRID, PATCH, ZOOM, clutter_inputs,
                         clutter_model, clutter_scenes, clutter_test_scenes,
                         hide_half, held_out_crops, masked_patch_loss,
                         photo_model, photo_tokens)
-from .photos import NAMES, random_crops, split_photographs
+from .photos import random_crops, split_photographs
 from .vit import weight_arrays
 
 
@@ -69,7 +69,7 @@ def train_photos(objective, seed, steps, batch=128, lr=2e-3,
     ``objective`` ``"mim"`` fills in the hidden half of the patches,
     ``"which"`` names the photograph. Returns the recipe's arrays, with
     the distances measured on ``held_out_crops(held_out)``."""
-    names = list(split_photographs(names=list(NAMES))[0])
+    names = list(split_photographs()[0])
     rng = np.random.default_rng(seed)
     with trained.torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -33,7 +33,7 @@ from ._relations import patch_divides_image
 from ._validate import (boundary, floats, generator, instance, integer,
                         one_of, positive_int)
 from .patches import patchify
-from .photos import NAMES, random_crops, split_photographs
+from .photos import random_crops, split_photographs
 from .scenes import digit_scenes, split_digits
 from .vit import TinyViT, load_weight_arrays
 
@@ -167,7 +167,7 @@ def photo_model(classes):
 def held_out_crops(n=500, seed=1000):
     """``n`` crops (n, 32, 32) of the held-out photographs, 384 pixels on
     their shorter side: those the recipes measure distances on."""
-    test_names = list(split_photographs(names=list(NAMES))[1])
+    test_names = list(split_photographs()[1])
     return random_crops(np.random.default_rng(seed), test_names, n, CROP,
                         ZOOM)[0]
 
@@ -190,7 +190,7 @@ def load_photo_vit(name):
 def clutter_split():
     """The clutter task's photographs and MNIST digits, each split in two:
     ``(train_photos, test_photos, train_digits, test_digits)``."""
-    train_photos, test_photos = split_photographs(names=list(NAMES))
+    train_photos, test_photos = split_photographs()
     train_digits, test_digits = split_digits(0.2)
     return train_photos, test_photos, train_digits, test_digits
 
