@@ -195,28 +195,43 @@ def test_bad_input_is_refused(call):
 
 
 @pytest.mark.slow
-def test_a_loaded_photo_vit_gives_back_the_distances_its_recipe_stored():
+def test_every_loaded_photo_vit_gives_back_the_distances_its_recipe_stored():
+    # The chapter prints the stored distances: each loaded model, in
+    # float64, must give them back, shown and half hidden as in the recipe.
     from selfattention import photo_vit, trained
-    model = photo_vit.load_photo_vit("photos-mim-0")      # float64 now
     crops = photo_vit.held_out_crops()
     x = torch.from_numpy(photo_vit.photo_tokens(crops, photo_vit.PATCH))
-    with torch.no_grad():
-        maps = model(x)[1].numpy()
-    np.testing.assert_allclose(                           # float32 then
-        interpret.mean_attention_distance(maps, photo_vit.GRID,
-                                          photo_vit.PATCH),
-        trained.load("photos-mim-0")["distance"], atol=0.05)
+    hidden = photo_vit.hide_half(np.random.default_rng(1001), len(x),
+                                 x.shape[1])
+    for name in photo_vit.PHOTO_MODELS:
+        model = photo_vit.load_photo_vit(name)            # float64 now
+        stored = trained.load(name)                       # float32 then
+        for key, hide in (("distance", None), ("distance_hidden", hidden)):
+            with torch.no_grad():
+                maps = model(x, hide)[1].numpy()
+            np.testing.assert_allclose(
+                interpret.mean_attention_distance(maps, photo_vit.GRID,
+                                                  photo_vit.PATCH),
+                stored[key], atol=0.05, err_msg=f"{name} {key}")
 
 
 @pytest.mark.slow
-def test_a_loaded_clutter_model_reads_its_test_scenes_as_stored():
+@pytest.mark.parametrize("name", ["clutter-vit", "clutter-vit-registers",
+                                  "clutter-cnn"])
+def test_a_loaded_clutter_model_reads_its_test_scenes_as_stored(name):
+    # The chapter prints the CNN's stored count and the ViTs' counts in
+    # float32: each loaded model reads the test scenes as its recipe did.
     from selfattention import photo_vit, trained
-    model = photo_vit.load_clutter_model("clutter-vit-registers")
-    assert model.registers.shape[1] == 4
+    model = photo_vit.load_clutter_model(name)
+    kind = "cnn" if name == "clutter-cnn" else "vit"
+    if name == "clutter-vit-registers":
+        assert model.registers.shape[1] == 4
     test = photo_vit.clutter_test_scenes()
-    with torch.no_grad():
-        logits = model(photo_vit.clutter_inputs("vit", test.images,
-                                                dtype=torch.float64))[0]
-    right = int((logits.argmax(1).numpy() == test.labels[:, 0]).sum())
-    stored = int(trained.load("clutter-vit-registers")["test_correct"])
-    assert abs(right - stored) <= 3          # float64 here, float32 then
+    stored = int(trained.load(name)["test_correct"])
+    for dtype in (torch.float64, torch.float32):
+        with torch.no_grad():
+            out = model.to(dtype)(photo_vit.clutter_inputs(
+                kind, test.images, dtype=dtype))
+        logits = out if kind == "cnn" else out[0]
+        right = int((logits.argmax(1).numpy() == test.labels[:, 0]).sum())
+        assert abs(right - stored) <= 3, dtype   # float32 when trained          # float64 here, float32 then

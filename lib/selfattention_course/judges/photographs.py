@@ -89,7 +89,7 @@ def _loss_judge(out, pred, target, hidden):
 
 # ------------------------------------------------------------------ 7.2
 #: How many scenes one case of 7.2 draws, and the digit sizes they take.
-BOX_SCENES, BOX_DIGIT_SIZES = 4, (14, 28)
+BOX_SCENES, BOX_DIGIT_SIZES = 5, (14, 28)   # 5 scenes: not L
 
 
 def _box_cases(rng):
@@ -149,7 +149,7 @@ def _box_judge(out, images, segments, boxes):
     got = returned_array(out, "weight_in_box")
     rows = _class_rows(images)                          # (N, L, h, n)
     N, L, h, _ = rows.shape
-    if got.shape == (L, N) and N != L:
+    if got.shape == (L, N) and N != L:         # N = 5, L = 4
         raise Wrong("your array is (layers, scenes): return one row per "
                     "scene, (N, L)", "transposed")
     expect_shape(got, "the weights", (N, L), "(N, L)",
