@@ -234,4 +234,4 @@ def test_a_loaded_clutter_model_reads_its_test_scenes_as_stored(name):
                 kind, test.images, dtype=dtype))
         logits = out if kind == "cnn" else out[0]
         right = int((logits.argmax(1).numpy() == test.labels[:, 0]).sum())
-        assert abs(right - stored) <= 3, dtype   # float32 when trained          # float64 here, float32 then
+        assert abs(right - stored) <= 3, dtype   # trained in float32
