@@ -115,19 +115,21 @@ def photograph(name, short_side=None):
 
 
 @boundary(held_out=positive_int(), seed=integer(0),
-          names=sequence(one_of(*NAMES)),
+          names=optional(sequence(one_of(*NAMES))),
           checks=(lambda held_out, names: require(
-              held_out < len(set(names)), f"held_out must leave at least one "
-              f"of the {len(set(names))} photographs of names for training, "
-              f"got {held_out}"),))
-def split_photographs(held_out=4, seed=0, names=NAMES):
-    """Split ``names`` by photograph: ``held_out`` of them, drawn from
-    ``seed``, for testing, the rest for training.
+              held_out < len(set(NAMES if names is None else names)),
+              f"held_out must leave at least one of the "
+              f"{len(set(NAMES if names is None else names))} photographs "
+              f"of names for training, got {held_out}"),))
+def split_photographs(held_out=4, seed=0, names=None):
+    """Split ``names`` (by default the whole :data:`CATALOGUE`) by
+    photograph: ``held_out`` of them, drawn from ``seed``, for testing, the
+    rest for training.
 
     Returns two tuples of names, each in catalogue order; a photograph is on
     one side only, so no crop of a test photograph is ever trained on.
     """
-    names = list(dict.fromkeys(names))                  # once each
+    names = list(dict.fromkeys(NAMES if names is None else names))
     rng = np.random.default_rng(seed)
     test = set(rng.choice(len(names), size=held_out, replace=False).tolist())
     return (tuple(n for i, n in enumerate(names) if i not in test),

@@ -14,16 +14,18 @@ all" goes to the end even when an exercise is not done yet.
 ======================  ==========================================
 module                  chapter
 ======================  ==========================================
-``definition``          1 Definition
-``scaling``             2 Scaling by √d_k
-``multihead``           3 Multi-head attention
-``masks``               4 Masks
-``position``            5 Position and permutation equivariance
-``cost``                7 Cost
-``windows``             8 Windows and shifted windows
-``nonlocal_block``      9 Non-local blocks
-``matching``            10 Matching and motion
-``misconceptions``      11 Misconceptions
+``definition``          :ref:`ch-definition`
+``scaling``             :ref:`ch-scaling`
+``multihead``           :ref:`ch-multihead`
+``masks``               :ref:`ch-masks`
+``position``            :ref:`ch-position`
+``transformer``         :ref:`ch-transformer`
+``photographs``         :ref:`ch-photographs`
+``cost``                :ref:`ch-cost`
+``windows``             :ref:`ch-windows`
+``nonlocal_block``      :ref:`ch-nonlocal`
+``matching``            :ref:`ch-matching`
+``misconceptions``      :ref:`ch-misconceptions`
 ======================  ==========================================
 """
 

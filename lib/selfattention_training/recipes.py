@@ -33,6 +33,7 @@ RECIPE_MODULES: tuple[str, ...] = (
     "selfattention_training.scale",
     "selfattention_training.mnist",
     "selfattention_training.digits",
+    "selfattention_training.photographs",
 )
 
 

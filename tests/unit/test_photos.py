@@ -122,3 +122,17 @@ def test_scenes_use_only_the_digits_and_photographs_given():
 def test_scenes_that_cannot_be_made_are_refused(bad, arg):
     with pytest.raises(ValueError, match=f"^{arg}"):
         _scenes(np.random.default_rng(0), **bad)
+
+
+def test_the_default_split_passes_the_strict_check_of_a_library_call():
+    from selfattention import _validate
+
+    # The library's own calls are checked strictly under the tests: the
+    # default names must be the form the maths receives.
+    _validate._state.depth = getattr(_validate._state, "depth", 0) + 1
+    try:
+        by_default = photos.split_photographs()
+    finally:
+        _validate._state.depth -= 1
+    assert by_default == photos.split_photographs(names=list(photos.NAMES))
+    assert set(by_default[0]) | set(by_default[1]) == set(photos.NAMES)

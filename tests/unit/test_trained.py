@@ -56,7 +56,8 @@ def test_some_recipe_is_retrained_by_the_tests():
 RETRAINED = sorted(n for n, r in RECIPES.items() if r.retrained_by_test)
 #: The retrains make test runs: one recipe per training function (its
 #: cheapest); make sweep runs the others.
-SAMPLE = ("vit-digits-10-no-position", "vit-mnist-tiny")
+SAMPLE = ("vit-digits-10-no-position", "vit-mnist-tiny", "photos-mim-tiny",
+          "clutter-vit-tiny")
 
 
 def test_the_sample_retrains_every_training_function():

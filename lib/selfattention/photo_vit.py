@@ -1,0 +1,248 @@
+"""The tiny ViT of :ref:`ch-transformer` on photographs (:ref:`ch-photographs`):
+a version that fills in hidden patches, a version with register tokens, and
+the tokens they read.
+
+Both are :class:`selfattention.vit.TinyViT` with a few parameters more and
+return what it returns, logits and the stack of weights (B, L, h, m, m),
+so that :mod:`selfattention.interpret` reads them as it reads the digits'
+ViT.
+
+* :class:`MaskedViT` adds a learned *mask token*, put in place of the
+  embedding of every hidden patch, and a linear *pixel head* that turns each
+  output token back into its patch's pixels; :func:`masked_patch_loss`
+  scores only the hidden patches (masked image modelling, as in SimMIM).
+* :class:`RegisterViT` appends ``k`` learned *register* tokens after the
+  patches, with no position and read by nothing (Darcet et al. 2024).
+
+The rest is what :ref:`ch-photographs` loads: the models' sizes, the
+held-out crops and clutter scenes they are measured on, and the loaders of
+the weights that ``make train`` writes
+(:mod:`selfattention_training.photographs`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import trained
+from ._validate import (boundary, divides, floats, generator, instance,
+                        integer, one_of, positive_int)
+from .patches import patchify
+from .photos import random_crops, split_photographs
+from .scenes import digit_scenes, split_digits
+from .vit import TinyViT, load_weight_arrays
+
+CROP, PATCH, ZOOM = 32, 4, 384       # photographs: 8 × 8 patches of 4 px
+SCENE, DIGIT, DIGIT_PATCH = 56, 28, 7  # clutter: 8 × 8 patches of 7 px
+GRID = (8, 8)                        # both: 64 tokens
+SIZES = dict(n=64, d=64, h=4, depth=4, d_mlp=128)
+
+__all__ = ["MaskedViT", "RegisterViT", "photo_tokens", "masked_patch_loss",
+           "hide_half", "photo_model", "held_out_crops", "load_photo_vit",
+           "clutter_split", "clutter_scenes", "clutter_test_scenes",
+           "clutter_model", "clutter_inputs", "load_clutter_model",
+           "PHOTO_MODELS", "CLUTTER_MODELS"]
+
+
+class MaskedViT(TinyViT):
+    """A :class:`~selfattention.vit.TinyViT` that can hide patches behind a
+    learned mask token and predict every patch's pixels from its output
+    token."""
+
+    def __init__(self, **sizes):
+        super().__init__(**sizes)
+        d, d_in = self.embed.out_features, self.embed.in_features
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, d))
+        self.pixels = nn.Linear(d, d_in)         # output token -> p² pixels
+
+    def encode(self, x, hidden=None):
+        """Output tokens and weights; ``hidden`` (B, n) patches get the mask."""
+        z = self.embed(x)                        # (B, n, d)
+        if hidden is not None:
+            z = torch.where(hidden[..., None], self.mask_token, z)
+        z = torch.cat([self.cls.expand(len(z), -1, -1), z], dim=1) + self.pos
+        maps = []                                # z: (B, 1+n, d)
+        for block in self.blocks:
+            z, A = block(z)
+            maps.append(A)                       # (B, h, 1+n, 1+n)
+        return self.ln(z), torch.stack(maps, dim=1)
+
+    def forward(self, x, hidden=None):
+        """Logits (B, classes) from the class token, and the weights."""
+        z, maps = self.encode(x, hidden)
+        return self.head(z[:, 0]), maps
+
+    def reconstruct(self, x, hidden=None):
+        """Pixels (B, n, p²) predicted for every patch, and the weights."""
+        z, maps = self.encode(x, hidden)
+        return self.pixels(z[:, 1:]), maps
+
+
+class RegisterViT(TinyViT):
+    """A :class:`~selfattention.vit.TinyViT` with ``registers`` learned
+    tokens after the patches, without position, that nothing reads: room
+    for computation that would otherwise take over background patches
+    (Darcet et al. 2024).
+    Its weights are (B, L, h, 1+n+k, 1+n+k)."""
+
+    def __init__(self, registers=4, **sizes):
+        super().__init__(**sizes)
+        d = self.embed.out_features
+        self.registers = nn.Parameter(0.02 * torch.randn(1, registers, d))
+
+    def tokens(self, x, keep=None):
+        """Output tokens (B, 1+n+k, d) before the last norm, and weights."""
+        z = self.embed(x)                        # (B, n, d)
+        z = torch.cat([self.cls.expand(len(z), -1, -1), z], dim=1) + self.pos
+        z = torch.cat([z, self.registers.expand(len(z), -1, -1)], dim=1)
+        maps = []
+        for i, block in enumerate(self.blocks):
+            z, A = block(z, None if keep is None else keep[i])
+            maps.append(A)                       # (B, h, m, m)
+        return z, torch.stack(maps, dim=1)
+
+    def forward(self, x, keep=None):
+        """Logits (B, classes) from the class token, and the weights."""
+        z, maps = self.tokens(x, keep)
+        return self.head(self.ln(z[:, 0])), maps
+
+
+@boundary(crops=floats(ndim=3), patch=positive_int(),
+          checks=(lambda crops, patch: divides(
+              "patch", patch, crops.shape[-2:],
+              "the crops' height and width"),))
+def photo_tokens(crops, patch):
+    """Crops (B, S, S) to tokens (B, n, patch²), each crop first
+    standardised (zero mean, unit variance; 10⁻³ added to the deviation) so
+    that its brightness and contrast say nothing about where it comes
+    from."""
+    mu = crops.mean(axis=(1, 2), keepdims=True)
+    sd = crops.std(axis=(1, 2), keepdims=True) + 1e-3
+    return patchify((crops - mu) / sd, patch)
+
+
+@boundary(pred=instance(torch.Tensor, "a torch tensor (B, n, p²)"),
+          target=instance(torch.Tensor, "a torch tensor (B, n, p²)"),
+          hidden=instance(torch.Tensor, "a bool torch tensor (B, n)"))
+def masked_patch_loss(pred, target, hidden):
+    """Mean squared error over the hidden patches only.
+
+    ``pred`` and ``target`` (B, n, p²) pixels, ``hidden`` (B, n) bool with
+    at least one True. Each hidden patch counts once, whatever its batch
+    row; the visible patches, which the model could copy, do not count.
+    """
+    if pred.shape != target.shape or pred.dim() != 3:
+        raise ValueError(f"pred and target must share a shape (B, n, p²); "
+                         f"got {tuple(pred.shape)} and {tuple(target.shape)}")
+    if hidden.dtype != torch.bool or hidden.shape != pred.shape[:2]:
+        raise ValueError(f"hidden must be bool of shape {tuple(pred.shape[:2])}"
+                         f"; got {hidden.dtype} {tuple(hidden.shape)}")
+    if not bool(hidden.any()):
+        raise ValueError("hidden hides no patch: the loss has nothing to "
+                         "score")
+    per_patch = ((pred - target) ** 2).mean(dim=-1)     # (B, n)
+    return per_patch[hidden].mean()
+
+
+@boundary(rng=generator(), batch=positive_int(), n=positive_int())
+def hide_half(rng, batch, n):
+    """(batch, n) bool: in each row, ``n // 2`` patches drawn without
+    replacement from ``rng`` are hidden."""
+    order = rng.random((batch, n)).argsort(axis=1)      # a random rank each
+    return torch.from_numpy(order < n // 2)
+
+
+# ------------------------------------------------- the chapter's models
+@boundary(classes=positive_int())
+def photo_model(classes):
+    """An untrained photographs' :class:`MaskedViT`: width 64, 4 blocks of
+    4 heads, 64 tokens of 4 × 4 pixels, ``classes`` photographs to name."""
+    return MaskedViT(d_in=PATCH * PATCH, classes=classes, **SIZES)
+
+
+@boundary(n=positive_int(), seed=integer(0))
+def held_out_crops(n=500, seed=1000):
+    """``n`` crops (n, 32, 32) of the held-out photographs, 384 pixels on
+    their shorter side: those the recipes measure distances on."""
+    test_names = list(split_photographs()[1])
+    return random_crops(np.random.default_rng(seed), test_names, n, CROP,
+                        ZOOM)[0]
+
+
+PHOTO_MODELS = tuple(f"photos-{objective}-{seed}"
+                     for objective in ("mim", "which") for seed in range(3))
+CLUTTER_MODELS = ("clutter-vit", "clutter-vit-registers", "clutter-cnn")
+
+
+@boundary(name=one_of(*PHOTO_MODELS))
+def load_photo_vit(name):
+    """The trained photographs' ViT ``name`` (``photos-mim-0``, ...), float64,
+    in evaluation mode."""
+    arrays = trained.load(name)
+    classes = arrays["w/head.weight"].shape[0]
+    return load_weight_arrays(photo_model(classes), arrays)
+
+
+@lru_cache(maxsize=None)
+def clutter_split():
+    """The clutter task's photographs and MNIST digits, each split in two:
+    ``(train_photos, test_photos, train_digits, test_digits)``."""
+    train_photos, test_photos = split_photographs()
+    train_digits, test_digits = split_digits(0.2)
+    return train_photos, test_photos, train_digits, test_digits
+
+
+@boundary(rng=generator(), n=positive_int(), test=instance(bool))
+def clutter_scenes(rng, n, test=False):
+    """``n`` scenes of one 28-pixel digit on a 56 × 56 crop, from the
+    training (or held-out) photographs and digits."""
+    tp, sp, td, sd = clutter_split()
+    return digit_scenes(rng, n, list(sp if test else tp), sd if test else td,
+                        size=SCENE, n_digits=(1, 1),
+                        digit_size=(DIGIT, DIGIT))
+
+
+@boundary(n=positive_int(), seed=integer(0))
+def clutter_test_scenes(n=1000, seed=2000):
+    """The scenes every clutter model is tested on."""
+    return clutter_scenes(np.random.default_rng(seed), n, test=True)
+
+
+@boundary(kind=one_of("vit", "cnn"), registers=integer(0))
+def clutter_model(kind, registers=0, dtype=torch.float32):
+    """An untrained clutter model: ``"vit"`` (with ``registers`` register
+    tokens if any) or ``"cnn"`` (:class:`selfattention.mnist.SmallCNN`)."""
+    if kind == "cnn":
+        from .mnist import SmallCNN
+        return SmallCNN().to(dtype)
+    sizes = dict(d_in=DIGIT_PATCH ** 2, **SIZES)
+    model = RegisterViT(registers, **sizes) if registers else TinyViT(**sizes)
+    return model.to(dtype)
+
+
+@boundary(kind=one_of("vit", "cnn"), images=floats(ndim=3),
+          checks=(lambda images, patch: divides(
+              "patch", patch, images.shape[-2:],
+              "the images' height and width"),))
+def clutter_inputs(kind, images, dtype=torch.float32, patch=DIGIT_PATCH):
+    """Scenes (B, S, S) as the model ``kind`` reads them: images
+    (B, 1, S, S) for the CNN, tokens (B, n, patch²) for a ViT."""
+    if kind == "cnn":
+        return torch.from_numpy(images[:, None]).to(dtype)  # (B, 1, S, S)
+    return torch.from_numpy(patchify(images, patch)).to(dtype)
+
+
+@boundary(name=one_of(*CLUTTER_MODELS))
+def load_clutter_model(name):
+    """The trained clutter model ``name`` (``clutter-vit``,
+    ``clutter-vit-registers``, ``clutter-cnn``), float64, in evaluation
+    mode."""
+    arrays = trained.load(name)
+    kind = "cnn" if "w/features.0.weight" in arrays else "vit"
+    registers = arrays["w/registers"].shape[1] if "w/registers" in arrays \
+        else 0
+    return load_weight_arrays(clutter_model(kind, registers), arrays)
