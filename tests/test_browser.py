@@ -19,6 +19,13 @@ the keyboard: its script must say what Python says for the same selection.
 A full-page screenshot of each chapter goes to _build/screenshots/ (next to
 the site's html/ folder), which is emptied first.
 
+Every page is also read at 1366 x 900 and at 390 x 844
+(test_page_reads_on_laptop_and_phone, slow): no display equation cut,
+scrolling or with its number out of view, no printed output that wraps or
+has lines over 80 characters (beyond the committed budget of
+tests/fixtures/long_outputs.json), no figure text under 9 CSS px, no figure
+without a number and caption.
+
 axe-core is the copy the PyPI package ``axe-playwright-python`` ships
 (pinned in constraints.txt); it is injected into each page from disk, so
 nothing is fetched while testing.
