@@ -891,9 +891,9 @@ MAX_OUTPUT_CHARS = 80
 # What a reader meets on the page as laid out now (async: the figures' own
 # files are read back for the size of their smallest text).
 #
-# * equations: a display equation (div.math) whose formula is wider than its
-#   box (it scrolls or is cut), whose box is wider than the text column, or
-#   whose number is not in view beside it;
+# * equations: a display equation (div.math) whose formula (its glyphs) is
+#   wider than its box (it scrolls or is cut), whose box is wider than the
+#   text column, or whose number is not in view beside it;
 # * outputs: a printed block (pre of a cell output) that wraps (it is taller
 #   than the same text set without wrapping) or has a line over
 #   MAX_OUTPUT_CHARS characters;
@@ -923,7 +923,16 @@ SCREEN_JS = r"""async () => {
     equationCount++;
     const was = box.scrollLeft;
     box.scrollLeft = 0;
-    const b = box.getBoundingClientRect(), f = formula.getBoundingClientRect();
+    // where the formula's glyphs are: a formula MathJax broke into lines
+    // keeps a box as wide as it was before the break
+    const b = box.getBoundingClientRect();
+    const f = {left: Infinity, right: -Infinity};
+    for (const glyph of formula.querySelectorAll("mjx-c")) {
+      const g = glyph.getBoundingClientRect();
+      if (g.width === 0) continue;
+      f.left = Math.min(f.left, g.left);
+      f.right = Math.max(f.right, g.right);
+    }
     const right = Math.min(b.right, column) + 1;
     const why = [];
     if (f.right > right || f.left < b.left - 1) {
@@ -1018,6 +1027,10 @@ SCREEN_JS = r"""async () => {
 def screen_measures(page, size: dict) -> dict:
     """What :data:`SCREEN_JS` finds on ``page`` laid out at ``size``."""
     page.set_viewport_size(size)
+    # loaded at that size, as a phone or a laptop loads it: MathJax breaks
+    # long equations at the width the column has when it typesets them
+    page.reload(wait_until="networkidle")
+    page.evaluate(MATHJAX_READY_JS)
     page.wait_for_timeout(500)  # the theme re-measures after 300 ms
     page.evaluate("() => document.fonts.ready")
     return page.evaluate(SCREEN_JS)
