@@ -9,20 +9,26 @@
  *    axe: scrollable-region-focusable). pydata-sphinx-theme makes code,
  *    outputs and tables tab stops when they overflow; a display equation
  *    that overflows becomes one here, a region named after its number.
- * 3. The formulas themselves are no tab stops (MathJax's keyboard explorer
- *    and "include in tab order" are off, _config.yml). MathJax 3.2 still
- *    puts each formula's spoken form in its aria-label; ARIA allows such
- *    a name only with a role, so each formula gets role="math" (axe:
- *    aria-prohibited-attr). */
+ * 3. The formulas themselves are no tab stops ("include in tab order" is
+ *    off, _config.yml). MathJax 4's speech rule engine writes each
+ *    formula's spoken form into data-semantic-speech-none (and hides the
+ *    assistive MathML from screen readers once it has); here that form
+ *    becomes the formula's name, aria-label with role="math" (ARIA allows
+ *    such a name only with a role; axe: aria-prohibited-attr). */
 (function () {
   "use strict";
   const BOXES = ["article div.math", "article div.highlight pre",
                  "article .cell_output > .output",
-                 "article .pst-scrollable-table-container"].join(", ");
+                 "article .pst-scrollable-table-container",
+                 "article .cell_output pre", "article figure"].join(", ");
 
   function nameFormulas() {
-    for (const c of document.querySelectorAll("mjx-container:not([role])")) {
-      c.setAttribute("role", "math");
+    for (const c of document.querySelectorAll("mjx-container")) {
+      if (!c.hasAttribute("role")) c.setAttribute("role", "math");
+      const spoken = c.getAttribute("data-semantic-speech-none");
+      if (spoken && c.getAttribute("aria-label") !== spoken) {
+        c.setAttribute("aria-label", spoken);
+      }
     }
   }
 
@@ -99,7 +105,8 @@
     nameFormulas();
     watchSizes();
     new MutationObserver(() => { nameFormulas(); watchSizes(); later(); })
-      .observe(document.body, {childList: true, subtree: true});
+      .observe(document.body, {childList: true, subtree: true,
+                               attributeFilter: ["data-semantic-speech-none"]});
     window.addEventListener("resize", later);
     markScrolling();
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) {

@@ -10,6 +10,10 @@ show library code (``scripts/sync_code.py``), the kernelspec and the
 language. So a re-run of unchanged code on the same day gives an
 unchanged file.
 
+Every figure the kernel draws as PNG records the size of its smallest text
+in the PNG itself (``scripts/figure_text.py``, run in the kernel before the
+first cell), for the browser test and for the book's figure script.
+
 It also stamps the notebook with the date and the versions the kernel ran
 with, ``metadata.selfattention = {executed, python, numpy, torch}``; the book
 prints them under each chapter's title
@@ -37,7 +41,11 @@ KERNEL = "python3"
 TIMEOUT = 300          # seconds per cell
 # Figures at twice their pixels, shown at their size (the output's width
 # metadata): sharp on a 2x screen. nbval compares no image.
-KERNEL_ARGUMENTS = ["--InlineBackend.figure_formats=retina"]
+# Each PNG figure records the size of its smallest text (scripts/figure_text.py,
+# run in the kernel before the first cell; tests/e2e/test_layout.py reads it).
+FIGURE_TEXT = Path(__file__).resolve().with_name("figure_text.py")
+KERNEL_ARGUMENTS = ["--InlineBackend.figure_formats=retina",
+                    f"--IPKernelApp.exec_files={[str(FIGURE_TEXT)]}"]
 STAMP_MARK = "selfattention-versions:"
 
 # Run in the notebook's own kernel after its last cell, then removed again:

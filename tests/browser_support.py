@@ -61,6 +61,8 @@ class Visit:
                 r.abort()
 
         self.context.route("**/*", route)
+        self.requested: list[str] = []      # by the page and its workers
+        self.context.on("request", lambda r: self.requested.append(r.url))
         self.page = page = self.context.new_page()
         page.on("console", lambda m: m.type == "error" and self.problems.append(
             f"console error: {m.text}"))

@@ -14,6 +14,8 @@ one chapter for them:
   the online book; citations become "(Vaswani et al., 2017)", linked to the
   references page; library names link to the library appendix;
 * labelled equations keep their numbers (``\\tag``); targets disappear;
+  the book's line-break hints (``\\allowbreak``, which the MathJax 3 of
+  Jupyter and Colab lacks) go;
 * exercises become headed blocks (the cell's metadata
   ``{"selfattention": {"exercises": [label, ...]}}`` names them for the
   grader), notes become quotes, figures get their numbered caption under
@@ -392,6 +394,9 @@ def _inline(index: BookIndex, doc: str, text: str) -> str:
             m = ROLE.fullmatch(piece)
             out.append(_role(index, doc, m.group(1), m.group(2)))
         else:
+            # the book's MathJax 4 may break a display equation at
+            # \allowbreak; the MathJax 3 of Jupyter and Colab does not know it
+            piece = piece.replace("\\allowbreak", "")
             out.append(TARGET.sub("", LABELLED_MATH.sub(tagged, piece)))
     return "".join(out)
 

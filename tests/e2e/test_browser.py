@@ -19,6 +19,13 @@ the keyboard: its script must say what Python says for the same selection.
 A full-page screenshot of each chapter goes to _build/screenshots/ (next to
 the site's html/ folder), which is emptied first.
 
+Every page is also read at 1366 x 900 and at 390 x 844
+(test_page_reads_on_laptop_and_phone, slow): no display equation cut,
+scrolling or with its number out of view, no printed output that wraps or
+has lines over 80 characters (beyond the committed budget of
+tests/fixtures/long_outputs.json), no figure text under 9 CSS px, no figure
+without a number and caption.
+
 axe-core is the copy the PyPI package ``axe-playwright-python`` ships
 (pinned in constraints.txt); it is injected into each page from disk, so
 nothing is fetched while testing.
@@ -43,7 +50,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from browser_support import Visit
+from browser_support import MATHJAX_READY_JS, Visit
 from selfattention import interactive
 from site_support import (ROOT, chapter_documents, expected_pages,
                           notebook_in_launch_link, plain_notebook_of)
@@ -102,8 +109,9 @@ HEADINGS_JS = """() => Array.from(
     .map(h => "article " + h).join(", ")))
   .map(h => [+h.tagName[1], h.textContent.trim().slice(0, 60)])"""
 
-# Every typeset formula carries its spoken form (aria-label, from MathJax's
-# speech rule engine) and a hidden MathML copy (assistive MathML).
+# Every typeset formula carries its spoken form (aria-label: MathJax 4's
+# speech rule engine computes it, _static/layout.js makes it the formula's
+# name) and a hidden MathML copy (assistive MathML).
 MATH_SPEECH_JS = """() => Array.from(document.querySelectorAll("mjx-container"))
   .filter(c => !(c.getAttribute("aria-label") || "").trim()
                || !c.querySelector("mjx-assistive-mml math")).length"""
@@ -467,10 +475,12 @@ def test_formulas_are_spoken_from_the_site(visit):
       .filter(c => c.querySelector("mjx-assistive-mml msqrt"))
       .map(c => c.getAttribute("aria-label"))""")
     assert roots, "no formula with a square root on the first chapter"
-    assert all("Root" in label for label in roots), roots[:3]
-    loaded = v.page.evaluate("""() => performance.getEntriesByType("resource")
-      .map(r => new URL(r.name)).filter(u => /sre|a11y/.test(u.pathname))
-      .map(u => u.host + u.pathname)""")
+    assert all("root" in label.lower() for label in roots), roots[:3]
+    # the rule engine runs in a worker, whose requests the page's own
+    # performance entries do not list: the browser's requests do
+    loaded = [urlsplit(u) for u in v.requested]
+    loaded = [u.netloc + u.path for u in loaded
+              if re.search("sre|a11y", u.path)]
     origin = urlsplit(v.url).netloc
     assert any(p.endswith("/sre/mathmaps/en.json") for p in loaded), loaded
     assert all(p.startswith(origin + "/_vendor/mathjax/") for p in loaded)
@@ -777,3 +787,207 @@ def test_common_strongest_and_positions_say_what_python_says(alone):
     for j in range(6):
         assert page.evaluate("([h, j]) => h.at(j)", [js, j]) == \
             interactive._at(j, cols)
+
+
+# ------------------------------------------------- read on a laptop and a phone
+#: The two screens every page is read on.
+LAPTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+#: Smallest text a figure may show, in CSS pixels.
+MIN_TEXT_PX = 9
+#: Widest printed output line, in characters.
+MAX_OUTPUT_CHARS = 80
+
+# What a reader meets on the page as laid out now (async: the figures' own
+# files are read back for the size of their smallest text).
+#
+# * equations: a display equation (div.math) whose formula (its glyphs) is
+#   wider than its box (it scrolls or is cut), whose box is wider than the
+#   text column, or whose number is not in view beside it;
+# * outputs: a printed block (pre of a cell output) that wraps (it is taller
+#   than the same text set without wrapping) or has a line over
+#   MAX_OUTPUT_CHARS characters;
+# * small text: a figure whose smallest text is shown under MIN_TEXT_PX CSS
+#   pixels. A PNG says the size of its smallest text in its own pixels (a
+#   tEXt chunk written by scripts/figure_text.py at `make execute`); a
+#   diagram's SVG says it in points at a width it names (its description,
+#   selfattention.diagrams.to_svg); each scales with the width it is drawn at.
+#   A picture that says neither is "unmeasured";
+# * uncaptioned: a figure (an image in the article, outside the kernel-free
+#   explorers, which say what they show in their own live text) not inside a
+#   <figure> whose caption has a number.
+SCREEN_JS = r"""async () => {
+  const article = document.querySelector("article") || document.body;
+  const visible = el => el.getClientRects().length > 0
+    && getComputedStyle(el).visibility !== "hidden";
+  const style = getComputedStyle(article);
+  const frame = article.getBoundingClientRect();
+  const column = frame.right - parseFloat(style.paddingRight);
+  const short = text => (text || "").replace(/\s+/g, " ").trim().slice(0, 40);
+
+  const equations = [];
+  let equationCount = 0;
+  for (const box of article.querySelectorAll("div.math")) {
+    const formula = box.querySelector("mjx-math");
+    if (!visible(box) || !formula) continue;
+    equationCount++;
+    const was = box.scrollLeft;
+    box.scrollLeft = 0;
+    // where the formula's glyphs are: a formula MathJax broke into lines
+    // keeps a box as wide as it was before the break
+    const b = box.getBoundingClientRect();
+    const f = {left: Infinity, right: -Infinity};
+    for (const glyph of formula.querySelectorAll("mjx-c")) {
+      const g = glyph.getBoundingClientRect();
+      if (g.width === 0) continue;
+      f.left = Math.min(f.left, g.left);
+      f.right = Math.max(f.right, g.right);
+    }
+    const right = Math.min(b.right, column) + 1;
+    const why = [];
+    if (f.right > right || f.left < b.left - 1) {
+      why.push("formula cut or scrolls");
+    }
+    if (b.right > column + 1) why.push("box wider than the column");
+    const eqno = box.querySelector(".eqno");
+    if (eqno) {
+      const n = eqno.getBoundingClientRect();
+      if (n.width === 0 || n.right > right || n.left < b.left - 1) {
+        why.push("number out of view");
+      }
+    }
+    box.scrollLeft = was;
+    if (why.length) {
+      equations.push((eqno ? short(eqno.textContent) : short(box.textContent))
+                     + ": " + why.join(", "));
+    }
+  }
+
+  const outputs = [];
+  const blocks = article.querySelectorAll(".cell_output pre, div.output pre");
+  for (const pre of blocks) {
+    if (!visible(pre)) continue;
+    const lines = pre.textContent.replace(/\n$/, "").split("\n");
+    const longest = Math.max(...lines.map(l => [...l].length));
+    const height = pre.getBoundingClientRect().height;
+    const was = pre.style.whiteSpace;
+    pre.style.whiteSpace = "pre";
+    const unwrapped = pre.getBoundingClientRect().height;
+    pre.style.whiteSpace = was;
+    const why = [];
+    if (height > unwrapped + 1) why.push("wraps");
+    if (longest > %(chars)d) why.push(longest + " characters");
+    if (why.length) outputs.push(short(lines[0]) + ": " + why.join(", "));
+  }
+
+  const small = [], unmeasured = [], uncaptioned = [];
+  let figureCount = 0;
+  const chunkText = (bytes, key) => {
+    const view = new DataView(bytes.buffer);
+    const latin1 = new TextDecoder("latin1");
+    const decode = (a, b) => latin1.decode(bytes.slice(a, b));
+    for (let at = 8; at + 8 <= bytes.length;) {
+      const length = view.getUint32(at), type = decode(at + 4, at + 8);
+      if (type === "tEXt") {
+        const body = decode(at + 8, at + 8 + length), nul = body.indexOf("\0");
+        if (body.slice(0, nul) === key) return body.slice(nul + 1);
+      }
+      if (type === "IDAT" || type === "IEND") break;
+      at += 12 + length;
+    }
+    return null;
+  };
+  for (const img of article.querySelectorAll("img")) {
+    if (!visible(img) || img.closest("[data-testid]")) continue;
+    figureCount++;
+    const name = (img.getAttribute("src") || "").split("/").pop().slice(0, 24);
+    const figure = img.closest("figure");
+    if (!figure || !figure.querySelector("figcaption .caption-number")) {
+      uncaptioned.push(name);
+    }
+    let textPx = null, measured = false;
+    try {
+      const response = await fetch(img.currentSrc || img.src);
+      if (/\.svg($|\?)/.test(img.src) || /^data:image\/svg/.test(img.src)) {
+        const said = (await response.text()).match(
+          /smallest text ([\d.]+) pt when shown (\d+) CSS px wide/);
+        if (said) {
+          measured = true;
+          textPx = (+said[1]) * 96 / 72 * img.width / (+said[2]);
+        }
+      } else {
+        const said = chunkText(new Uint8Array(await response.arrayBuffer()),
+                               "selfattention:smallest-text-px");
+        if (said !== null) {
+          measured = true;
+          if (said !== "none") textPx = (+said) * img.width / img.naturalWidth;
+        }
+      }
+    } catch { /* unmeasured */ }
+    if (!measured) unmeasured.push(name);
+    else if (textPx !== null && textPx < %(px)d) {
+      small.push(name + " " + textPx.toFixed(1) + " px");
+    }
+  }
+  return {equations, equationCount, outputs, outputCount: blocks.length,
+          small, unmeasured, uncaptioned, figureCount};
+}""" % {"chars": MAX_OUTPUT_CHARS, "px": MIN_TEXT_PX}
+
+
+def screen_measures(page, size: dict) -> dict:
+    """What :data:`SCREEN_JS` finds on ``page`` laid out at ``size``."""
+    page.set_viewport_size(size)
+    # loaded at that size, as a phone or a laptop loads it: MathJax breaks
+    # long equations at the width the column has when it typesets them
+    page.reload(wait_until="networkidle")
+    page.evaluate(MATHJAX_READY_JS)
+    page.wait_for_timeout(500)  # the theme re-measures after 300 ms
+    page.evaluate("() => document.fonts.ready")
+    return page.evaluate(SCREEN_JS)
+
+
+#: Pages whose printed outputs still hold lines over MAX_OUTPUT_CHARS: page ->
+#: {"blocks": how many such blocks at most, "why": the reason}. A page may
+#: have fewer, never more; a page not listed has none.
+LONG_OUTPUTS = ROOT / "tests" / "fixtures" / "long_outputs.json"
+
+
+def screen_problems(measured: dict, size: str, page_path: str) -> list[str]:
+    """What :func:`screen_measures` found, one line per kind."""
+    kinds = (("equations", "display equation(s) cut, scrolling or with "
+              "the number out of view"),
+             ("small", f"figure(s) with text under {MIN_TEXT_PX} px"),
+             ("unmeasured", "figure(s) that do not say their smallest text"),
+             ("uncaptioned", "figure(s) without a number and caption"))
+    problems = [f"{size}: {len(measured[key])} {what}: {measured[key][:6]}"
+                for key, what in kinds if measured[key]]
+    wrapped = [o for o in measured["outputs"] if "wraps" in o]
+    if wrapped:
+        problems.append(f"{size}: {len(wrapped)} printed output(s) wrap: "
+                        f"{wrapped[:6]}")
+    long = [o for o in measured["outputs"] if "characters" in o]
+    allowed = json.loads(LONG_OUTPUTS.read_text()).get(page_path, {})
+    if len(long) > allowed.get("blocks", 0):
+        problems.append(
+            f"{size}: {len(long)} printed output(s) with lines over "
+            f"{MAX_OUTPUT_CHARS} characters, {allowed.get('blocks', 0)} "
+            f"allowed ({LONG_OUTPUTS.name}): {long[:6]}")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page_path", sampled(expected_pages()))
+def test_page_reads_on_laptop_and_phone(visit, page_path):
+    """Equations, printed outputs and figures as a reader meets them at
+    1366 x 900 and at 390 x 844 (:data:`SCREEN_JS` says what fails)."""
+    v = visit(page_path)
+    if v.redirected:  # index.html: its target is checked on its own
+        return
+    problems = []
+    for size, name in ((LAPTOP, "1366 px"), (PHONE, "390 px")):
+        measured = screen_measures(v.page, size)
+        print(f"SCREEN {page_path} {name} " + json.dumps(
+            {k: len(x) if isinstance(x, list) else x
+             for k, x in measured.items()}))
+        problems += screen_problems(measured, name, page_path)
+    assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
