@@ -10,7 +10,8 @@ things (and keeps a single search field, see :func:`theme_defaults`):
   to ``<output>/_vendor/mathjax/``; ``mathjax_path`` in ``_config.yml``
   points there. It is copied after the build, not placed in the book's
   ``_static/``, because Jupyter Book adds every ``.js`` file under
-  ``_static/`` to every page. A ``.nojekyll`` file keeps GitHub Pages from hiding ``_``-folders.
+  ``_static/`` to every page. A ``.nojekyll`` file keeps GitHub Pages from
+  hiding ``_``-folders.
   Every page loads MathJax, because the navigation of every page shows the
   chapter titles, and titles may hold math.
 * **Each inline script once.** Sphinx 7.4 lists an inline script (one added
