@@ -1,0 +1,381 @@
+"""The book, and its course edition, as PDF; and each chapter alone.
+
+``make pdf`` (``python -m selfattention_book.pdf``) does, per edition:
+
+1. **One page of HTML.** Jupyter Book builds the whole book with Sphinx's
+   ``singlehtml`` builder into ``_build/pdf/<edition>/`` (the course edition
+   with ``SELFATTENTION_SOLUTIONS=hidden``, as ``make book
+   SOLUTIONS=hidden``). Sphinx numbers chapters, sections, figures and
+   equations there exactly as on the site, and every cross-reference and
+   citation becomes a link inside that one page.
+2. **Print.** Chromium (Debian's, driven by Playwright, every other host
+   blocked) opens the page from 127.0.0.1, waits for MathJax (the site's
+   own copy) to typeset, applies :data:`PRINT_CSS` and
+   :data:`PREPARE_JS` (a contents list that links to every chapter and
+   section; solutions' dropdowns opened; each explorer shown as the still
+   it opens with, its buttons hidden, and a line with the address of its
+   page in the online book; no sidebars or launch buttons) and prints to
+   A4 with the PDF's outline (bookmarks) and page numbers.
+3. **Chapters alone.** The book's PDF is cut at its chapters' bookmarks
+   (pypdf) into ``pdf/chapters/NN_name.pdf``, one file a chapter with its
+   sections, figures and exercises, so a chapter can be printed alone.
+
+The files go into ``_build/html/pdf/`` (the site offers them for download;
+``_ext/book_editions.py`` links them) and, for the course edition, into
+``_build/course/_build/html/pdf/``.
+
+Why Chromium rather than weasyprint or LaTeX: the book's math is typeset by
+MathJax in the browser, which weasyprint does not run (its PDF would show
+raw TeX); Sphinx's LaTeX builder would need a TeX distribution (Debian's
+``texlive`` packages, over a gigabyte) and a LaTeX rendering of every MyST
+directive and kernel-free figure the book uses. Chromium is already
+installed for the browser tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pypdf import PdfReader, PdfWriter
+
+# Chapters of the toc and the online book's address, as the plain notebooks
+# number and link them (book tooling that still lives with the course).
+from selfattention_course.plain import BookIndex
+
+__all__ = ["Edition", "EDITIONS", "build_single_html", "print_pdf",
+           "split_chapters", "build", "BOOK_PDF", "COURSE_PDF"]
+
+CHROMIUM = Path("/usr/bin/chromium")
+BOOK_PDF = "self-attention-in-vision.pdf"
+COURSE_PDF = "self-attention-in-vision-course.pdf"
+TIMEOUT_MS = 120_000
+
+
+@dataclass(frozen=True)
+class Edition:
+    name: str          # "book" or "course"
+    solutions: str     # the value of SELFATTENTION_SOLUTIONS
+    pdf: str           # the file name of its PDF
+    site: str          # its HTML site, where the PDFs are offered
+    title_note: str    # under the title on the first page
+
+
+EDITIONS = {
+    "book": Edition("book", "shown", BOOK_PDF, "_build/html",
+                    "The book, with the solutions of its exercises."),
+    "course": Edition("course", "hidden", COURSE_PDF,
+                      "_build/course/_build/html",
+                      "The course edition: the exercises without their "
+                      "solutions."),
+}
+
+PRINT_CSS = """
+@page { size: A4; margin: 18mm 16mm 18mm 16mm; }
+html { font-size: 10.5pt; }
+body { background: #fff !important; }
+.bd-header, .bd-sidebar-primary, .bd-sidebar-secondary, .bd-footer,
+.header-article, .prev-next-area, .bd-header-article, footer,
+.sa-editions, .sa-executed, .headerlink, .toggle-button, .skip-link,
+.sa-fig button, .sa-fig select, .sa-fig .sa-help, .sa-fig input,
+.copybtn, .bd-search, #pst-back-to-top, .sa-still-note,
+div.cell.tag_remove-output, .search-button-field { display: none !important; }
+.bd-container, .bd-container__inner, .bd-main, .bd-content,
+.bd-article-container, .bd-page-width, article.bd-article {
+  max-width: none !important; width: auto !important;
+  padding: 0 !important; margin: 0 !important; display: block !important;
+  overflow: visible !important; }
+h1 { break-before: page; font-size: 1.9em; }
+.sa-print-title h1, .sa-print-toc h1 { break-before: avoid; }
+h1, h2, h3, h4 { break-after: avoid; }
+figure, img, .sa-fig, div.math, mjx-container[display="true"], pre,
+table { break-inside: avoid; }
+pre, .highlight pre { white-space: pre-wrap !important;
+  word-break: break-all; font-size: 0.82em; }
+.cell_output pre { max-height: none !important; overflow: visible !important; }
+a { color: #1f4f80; text-decoration: none; }
+.sa-print-title { text-align: center; padding-top: 30%; }
+.sa-print-title h1 { font-size: 2.6em; border: 0; }
+.sa-print-title p { font-size: 1.2em; }
+.sa-print-toc { break-before: page; break-after: page; }
+.sa-print-toc ol { list-style: none; padding-left: 0; }
+.sa-print-toc li.sa-toc-1 { font-weight: 600; margin-top: 0.5em; }
+.sa-print-toc li.sa-toc-2 { margin-left: 2em; font-size: 0.95em; }
+.sa-print-online { font-size: 0.9em; font-style: italic; }
+details, .toggle-hidden { display: block !important;
+  visibility: visible !important; }
+"""
+
+#: Run in the page before printing; returns what it changed.
+PREPARE_JS = r"""
+([baseurl, title, note]) => {
+  const article = document.querySelector("article.bd-article") ||
+    document.querySelector("main") || document.body;
+  // Solutions folded in dropdowns (sphinx-togglebutton, <details>): open.
+  for (const d of document.querySelectorAll("details")) d.open = true;
+  for (const el of document.querySelectorAll(".toggle-hidden"))
+    el.classList.remove("toggle-hidden");
+  // Each explorer: the still it opens with, and where it can be explored.
+  const starts = Array.from(document.querySelectorAll('span[id^="document-"]'));
+  let explorers = 0;
+  for (const fig of document.querySelectorAll(".sa-fig")) {
+    let doc = "";
+    for (const s of starts) {
+      if (s.compareDocumentPosition(fig) & Node.DOCUMENT_POSITION_FOLLOWING)
+        doc = s.id.slice("document-".length);
+    }
+    const url = baseurl + "/" + doc + ".html";
+    const p = document.createElement("p");
+    p.className = "sa-print-online";
+    p.append("A still of an interactive figure; explore it in the " +
+             "online book: ");
+    const a = document.createElement("a");
+    a.href = url; a.textContent = url;
+    p.append(a);
+    fig.after(p);
+    explorers += 1;
+  }
+  // Title page and contents: every chapter (h1) and section (h2).
+  const heads = Array.from(article.querySelectorAll("h1, h2"));
+  const toc = document.createElement("nav");
+  toc.className = "sa-print-toc";
+  toc.innerHTML = "<h1>Contents</h1>";
+  const list = document.createElement("ol");
+  let entries = 0;
+  for (const h of heads) {
+    const section = h.closest("section[id]");
+    if (!section) continue;
+    const li = document.createElement("li");
+    li.className = "sa-toc-" + h.tagName[1];
+    const a = document.createElement("a");
+    a.href = "#" + section.id;
+    a.textContent = h.textContent.replace(/#$/, "").trim();
+    li.append(a);
+    list.append(li);
+    entries += 1;
+  }
+  toc.append(list);
+  const first = document.createElement("div");
+  first.className = "sa-print-title";
+  first.innerHTML = "<h1></h1><p></p>";
+  first.querySelector("h1").textContent = title;
+  first.querySelector("p").textContent = note;
+  article.prepend(first, toc);
+  return {explorers, entries};
+}
+"""
+
+MATHJAX_READY_JS = """() =>
+  (window.MathJax && MathJax.startup && MathJax.startup.promise)
+  ? MathJax.startup.promise.then(() => document.fonts.ready).then(() => true)
+  : document.fonts.ready.then(() => false)"""
+
+FOOTER = ('<div style="font-size:8pt;width:100%;text-align:center;'
+          'color:#444"><span class="pageNumber"></span> / '
+          '<span class="totalPages"></span></div>')
+
+
+def build_single_html(root: Path, edition: Edition) -> Path:
+    """Jupyter Book's ``singlehtml`` build of ``edition``; its page."""
+    root = Path(root)
+    out = root / "_build" / "pdf" / edition.name
+    jb = Path(sys.executable).parent / "jupyter-book"
+    env = dict(os.environ, SELFATTENTION_SOLUTIONS=edition.solutions)
+    done = subprocess.run(
+        [str(jb), "build", str(root), "--builder", "singlehtml", "-W", "-n",
+         "--keep-going", "--path-output", str(out)],
+        env=env, capture_output=True, text=True)
+    page = out / "_build" / "singlehtml" / "index.html"
+    if done.returncode != 0 or not page.is_file():
+        raise RuntimeError(f"the singlehtml build of the {edition.name} "
+                           f"edition failed:\n{done.stdout[-3000:]}\n"
+                           f"{done.stderr[-3000:]}")
+    return page
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def print_pdf(page: Path, target: Path, baseurl: str, title: str,
+              note: str) -> dict:
+    """Print ``page`` (served from its folder on 127.0.0.1) to ``target``
+    in Chromium; every request to another host is refused and reported."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        raise FileNotFoundError("make pdf needs Chromium: apt-get install -y "
+                                "chromium")
+    handler = functools.partial(_Quiet, directory=str(page.parent))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    origin = f"127.0.0.1:{httpd.server_address[1]}"
+    blocked: list[str] = []
+
+    def route(r):
+        if urlsplit(r.request.url).netloc == origin:
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                      "--disable-background-networking"])
+            context = browser.new_context(viewport={"width": 900,
+                                                    "height": 1200})
+            context.set_default_timeout(TIMEOUT_MS)
+            context.route("**/*", route)
+            tab = context.new_page()
+            tab.goto(f"http://{origin}/{page.name}", wait_until="networkidle")
+            typeset = tab.evaluate(MATHJAX_READY_JS)
+            tab.add_style_tag(content=PRINT_CSS)
+            tab.emulate_media(media="print")
+            changed = tab.evaluate(PREPARE_JS, [baseurl, title, note])
+            tab.wait_for_load_state("networkidle")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tab.pdf(path=str(target), format="A4", print_background=True,
+                    display_header_footer=True,
+                    header_template="<span></span>", footer_template=FOOTER,
+                    margin={"top": "16mm", "bottom": "18mm", "left": "14mm",
+                            "right": "14mm"},
+                    outline=True, tagged=True)
+            browser.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    if blocked:
+        raise RuntimeError(f"printing {page} asked other hosts: {blocked[:5]}")
+    return {"typeset": typeset, **changed}
+
+
+def _outline_pages(reader: PdfReader) -> list[tuple[str, int]]:
+    """The top level of the PDF's outline: (title, first page index)."""
+    out = []
+    for item in reader.outline:
+        if isinstance(item, list):
+            continue
+        out.append((item.title.strip(), reader.get_destination_page_number(
+            item)))
+    return out
+
+
+def _chapter_titles(root: Path) -> dict[str, str]:
+    """Each chapter's document and its heading as the PDF's outline shows
+    it (number, space, title)."""
+    from selfattention_book.slides import Chapter
+
+    index = BookIndex(root)
+    titles = {}
+    for doc in index.chapters:
+        chapter = Chapter.read(root, doc)
+        number = index.targets[chapter.label].number
+        titles[doc] = f"{number}. {chapter.title}"
+    return titles
+
+
+def split_chapters(root: Path, book: Path, folder: Path) -> dict[str, Path]:
+    """One PDF per chapter of ``book``, cut at the outline's top-level
+    entries; raises if a chapter's entry is missing."""
+    reader = PdfReader(str(book))
+    top = _outline_pages(reader)
+    written = {}
+    folder.mkdir(parents=True, exist_ok=True)
+    for doc, heading in _chapter_titles(root).items():
+        starts = [i for i, (title, _) in enumerate(top)
+                  if _same_heading(title, heading)]
+        if not starts:
+            raise RuntimeError(f"{book.name} has no bookmark for {doc} "
+                               f"({heading!r}); bookmarks: {top}")
+        i = starts[0]
+        first = top[i][1]
+        last = top[i + 1][1] if i + 1 < len(top) else len(reader.pages)
+        writer = PdfWriter()
+        for number in range(first, max(last, first + 1)):
+            writer.add_page(reader.pages[number])
+        target = folder / f"{Path(doc).name}.pdf"
+        with open(target, "wb") as f:
+            writer.write(f)
+        written[doc] = target
+    return written
+
+
+def _normal(text: str) -> str:
+    import re
+
+    text = re.sub(r"\\sqrt\{([^}]*)\}", r"√\1", text)
+    text = re.sub(r"[$\\{}#]", "", text)
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def _same_heading(bookmark: str, heading: str) -> bool:
+    """Whether an outline entry is a chapter's heading (its TeX written as
+    MathJax's text: compare the words outside math)."""
+    import re
+
+    a, b = _normal(bookmark), _normal(heading)
+    if a == b:
+        return True
+    words = [w for w in re.findall(r"[a-z]{3,}", b)]
+    number = b.split(" ", 1)[0]
+    return a.startswith(number + " ") and all(w in a for w in words)
+
+
+def build(root: Path, names: list[str]) -> list[tuple[Path, int, int]]:
+    """Each edition's PDF and its chapters' PDFs in
+    ``_build/pdf/<edition>/``, copied into the edition's site under
+    ``pdf/``; (file, pages, bytes) of each."""
+    root = Path(root).resolve()
+    index = BookIndex(root)
+    made = []
+    for name in names:
+        edition = EDITIONS[name]
+        started = time.perf_counter()
+        page = build_single_html(root, edition)
+        folder = root / "_build" / "pdf" / edition.name
+        target = folder / edition.pdf
+        print_pdf(page, target, index.baseurl, "Self-Attention in Vision",
+                  edition.title_note)
+        if (folder / "chapters").exists():
+            shutil.rmtree(folder / "chapters")
+        files = [target, *split_chapters(root, target,
+                                         folder / "chapters").values()]
+        site = root / edition.site / "pdf"
+        for file in files:
+            copy = site / file.relative_to(folder)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(file, copy)
+            made.append((file, len(PdfReader(str(file)).pages),
+                         file.stat().st_size))
+        print(f"pdf: the {name} edition in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m selfattention_book.pdf")
+    parser.add_argument("editions", nargs="*", default=["book", "course"],
+                        choices=sorted(EDITIONS))
+    parser.add_argument("--root", type=Path, default=Path("."))
+    args = parser.parse_args(argv)
+    for file, pages, size in build(args.root, args.editions):
+        print(f"{file}: {pages} pages, {size / 1e6:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
