@@ -185,6 +185,7 @@ def decks_url():
     httpd.server_close()
 
 
+@pytest.mark.slow     # builds the site if it is stale; Chromium
 @pytest.mark.parametrize("name", sampled([Path(d).name for d in CHAPTERS]))
 def test_the_deck_opens_offline_and_every_slide_fits(browser, decks_url,
                                                      name):

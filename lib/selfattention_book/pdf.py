@@ -95,8 +95,7 @@ div.cell.tag_remove-output, .search-button-field { display: none !important; }
   max-width: none !important; width: auto !important;
   padding: 0 !important; margin: 0 !important; display: block !important;
   overflow: visible !important; }
-h1 { break-before: page; font-size: 1.9em; }
-.sa-print-title h1, .sa-print-toc h1 { break-before: avoid; }
+.sa-print-break { break-before: page; }
 h1, h2, h3, h4 { break-after: avoid; }
 figure, img, .sa-fig, div.math, mjx-container[display="true"], pre,
 table { break-inside: avoid; }
@@ -105,7 +104,7 @@ pre, .highlight pre { white-space: pre-wrap !important;
 .cell_output pre { max-height: none !important; overflow: visible !important; }
 a { color: #1f4f80; text-decoration: none; }
 .sa-print-title { text-align: center; padding-top: 30%; }
-.sa-print-title h1 { font-size: 2.6em; border: 0; }
+.sa-print-title .sa-print-name { font-size: 2.6em; font-weight: 600; }
 .sa-print-title p { font-size: 1.2em; }
 .sa-print-toc { break-before: page; break-after: page; }
 .sa-print-toc ol { list-style: none; padding-left: 0; }
@@ -121,6 +120,11 @@ PREPARE_JS = r"""
 ([baseurl, title, note]) => {
   const article = document.querySelector("article.bd-article") ||
     document.querySelector("main") || document.body;
+  // The site's navigation, sidebars and buttons: not on paper.
+  const chrome = [".bd-header", ".bd-sidebar-primary", ".bd-sidebar-secondary",
+    ".bd-footer", ".header-article", ".bd-header-article", ".prev-next-area",
+    ".sa-editions", ".skip-link", "#pst-back-to-top", ".sa-still-note"];
+  for (const el of document.querySelectorAll(chrome.join(", "))) el.remove();
   // Solutions folded in dropdowns (sphinx-togglebutton, <details>): open.
   for (const d of document.querySelectorAll("details")) d.open = true;
   for (const el of document.querySelectorAll(".toggle-hidden"))
@@ -145,36 +149,54 @@ PREPARE_JS = r"""
     fig.after(p);
     explorers += 1;
   }
-  // Title page and contents: every chapter (h1) and section (h2).
-  const heads = Array.from(article.querySelectorAll("h1, h2"));
+  // Each chapter and appendix starts a page; the contents list links to
+  // it and to its sections and further pages.
   const toc = document.createElement("nav");
   toc.className = "sa-print-toc";
-  toc.innerHTML = "<h1>Contents</h1>";
+  toc.innerHTML = "<h2>Contents</h2>";
   const list = document.createElement("ol");
   let entries = 0;
-  for (const h of heads) {
-    const section = h.closest("section[id]");
-    if (!section) continue;
+  const add = (section, level) => {
+    const h = section.querySelector(":scope > h1, :scope > h2, " +
+                                    ":scope > h3, :scope > h4");
+    if (!h || !section.id) return;
     const li = document.createElement("li");
-    li.className = "sa-toc-" + h.tagName[1];
+    li.className = "sa-toc-" + level;
     const a = document.createElement("a");
     a.href = "#" + section.id;
-    a.textContent = h.textContent.replace(/#$/, "").trim();
+    const copy = h.cloneNode(true);
+    for (const x of copy.querySelectorAll(".headerlink, mjx-assistive-mml"))
+      x.remove();
+    a.append(...copy.childNodes);
     li.append(a);
     list.append(li);
     entries += 1;
+  };
+  for (const s of starts) {
+    const doc = s.id.slice("document-".length);
+    const section = s.nextElementSibling;
+    if (!section || section.tagName !== "SECTION") continue;
+    const top = doc.split("/").length === 2;
+    if (top) section.classList.add("sa-print-break");
+    add(section, top ? 1 : 2);
+    if (top) {
+      for (const sub of section.querySelectorAll(":scope > section"))
+        add(sub, 2);
+    }
   }
   toc.append(list);
   const first = document.createElement("div");
   first.className = "sa-print-title";
-  first.innerHTML = "<h1></h1><p></p>";
-  first.querySelector("h1").textContent = title;
-  first.querySelector("p").textContent = note;
+  first.innerHTML = "<p class='sa-print-name'></p><p></p>";
+  first.querySelector(".sa-print-name").textContent = title;
+  first.querySelector("p:last-child").textContent = note;
   article.prepend(first, toc);
   return {explorers, entries};
 }
 """
 
+MATHJAX_STARTED_JS = """() =>
+  !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"""
 MATHJAX_READY_JS = """() =>
   (window.MathJax && MathJax.startup && MathJax.startup.promise)
   ? MathJax.startup.promise.then(() => document.fonts.ready).then(() => true)
@@ -195,12 +217,18 @@ def build_single_html(root: Path, edition: Edition) -> Path:
         [str(jb), "build", str(root), "--builder", "singlehtml", "-W", "-n",
          "--keep-going", "--path-output", str(out)],
         env=env, capture_output=True, text=True)
-    page = out / "_build" / "singlehtml" / "index.html"
+    page = out / "_build" / "singlehtml" / f"{_root_doc(root)}.html"
     if done.returncode != 0 or not page.is_file():
         raise RuntimeError(f"the singlehtml build of the {edition.name} "
                            f"edition failed:\n{done.stdout[-3000:]}\n"
                            f"{done.stderr[-3000:]}")
     return page
+
+
+def _root_doc(root: Path) -> str:
+    import yaml
+
+    return yaml.safe_load((root / "_toc.yml").read_text())["root"]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -242,6 +270,9 @@ def print_pdf(page: Path, target: Path, baseurl: str, title: str,
             context.route("**/*", route)
             tab = context.new_page()
             tab.goto(f"http://{origin}/{page.name}", wait_until="networkidle")
+            # A page of 4 MB: the deferred MathJax starts after the network
+            # is idle; wait for it, then for its typesetting.
+            tab.wait_for_function(MATHJAX_STARTED_JS)
             typeset = tab.evaluate(MATHJAX_READY_JS)
             tab.add_style_tag(content=PRINT_CSS)
             tab.emulate_media(media="print")
@@ -263,14 +294,19 @@ def print_pdf(page: Path, target: Path, baseurl: str, title: str,
     return {"typeset": typeset, **changed}
 
 
-def _outline_pages(reader: PdfReader) -> list[tuple[str, int]]:
-    """The top level of the PDF's outline: (title, first page index)."""
+def _outline_pages(reader: PdfReader) -> list[tuple[str, int, int]]:
+    """The PDF's outline, flattened: (title, depth, first page index)."""
     out = []
-    for item in reader.outline:
-        if isinstance(item, list):
-            continue
-        out.append((item.title.strip(), reader.get_destination_page_number(
-            item)))
+
+    def walk(items, depth):
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+            else:
+                out.append((item.title.strip(), depth,
+                            reader.get_destination_page_number(item)))
+
+    walk(reader.outline, 0)
     return out
 
 
@@ -292,18 +328,19 @@ def split_chapters(root: Path, book: Path, folder: Path) -> dict[str, Path]:
     """One PDF per chapter of ``book``, cut at the outline's top-level
     entries; raises if a chapter's entry is missing."""
     reader = PdfReader(str(book))
-    top = _outline_pages(reader)
+    marks = _outline_pages(reader)
     written = {}
     folder.mkdir(parents=True, exist_ok=True)
     for doc, heading in _chapter_titles(root).items():
-        starts = [i for i, (title, _) in enumerate(top)
+        starts = [i for i, (title, _, _) in enumerate(marks)
                   if _same_heading(title, heading)]
         if not starts:
             raise RuntimeError(f"{book.name} has no bookmark for {doc} "
-                               f"({heading!r}); bookmarks: {top}")
+                               f"({heading!r})")
         i = starts[0]
-        first = top[i][1]
-        last = top[i + 1][1] if i + 1 < len(top) else len(reader.pages)
+        _, depth, first = marks[i]
+        after = [page for _, d, page in marks[i + 1:] if d <= depth]
+        last = after[0] if after else len(reader.pages)
         writer = PdfWriter()
         for number in range(first, max(last, first + 1)):
             writer.add_page(reader.pages[number])
@@ -368,11 +405,16 @@ def build(root: Path, names: list[str]) -> list[tuple[Path, int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m selfattention_book.pdf")
-    parser.add_argument("editions", nargs="*", default=["book", "course"],
-                        choices=sorted(EDITIONS))
+    parser.add_argument("editions", nargs="*",
+                        help="book, course (default: both)")
     parser.add_argument("--root", type=Path, default=Path("."))
     args = parser.parse_args(argv)
-    for file, pages, size in build(args.root, args.editions):
+    unknown = set(args.editions) - set(EDITIONS)
+    if unknown:
+        parser.error(f"unknown editions {sorted(unknown)}; choose from "
+                     f"{sorted(EDITIONS)}")
+    for file, pages, size in build(args.root,
+                                   args.editions or list(EDITIONS)):
         print(f"{file}: {pages} pages, {size / 1e6:.1f} MB")
     return 0
 
