@@ -30,7 +30,7 @@ from selfattention_book.slides import Chapter
 from selfattention_course.plain import BookIndex
 from support import ROOT
 
-pytestmark = pytest.mark.sweep
+pytestmark = [pytest.mark.sweep, pytest.mark.slow]
 
 INDEX = BookIndex(ROOT)
 #: TeX, MyST roles and directives, and labels, as they would show if not

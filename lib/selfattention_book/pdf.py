@@ -195,6 +195,24 @@ PREPARE_JS = r"""
 }
 """
 
+#: Before the page's scripts: the site's MathJax configuration without the
+#: speech rule engine, whose spoken forms (for screen readers on the site)
+#: take most of the typesetting time of the whole book on one page and do
+#: not reach paper; the assistive MathML copy stays.
+QUIET_MATHJAX_JS = """(() => {
+  let value;
+  Object.defineProperty(window, "MathJax", {configurable: true,
+    get: () => value,
+    set: v => {
+      if (v && !v.version && v.options) {
+        v.options.enrichSpeech = "none";
+        if (v.loader && v.loader.load) {
+          v.loader.load = v.loader.load.filter(x => x !== "a11y/explorer");
+        }
+      }
+      value = v;
+    }});
+})();"""
 MATHJAX_STARTED_JS = """() =>
   !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"""
 MATHJAX_READY_JS = """() =>
@@ -225,6 +243,11 @@ def build_single_html(root: Path, edition: Edition) -> Path:
     return page
 
 
+def _log(message: str) -> None:
+    print(f"pdf: {time.strftime('%H:%M:%S')} {message}", file=sys.stderr,
+          flush=True)
+
+
 def _root_doc(root: Path) -> str:
     import yaml
 
@@ -251,33 +274,41 @@ def print_pdf(page: Path, target: Path, baseurl: str, title: str,
     origin = f"127.0.0.1:{httpd.server_address[1]}"
     blocked: list[str] = []
 
-    def route(r):
-        if urlsplit(r.request.url).netloc == origin:
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
+    def record(request):
+        url = urlsplit(request.url)
+        if url.scheme in ("http", "https", "ws", "wss") and \
+                url.netloc != origin:
+            blocked.append(request.url)
 
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(
                 executable_path=str(CHROMIUM), headless=True,
+                # Every other host is unreachable: its name resolves to
+                # nothing. (Playwright's request interception, which the
+                # browser tests use, stalls on a page of this size.)
                 args=["--no-sandbox", "--disable-gpu", "--no-first-run",
-                      "--disable-background-networking"])
+                      "--disable-background-networking",
+                      "--host-resolver-rules=MAP * ~NOTFOUND, "
+                      "EXCLUDE 127.0.0.1"])
             context = browser.new_context(viewport={"width": 900,
                                                     "height": 1200})
             context.set_default_timeout(TIMEOUT_MS)
-            context.route("**/*", route)
+            context.add_init_script(QUIET_MATHJAX_JS)
             tab = context.new_page()
+            tab.on("request", record)
             tab.goto(f"http://{origin}/{page.name}", wait_until="networkidle")
             # A page of 4 MB: the deferred MathJax starts after the network
             # is idle; wait for it, then for its typesetting.
+            _log("page loaded")
             tab.wait_for_function(MATHJAX_STARTED_JS)
+            _log("MathJax started")
             typeset = tab.evaluate(MATHJAX_READY_JS)
+            _log("MathJax typeset")
             tab.add_style_tag(content=PRINT_CSS)
             tab.emulate_media(media="print")
             changed = tab.evaluate(PREPARE_JS, [baseurl, title, note])
-            tab.wait_for_load_state("networkidle")
+            _log(f"prepared for print: {changed}")
             target.parent.mkdir(parents=True, exist_ok=True)
             tab.pdf(path=str(target), format="A4", print_background=True,
                     display_header_footer=True,
@@ -285,6 +316,7 @@ def print_pdf(page: Path, target: Path, baseurl: str, title: str,
                     margin={"top": "16mm", "bottom": "18mm", "left": "14mm",
                             "right": "14mm"},
                     outline=True, tagged=True)
+            _log(f"printed {target.name}")
             browser.close()
     finally:
         httpd.shutdown()
