@@ -69,15 +69,18 @@ class Edition:
     pdf: str           # the file name of its PDF
     site: str          # its HTML site, where the PDFs are offered
     title_note: str    # under the title on the first page
+    leave_out: tuple[str, ...] = ()   # documents not printed in it
 
 
 EDITIONS = {
     "book": Edition("book", "shown", BOOK_PDF, "_build/html",
                     "The book, with the solutions of its exercises."),
+    # The instructors' guide quotes a rubric in its sample gradebook: the
+    # students' printed copy leaves it out.
     "course": Edition("course", "hidden", COURSE_PDF,
                       "_build/course/_build/html",
                       "The course edition: the exercises without their "
-                      "solutions."),
+                      "solutions.", ("appendices/instructors",)),
 }
 
 PRINT_CSS = """
@@ -117,7 +120,7 @@ details, .toggle-hidden { display: block !important;
 
 #: Run in the page before printing; returns what it changed.
 PREPARE_JS = r"""
-([baseurl, title, note]) => {
+([baseurl, title, note, leaveOut]) => {
   const article = document.querySelector("article.bd-article") ||
     document.querySelector("main") || document.body;
   // The site's navigation, sidebars and buttons: not on paper.
@@ -129,6 +132,14 @@ PREPARE_JS = r"""
   for (const d of document.querySelectorAll("details")) d.open = true;
   for (const el of document.querySelectorAll(".toggle-hidden"))
     el.classList.remove("toggle-hidden");
+  // Documents this edition does not print.
+  for (const doc of leaveOut) {
+    const start = document.getElementById("document-" + doc);
+    if (!start) throw new Error("no document " + doc + " to leave out");
+    const section = start.nextElementSibling;
+    if (section && section.tagName === "SECTION") section.remove();
+    start.remove();
+  }
   // Each explorer: the still it opens with, and where it can be explored.
   const starts = Array.from(document.querySelectorAll('span[id^="document-"]'));
   let explorers = 0;
@@ -191,7 +202,18 @@ PREPARE_JS = r"""
   first.querySelector(".sa-print-name").textContent = title;
   first.querySelector("p:last-child").textContent = note;
   article.prepend(first, toc);
-  return {explorers, entries};
+  // A display equation wider than the page would be cut, its number with
+  // it: it is drawn smaller until it fits.
+  let narrowed = 0;
+  for (const eq of document.querySelectorAll("div.math")) {
+    if (eq.scrollWidth > eq.clientWidth + 1) {
+      const ratio = eq.clientWidth / eq.scrollWidth;
+      eq.style.fontSize = Math.floor(100 * ratio) + "%";
+      eq.style.overflow = "visible";
+      narrowed += 1;
+    }
+  }
+  return {explorers, entries, narrowed};
 }
 """
 
@@ -260,7 +282,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 def print_pdf(page: Path, target: Path, baseurl: str, title: str,
-              note: str) -> dict:
+              note: str, leave_out: tuple[str, ...] = ()) -> dict:
     """Print ``page`` (served from its folder on 127.0.0.1) to ``target``
     in Chromium; every request to another host is refused and reported."""
     from playwright.sync_api import sync_playwright
@@ -307,7 +329,8 @@ def print_pdf(page: Path, target: Path, baseurl: str, title: str,
             _log("MathJax typeset")
             tab.add_style_tag(content=PRINT_CSS)
             tab.emulate_media(media="print")
-            changed = tab.evaluate(PREPARE_JS, [baseurl, title, note])
+            changed = tab.evaluate(PREPARE_JS, [baseurl, title, note,
+                                                list(leave_out)])
             _log(f"prepared for print: {changed}")
             target.parent.mkdir(parents=True, exist_ok=True)
             tab.pdf(path=str(target), format="A4", print_background=True,
@@ -418,7 +441,7 @@ def build(root: Path, names: list[str]) -> list[tuple[Path, int, int]]:
         folder = root / "_build" / "pdf" / edition.name
         target = folder / edition.pdf
         print_pdf(page, target, index.baseurl, "Self-Attention in Vision",
-                  edition.title_note)
+                  edition.title_note, edition.leave_out)
         if (folder / "chapters").exists():
             shutil.rmtree(folder / "chapters")
         files = [target, *split_chapters(root, target,
