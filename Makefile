@@ -18,7 +18,7 @@ NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb appendices/*.ipynb))
 # sandboxed grading job compiles the library and pytest rewrites every test
 # module again (make unit: 68 s without the cache, 58 s with it).
 unexport PYTHONDONTWRITEBYTECODE
-.PHONY: help install lint book test sweep unit execute notebooks train assignments grade written gradescope sample-gradebook bench serve clean
+.PHONY: help install lint book slides pdf test sweep unit execute notebooks train assignments grade written gradescope sample-gradebook bench serve clean
 
 help:  ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -68,6 +68,21 @@ else
 	$(error SOLUTIONS must be shown or hidden, not $(SOLUTIONS))
 endif
 
+# Each chapter's deck, from its outline slides/NN_name.yml: make book writes
+# them into the site (_build/html/slides/); make slides writes a folder that
+# works alone, offline, with its own MathJax (_build/slides/).
+slides: $(STAMP)  ## A slide deck per chapter in _build/slides/ (outlines: slides/)
+	$(PY) -m selfattention_book.slides build --out _build/slides
+
+# Both editions' PDFs and each chapter's, printed by Chromium from a
+# single-page build, into _build/pdf/ and the sites' pdf/ folders.
+# The course edition's build reads the student notebooks that the
+# instructors' command writes, as make book SOLUTIONS=hidden does.
+pdf: book  ## The book and the course edition as PDF, and each chapter alone
+	$(VENV)/bin/selfattention-assign --out $(COURSE_BUILD)/assignments
+	SELFATTENTION_ASSIGNMENTS=$(abspath $(COURSE_BUILD))/assignments \
+	  $(PY) -m selfattention_book.pdf
+
 lint: $(STAMP)  ## Check the code style: ruff (Python), Biome (the figures' JS)
 	$(VENV)/bin/ruff check lib scripts tests chapters appendices
 	$(VENV)/bin/biome lint --error-on-warnings lib/selfattention/static _static
@@ -96,7 +111,7 @@ test: lint book  ## Every kind of check, the long sweeps on a sample (6 min)
 	  --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg; $(NO_TEST)
 
-sweep: book  ## The sweeps' other cases: every page, chapter, draw and model (CI)
+sweep: book pdf  ## The sweeps' other cases: every page, chapter, draw and model, the PDFs (CI)
 	$(PY) -m pytest tests $(XDIST) -m sweep; $(NO_TEST)
 
 execute: $(STAMP)  ## Re-run the notebooks in place after an edit (NB=path for one)

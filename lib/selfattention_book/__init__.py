@@ -11,7 +11,11 @@ plain notebooks.
 * :mod:`.pages`: where a chapter notebook splits into pages;
 * :mod:`.diagrams`: the book's diagrams, drawn by ``make diagrams``;
 * :mod:`.sync`: the library's code written into the cells that show it
-  (``make execute``).
+  (``make execute``);
+* :mod:`.slides`: a reveal.js deck per chapter from its outline in
+  ``slides/`` (``make slides``); :mod:`.pdf`: the book and its course edition
+  printed to PDF (``make pdf``); :mod:`.book_editions` links both from the
+  site.
 
 It imports the readers' library (:mod:`selfattention`) and the students'
 checks, never the grader (:mod:`selfattention_course`), and it is not part
