@@ -46,20 +46,20 @@ SECONDS = {
     "tests/book/test_course_edition.py": 80,
     "tests/unit/test_trained.py": 20,
     "chapters/06_transformer.ipynb": 50,
-    "chapters/11_misconceptions.ipynb": 40,
+    "chapters/12_misconceptions.ipynb": 40,
     "tests/unit/test_mnist.py": 40,
     "tests/unit/test_vit.py": 40,
     "tests/unit/test_review.py": 30,
     "tests/e2e/test_gradescope.py": 60,
 }
-SECONDS.update({SPREAD[0] + "11_misconceptions]": 120,
+SECONDS.update({SPREAD[0] + "12_misconceptions]": 120,
                 SPREAD[0] + "06_transformer]": 110,
-                SPREAD[1] + "07_cost.ipynb]": 60,
+                SPREAD[1] + "08_cost.ipynb]": 60,
                 SPREAD[1] + "02_scaling.ipynb]": 60,
-                SPREAD[1] + "10_matching.ipynb]": 50,
-                SPREAD[1] + "09_nonlocal.ipynb]": 35,
+                SPREAD[1] + "11_matching.ipynb]": 50,
+                SPREAD[1] + "10_nonlocal.ipynb]": 35,
                 SPREAD[1] + "01_definition.ipynb]": 25,
-                SPREAD[0] + "10_matching]": 25})
+                SPREAD[0] + "11_matching]": 25})
 
 
 def group(nodeid: str) -> str:

@@ -31,8 +31,8 @@ NAMES = list(diagrams.DIAGRAMS)
 # the chapter each diagram belongs to (DIAGRAMS-PLACEMENT: where it goes)
 CHAPTER = {"attention": "01_definition", "multihead": "03_multihead",
            "masks": "04_masks", "transformer_block": "06_transformer",
-           "vit": "06_transformer", "cost": "07_cost", "swin": "08_windows",
-           "nonlocal": "09_nonlocal", "matching": "10_matching"}
+           "vit": "06_transformer", "cost": "08_cost", "swin": "09_windows",
+           "nonlocal": "10_nonlocal", "matching": "11_matching"}
 
 
 def _writer():

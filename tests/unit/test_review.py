@@ -381,16 +381,16 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
     ("02_scaling", "ex-scaling-norm",
      "import torch\ndef my_jacobian_norm(P):\n"
      "    return torch.autograd.functional.hessian(lambda p: p, P)"),
-    ("10_matching", "ex-matching-bilinear",
+    ("11_matching", "ex-matching-bilinear",
      "from scipy.ndimage import map_coordinates\n"
      "def my_bilinear_lookup(C, flow, radius):\n"
      "    return map_coordinates(C[0, 0], flow.T, order=1, "
      "mode='grid-wrap')"),
-    ("10_matching", "ex-matching-bilinear",
+    ("11_matching", "ex-matching-bilinear",
      "import scipy.interpolate as si\n"
      "def my_bilinear_lookup(C, flow, radius):\n"
      "    return si.RegularGridInterpolator"),
-    ("10_matching", "ex-matching-bilinear",
+    ("11_matching", "ex-matching-bilinear",
      "import torch.nn.functional as F\n"
      "def my_bilinear_lookup(C, flow, radius):\n"
      "    return F.grid_sample(C, flow, align_corners=True)"),
@@ -413,11 +413,11 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
      "from scipy.special import softmax\n"
      "def still_equivariant(table, rows, cols, perm):\n"
      "    return bool(softmax(table).all())"),
-    ("08_windows", "ex-windows-padding",
+    ("09_windows", "ex-windows-padding",
      "from selfattention.windows import padded_window_ids\n"
      "def my_padded_attention(x, W_q, W_k, W_v, W_o, h, M, shift, table):\n"
      "    return padded_window_ids(x.shape[:2], M, shift)"),
-    ("11_misconceptions", "ex-misconceptions-same-output",
+    ("12_misconceptions", "ex-misconceptions-same-output",
      "from scipy.optimize import linprog\n"
      "def same_output_row(a, V):\n"
      "    return linprog(-a, A_eq=V.T, b_eq=a @ V, bounds=(0, None)).x"),
@@ -430,7 +430,7 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
      "from selfattention.cost import msa_macs\n"
      "def block_counts(n, d, h, d_mlp):\n"
      "    return 4 * d * d, msa_macs((1, n), d) + 2 * n * d * d_mlp"),
-    ("09_nonlocal", "ex-nonlocal-gate-gradients",
+    ("10_nonlocal", "ex-nonlocal-gate-gradients",
      "from torch.autograd.functional import vhp\n"
      "def my_gate_gradients(x, F, W_g, W_z, gamma, target):\n"
      "    return vhp"),
