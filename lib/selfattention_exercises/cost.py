@@ -42,7 +42,7 @@ check_merge = Exercise(
             "in any order?", written_points=2, seed=71,
     success="two partial softmaxes merge into the softmax over all their "
             "keys, in any order, with empty parts and scores near 1000.",
-    doc="Exercise 7.1: merge two online-softmax states (m, l, acc).")
+    doc="Exercise 8.1: merge two online-softmax states (m, l, acc).")
 
 
 # ------------------------------------------------------------------ 7.2
@@ -63,7 +63,7 @@ check_conv_depth = Exercise(
     success="the depth is ceil((max(H, W) - 1) / ((k - 1)/2)) layers, and "
             "one global attention layer costs no more than that stack up "
             "to the side you found.",
-    doc="Exercise 7.2: k × k convolutions until every output sees every "
+    doc="Exercise 8.2: k × k convolutions until every output sees every "
         "pixel, and the largest grid on which one attention layer costs "
         "no more than that stack.")
 
@@ -84,5 +84,5 @@ check_block_memory = Exercise(
             "peak within 64 MB at n = 50,176, d = 16?", written_points=4,
     seed=73,
     success="the measured peaks of blockwise_attention, one per block size.",
-    doc="Exercise 7.3: peak memory of blockwise attention against the "
+    doc="Exercise 8.3: peak memory of blockwise attention against the "
         "block size.")

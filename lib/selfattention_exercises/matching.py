@@ -19,7 +19,7 @@ check_consistency = Exercise(
     run=_consistency_run, seed=98,
     success="each left pixel's match, asked in turn from the right image's "
             "side of the same volume, points back within one pixel.",
-    doc="Exercise 10.1: the left-right consistency check, on rows of "
+    doc="Exercise 11.1: the left-right consistency check, on rows of "
         "made-up scenes with occlusions.")
 
 
@@ -44,7 +44,7 @@ check_pyramid = Exercise(
     written_points=2,
     success="H·W · Σₖ ⌊H/2ᵏ⌋·⌊W/2ᵏ⌋ entries, (HW)²·D multiply-adds to "
             "build and updates · HW · levels · (2r + 1)² · D on demand.",
-    doc="Exercise 10.2: entries of a correlation pyramid, and the "
+    doc="Exercise 11.2: entries of a correlation pyramid, and the "
         "multiply-adds of building it against computing its lookups on "
         "demand.")
 
@@ -66,7 +66,7 @@ check_bilinear_lookup = Exercise(
                 "torch.nn.functional.grid_sample"),
     success="whole-pixel flows read exactly the chapter's lookup; between "
             "pixels the four neighbours are mixed by their closeness.",
-    doc="Exercise 10.3: the lookup at real-valued flow, bilinear.")
+    doc="Exercise 11.3: the lookup at real-valued flow, bilinear.")
 
 
 # ------------------------------------------------------------------ 10.4
@@ -86,7 +86,7 @@ check_soft_argmax = Exercise(
     written_points=2,
     success="the expected disparity and its spread over the window around "
             "each pixel's winner, stable for a sharp temperature.",
-    doc="Exercise 10.4: soft-argmax over a window around the winner, and "
+    doc="Exercise 11.4: soft-argmax over a window around the winner, and "
         "its spread.")
 
 
@@ -106,7 +106,7 @@ check_window = Exercise(
     written_points=3,
     success="winner-take-all on k × k patches of the images given, scored "
             "on the rows given.",
-    doc="Exercise 10.5: the patch size of winner-take-all, by EPE, on "
+    doc="Exercise 11.5: the patch size of winner-take-all, by EPE, on "
         "noisy bands cut anywhere from the pair.")
 
 
@@ -128,5 +128,5 @@ check_landing = Exercise(
     written_points=2,
     success="the measured matches are right; now set the fraction that "
             "lands on the nearest whole-patch shift beside your prediction.",
-    doc="Exercise 10.6: where patches land when the motion is not a whole "
+    doc="Exercise 11.6: where patches land when the motion is not a whole "
         "number of patches.")

@@ -28,7 +28,7 @@ check_same_output_row = Exercise(
     written_points=2,
     success="b is a different attention row, with a key dropped, and "
             "b @ V = a @ V.",
-    doc="Exercise 11.1: a different attention row with the same output, "
+    doc="Exercise 12.1: a different attention row with the same output, "
         "constructed from V.")
 
 
@@ -60,7 +60,7 @@ check_faithfulness = Exercise(
     written_points=3,
     success="the ranked removal is exact and the control matches ink "
             "patches drawn in proportion to their ink, on every seed.",
-    doc="Exercise 11.2: accuracy after blanking the top-k patches and k "
+    doc="Exercise 12.2: accuracy after blanking the top-k patches and k "
         "ink patches drawn in proportion to their ink, for any classifier "
         "and seed.")
 
@@ -97,7 +97,7 @@ check_integrated_gradients = Exercise(
     written_points=3,
     success="the predicted logit's gradient averaged along the path from "
             "the blank image, times the input, summed over each patch.",
-    doc="Exercise 11.3: integrated gradients from a blank baseline, per "
+    doc="Exercise 12.3: integrated gradients from a blank baseline, per "
         "patch, for any TinyViT.")
 
 
@@ -161,6 +161,6 @@ check_reading_heads = Exercise(
             "space unimportant?",
     written_points=3,
     success="both signs are right.",
-    doc="Exercise 11.4: the sign of the rank correlation between attention "
+    doc="Exercise 12.4: the sign of the rank correlation between attention "
         "and the size of input × gradient, for a head that reads ink and one "
         "that reads empty space.")

@@ -48,7 +48,7 @@ check_gate_gradients = Exercise(
     written_points=2,
     success="dγ = Σ dL/dz ⊙ u, and both weight gradients carry the factor "
             "γ, so they vanish while the gate is shut.",
-    doc="Exercise 9.1: the gradients of γ, W_g and W_z, for any γ.")
+    doc="Exercise 10.1: the gradients of γ, W_g and W_z, for any γ.")
 
 
 # ------------------------------------------------------------------ 9.2
@@ -66,7 +66,7 @@ check_subsampled = Exercise(
     seed=92,
     success="every position queries a quarter as many keys: φ and g "
             "max-pooled over 2 × 2 blocks of each frame.",
-    doc="Exercise 9.2: the non-local operation with pooled keys and values.")
+    doc="Exercise 10.2: the non-local operation with pooled keys and values.")
 
 
 # ------------------------------------------------------------------ 9.3
@@ -88,4 +88,4 @@ check_denoising = Exercise(
     written_points=4,
     success="the measured errors are reproducible and the noisy clip's "
             "error is right; the order of the scopes is yours to explain.",
-    doc="Exercise 9.3: denoising the clip with each scope, measured.")
+    doc="Exercise 10.3: denoising the clip with each scope, measured.")

@@ -21,7 +21,7 @@ check_merging_kernel = Exercise(
             "What does each output depend on?", written_points=2, seed=81,
     success="the merging's linear map is a 2 × 2 convolution of stride 2 "
             "whose kernel holds the four blocks of W_merge.",
-    doc="Exercise 8.1: patch merging as a strided convolution.")
+    doc="Exercise 9.1: patch merging as a strided convolution.")
 
 
 # ------------------------------------------------------------------ 8.2
@@ -40,11 +40,11 @@ check_swin_macs = Exercise(
                 # profile(with_flops=True) counts the FLOPs as well
                 "torch.profiler", "torch.autograd.profiler"),
     written="why is 4HWC² the same in every stage, and what does the "
-            "64-fold ratio of chapter 8 count besides score entries?",
+            "64-fold ratio of this chapter count besides score entries?",
     written_points=2, seed=82,
     success="embedding or merging, then per block 4HWC² + 2M²HWC for the "
             "attention and 8HWC² for the MLP, stage by stage.",
-    doc="Exercise 8.2: the multiply-adds of a Swin backbone, per stage.")
+    doc="Exercise 9.2: the multiply-adds of a Swin backbone, per stage.")
 
 
 # ------------------------------------------------------------------ 8.3
@@ -72,7 +72,7 @@ check_padding = Exercise(
     success="padding the grid and masking the padded keys computes the "
             "same outputs as the cyclic shift with its mask, in more "
             "windows.",
-    doc="Exercise 8.3: shifted windows by padding, equal to the cyclic "
+    doc="Exercise 9.3: shifted windows by padding, equal to the cyclic "
         "shift.")
 
 
@@ -91,8 +91,8 @@ check_spread = Exercise(
                 "selfattention.windows.shifted_window_mask"),
     written="how fast does the spread grow, in the middle and from a "
             "corner, and how many blocks does a 56 × 56 grid with M = 7 "
-            "need? Compare with chapter 7's convolutions.",
+            "need? Compare with the cost chapter's convolutions.",
     written_points=3, seed=84,
     success="the perturbation reaches exactly the tokens that alternating "
             "regular and shifted windows connect.",
-    doc="Exercise 8.4: how far a change travels through window blocks.")
+    doc="Exercise 9.4: how far a change travels through window blocks.")
