@@ -665,3 +665,22 @@ def digits_fit_scene(name, photos, digits, size, n_digits, digit_size,
                                 short_side=name["short_side"])(
         {name["photos"]: photos, name["size"]: size,
          name["short_side"]: short_side})
+
+
+# -------------------------------------------------------------- detection
+@relation
+def four_columns(name, boxes) -> None:
+    """Boxes (k, 4): (top, left, bottom, right) on the last axis."""
+    if boxes.shape[-1] != 4:
+        raise ValueError(f"{name['boxes']} must hold 4 numbers per box "
+                         f"(top, left, bottom, right), got shape "
+                         f"{boxes.shape}")
+
+
+@relation
+def one_box_per_row(name, rows, boxes) -> None:
+    """One box per row: the first axes of ``rows`` and ``boxes`` agree."""
+    if rows.shape[0] != boxes.shape[0]:
+        raise ValueError(f"{name['rows']} and {name['boxes']} must have one "
+                         f"row per box, got shapes {rows.shape} and "
+                         f"{boxes.shape}")
