@@ -5,8 +5,10 @@ A few learned vectors, the *object queries*, cross-attend to the encoder's
 patch tokens; each comes out as a class (a digit, or *no object*) and a
 box. Training has no order in which to compare the queries' answers with
 the scene's digits, so a bipartite *matching* pairs each digit with the
-query whose answer costs least (:func:`matching_cost`,
-:func:`match_queries`, ``scipy.optimize.linear_sum_assignment``); the
+query whose answer costs least
+(:func:`~selfattention.detection.matching_cost`,
+:func:`~selfattention.detection.match_queries`,
+``scipy.optimize.linear_sum_assignment``); the
 queries left over learn to say *no object*.
 
 Boxes are (top, left, bottom, right), bottom and right excluded, in
