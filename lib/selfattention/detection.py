@@ -1,5 +1,5 @@
 """Queries that find objects (:ref:`ch-photographs`): a decoder in the
-manner of DETR (Carion et al. 2020) over the tokens of a frozen ViT.
+manner of DETR (Carion et al. 2020) over the patch tokens of a ViT.
 
 A few learned vectors, the *object queries*, cross-attend to the encoder's
 patch tokens; each comes out as a class (a digit, or *no object*) and a
