@@ -17,7 +17,7 @@ ViT.
 The rest is what :ref:`ch-photographs` loads: the models' sizes, the
 held-out crops and clutter scenes they are measured on, and the loaders of
 the weights that ``make train`` writes
-(:mod:`selfattention_training.photographs`).
+(``selfattention_training.photographs``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ __all__ = ["MaskedViT", "RegisterViT", "photo_tokens", "masked_patch_loss",
            "hide_half", "photo_model", "held_out_crops", "load_photo_vit",
            "clutter_split", "clutter_scenes", "clutter_test_scenes",
            "clutter_model", "clutter_inputs", "load_clutter_model",
-           "PHOTO_MODELS", "CLUTTER_MODELS"]
+           "PHOTO_MODELS", "CLUTTER_MODELS", "detection_scenes",
+           "detection_test_scenes", "detector_model", "load_detector"]
 
 
 class MaskedViT(TinyViT):
@@ -246,3 +247,41 @@ def load_clutter_model(name):
     registers = arrays["w/registers"].shape[1] if "w/registers" in arrays \
         else 0
     return load_weight_arrays(clutter_model(kind, registers), arrays)
+
+
+# ------------------------------------------------------------ detection
+DETR_QUERIES, DETR_DIGIT = 4, (16, 22)   # 1-3 digits of 16-22 px
+
+
+@boundary(rng=generator(), n=positive_int(), test=instance(bool))
+def detection_scenes(rng, n, test=False):
+    """``n`` scenes of one to three digits of 16 to 22 pixels on a 56 × 56
+    crop, from the training (or held-out) photographs and digits."""
+    tp, sp, td, sd = clutter_split()
+    return digit_scenes(rng, n, list(sp if test else tp), sd if test else td,
+                        size=SCENE, n_digits=(1, 3), digit_size=DETR_DIGIT)
+
+
+@boundary(n=positive_int(), seed=integer(0))
+def detection_test_scenes(n=500, seed=3000):
+    """The held-out scenes the detector is measured on."""
+    return detection_scenes(np.random.default_rng(seed), n, test=True)
+
+
+def detector_model(dtype=torch.float32):
+    """An untrained :class:`~selfattention.detection.QueryDecoder` of
+    four queries over the clutter ViT's 64 tokens of width 64."""
+    from .detection import QueryDecoder
+    return QueryDecoder(DETR_QUERIES, GRID[0] * GRID[1], SIZES["d"],
+                        SIZES["h"], SIZES["d_mlp"]).to(dtype)
+
+
+def load_detector():
+    """The trained detector: its encoder (``clutter-vit``, or the tuned
+    copy that ``clutter-detr`` keeps) and its decoder, both float64 in
+    evaluation mode."""
+    arrays = trained.load("clutter-detr")
+    tuned = {f"w/{k[2:]}": v for k, v in arrays.items() if k[:2] == "e/"}
+    vit = (load_weight_arrays(clutter_model("vit"), tuned) if tuned
+           else load_clutter_model("clutter-vit"))
+    return vit, load_weight_arrays(detector_model(), arrays)

@@ -18,6 +18,13 @@ on photographs by two objectives, and on digits pasted on photographs.
   (:func:`selfattention.scenes.digit_scenes`), 7 × 7-pixel patches for the
   ViTs; ``test_correct`` counts the right answers on 1,000 scenes of
   held-out photographs and held-out digits.
+* ``clutter-detr``: four object queries
+  (:class:`~selfattention.detection.QueryDecoder`) over the tokens of
+  ``clutter-vit``, both trained on scenes of one to three digits of 16 to
+  22 pixels (:func:`selfattention.photo_vit.detection_scenes`);
+  ``test_counts`` holds the true positives at IoU 0.5, the digits reported
+  and the digits present on 500 held-out scenes; the encoder's weights are
+  ``e/<name>``.
 
 Every recipe is float32 on one thread from fixed seeds: it repeats bit for
 bit on one machine. The ``-tiny`` recipes, float64 and a few steps, are
@@ -125,7 +132,8 @@ def _curves(arrays):
     """A recipe's arrays without its weights: what a tiny recipe keeps, so
     that its file stays small; the losses and measurements that remain
     depend on every weight."""
-    return {k: v for k, v in arrays.items() if not k.startswith("w/")}
+    return {k: v for k, v in arrays.items()
+            if not k.startswith(("w/", "e/"))}
 
 
 @recipe("photos-mim-tiny", rtol=0.0, atol=1e-6,
@@ -204,3 +212,118 @@ def clutter_vit_tiny():
     check that :func:`train_clutter` still gives the same numbers."""
     return _curves(train_clutter("vit", 0, steps=10, registers=2, batch=16,
                                  dtype=torch.float64, test_scenes=100))
+
+
+# ---------------------------------------------------------------- detection
+def _detr_targets(scenes):
+    """Each scene's labels (k,) and boxes (k, 4) as fractions of the side."""
+    side = scenes.images.shape[-1]
+    return [(scenes.labels[i, :c], scenes.boxes[i, :c] / side)
+            for i, c in enumerate(scenes.counts)]
+
+
+def _detr_loss(logits, boxes, targets, no_object_weight=0.1):
+    """Carion et al.'s loss: queries matched to objects by
+    :func:`~selfattention.detection.match_queries`; cross-entropy on every
+    query (unmatched ones to *no object*, weighted 0.1), and on matched
+    ones 5 × L1 + 2 × (1 − GIoU) of the box, per object."""
+    from selfattention.detection import (COST_WEIGHTS, NO_OBJECT, _iou_terms,
+                            match_queries, matching_cost)
+    B, N = logits.shape[:2]
+    probs = logits.detach().double().softmax(-1).numpy()
+    pred = boxes.detach().double().numpy()
+    wanted = torch.full((B, N), NO_OBJECT, dtype=torch.int64)
+    rows, cols = [], []
+    for i, (labels, true) in enumerate(targets):
+        q, j = match_queries(matching_cost(probs[i], pred[i], labels, true))
+        wanted[i, q] = torch.from_numpy(labels[j])
+        rows.append(np.stack([np.full(len(q), i), q], 1))
+        cols.append(true[j])
+    weight = torch.ones(logits.shape[-1], dtype=logits.dtype)
+    weight[NO_OBJECT] = no_object_weight
+    loss = nn.functional.cross_entropy(logits.flatten(0, 1),
+                                       wanted.flatten(), weight)
+    at = np.concatenate(rows)
+    matched = boxes[at[:, 0], at[:, 1]]
+    true = torch.from_numpy(np.concatenate(cols)).to(boxes.dtype)
+    _, w_l1, w_giou = COST_WEIGHTS
+    return (loss + w_l1 * (matched - true).abs().sum(-1).mean()
+            + w_giou * (1 - _iou_terms(matched, true)[1]).mean())
+
+
+def detr_counts(vit, decoder, scenes, dtype=torch.float64):
+    """True positives, reported and objects at IoU 0.5 over ``scenes``."""
+    from selfattention.detection import (detections, encoder_tokens,
+                                         precision_recall)
+    x = clutter_inputs("vit", scenes.images, dtype=dtype)
+    with torch.no_grad():
+        logits, boxes, _ = decoder(encoder_tokens(vit, x))
+    side = scenes.images.shape[-1]
+    classes = detections(logits.double().numpy())
+    counts = [precision_recall(classes[i], boxes[i].double().numpy() * side,
+                               scenes.labels[i, :c],
+                               scenes.boxes[i, :c].astype(np.float64))
+              for i, c in enumerate(scenes.counts)]
+    return np.array(counts, np.int64).sum(0)
+
+
+def train_detector(seed, steps, batch=64, lr=1e-3, dtype=torch.float32,
+                   threads=1, test_scenes=500, tune_encoder=False):
+    """Train a :func:`~selfattention.photo_vit.detector_model` on the
+    clutter ViT's tokens (frozen unless ``tune_encoder``) of
+    :func:`~selfattention.photo_vit.detection_scenes`; returns its weights,
+    losses and counts (true positives, reported, objects) on
+    ``detection_test_scenes(test_scenes)``. With ``tune_encoder`` the
+    clutter ViT trains too, and its weights are kept as ``e/<name>``."""
+    from selfattention.detection import encoder_tokens
+    from selfattention.photo_vit import (detection_scenes,
+                                         detection_test_scenes,
+                                         detector_model, load_clutter_model)
+    vit = load_clutter_model("clutter-vit").to(dtype)
+    vit.requires_grad_(tune_encoder)
+    rng = np.random.default_rng(seed)
+    with trained.torch_threads(threads), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        decoder = detector_model(dtype)
+        params = list(decoder.parameters()) + (
+            list(vit.parameters()) if tune_encoder else [])
+        opt = torch.optim.AdamW(params, lr, weight_decay=0.05)
+        sched = _schedule(opt, steps)
+        losses = np.empty(steps, np.float32)
+        decoder.train()
+        for step in range(steps):
+            s = detection_scenes(rng, batch)
+            with torch.set_grad_enabled(tune_encoder):
+                memory = encoder_tokens(vit, clutter_inputs(
+                    "vit", s.images, dtype=dtype))
+            logits, boxes, _ = decoder(memory)
+            loss = _detr_loss(logits, boxes, _detr_targets(s))
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(params, 0.1)
+            opt.step()
+            sched.step()
+            losses[step] = loss.item()
+        decoder.eval()
+        counts = detr_counts(vit, decoder, detection_test_scenes(test_scenes),
+                             dtype)
+    encoder = {f"e/{k[2:]}": v for k, v in weight_arrays(vit).items()}
+    return {**weight_arrays(decoder), **(encoder if tune_encoder else {}),
+            "loss": losses, "test_counts": counts}
+
+
+@recipe("clutter-detr", after=("clutter-vit",))
+def clutter_detr():
+    """Four object queries over the clutter ViT, which trains on with them:
+    3,000 steps of 64 scenes of one to three digits."""
+    return train_detector(0, steps=3000, tune_encoder=True)
+
+
+@recipe("clutter-detr-tiny", rtol=0.0, atol=1e-6,
+                retrained_by_test=True, after=("clutter-vit",))
+def clutter_detr_tiny():
+    """Ten float64 steps of 8 scenes of the detector recipe, its losses and
+    counts kept: what ``make test`` retrains to check that
+    :func:`train_detector` still gives the same numbers."""
+    return _curves(train_detector(0, steps=10, batch=8, dtype=torch.float64,
+                                  test_scenes=50, tune_encoder=True))

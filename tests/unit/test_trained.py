@@ -57,7 +57,7 @@ RETRAINED = sorted(n for n, r in RECIPES.items() if r.retrained_by_test)
 #: The retrains make test runs: one recipe per training function (its
 #: cheapest); make sweep runs the others.
 SAMPLE = ("vit-digits-10-no-position", "vit-mnist-tiny", "photos-mim-tiny",
-          "clutter-vit-tiny")
+          "clutter-vit-tiny", "clutter-detr-tiny")
 
 
 def test_the_sample_retrains_every_training_function():
