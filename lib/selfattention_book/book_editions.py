@@ -75,8 +75,9 @@ def write_site_decks(app, exception) -> None:
     if exception is not None or app.builder.name != "html":
         return
     try:
+        # the decks carry their own MathJax 3, as make slides writes them:
+        # the site's MathJax 4 takes the book's configuration, not theirs
         pages = write_decks(Path(app.srcdir), Path(app.outdir) / DECKS,
-                            mathjax="../_vendor/mathjax/tex-mml-chtml.js",
                             book_url="..")
     except OutlineError as err:
         logger.warning(str(err), type="book_editions", subtype="slides")

@@ -237,10 +237,11 @@ QUIET_MATHJAX_JS = """(() => {
 })();"""
 MATHJAX_STARTED_JS = """() =>
   !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"""
-MATHJAX_READY_JS = """() =>
+MATHJAX_READY_JS = """() => Promise.race([
   (window.MathJax && MathJax.startup && MathJax.startup.promise)
   ? MathJax.startup.promise.then(() => document.fonts.ready).then(() => true)
-  : document.fonts.ready.then(() => false)"""
+  : document.fonts.ready.then(() => false),
+  new Promise(done => setTimeout(() => done(false), 300000))])"""
 
 FOOTER = ('<div style="font-size:8pt;width:100%;text-align:center;'
           'color:#444"><span class="pageNumber"></span> / '

@@ -264,7 +264,7 @@ def test_the_reference_list_labels_each_work_as_the_text_cites_it():
     in the list."""
     import html
 
-    from test_launch_links import built_site
+    from site_support import built_site
 
     site = built_site()
     labels = _citation_labels(

@@ -72,7 +72,7 @@ def _flat(text: str) -> str:
 def _html_book() -> dict:
     """Figure and equation numbers and reference entries of the HTML
     book."""
-    from test_launch_links import built_site
+    from site_support import built_site
 
     site = built_site()
     figures, equations = set(), set()
@@ -149,7 +149,7 @@ def test_the_contents_link_into_the_pdf_and_bookmarks_hold_chapters(name):
 
 @pytest.mark.parametrize("name", sorted(pdf.EDITIONS))
 def test_each_explorer_is_a_still_with_its_online_page(name):
-    from test_launch_links import built_site
+    from site_support import built_site
 
     explorers = sum(p.read_text(encoding="utf-8").count('class="sa-fig ')
                     for p in (built_site() / "chapters").rglob("*.html"))

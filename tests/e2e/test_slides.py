@@ -162,6 +162,7 @@ READY_JS = """() => new Promise(done => {
     ? MathJax.startup.promise.then(() => document.fonts.ready)
         .then(() => done(true))
     : setTimeout(wait, 50);
+  setTimeout(() => done(false), 60000);    // a deck that never typesets
   if (Reveal.isReady()) wait(); else Reveal.on("ready", wait);
 })"""
 
@@ -173,7 +174,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def decks_url():
-    from test_launch_links import built_site
+    from site_support import built_site
 
     site = built_site()
     assert (site / slides.DECKS).is_dir(), "the site has no slides/ folder"
@@ -210,7 +211,7 @@ def test_the_deck_opens_offline_and_every_slide_fits(browser, decks_url,
     page.on("response", lambda r: r.status >= 400 and problems.append(
         f"HTTP {r.status}: {r.url}"))
     page.goto(f"{decks_url}/{name}.html", wait_until="networkidle")
-    page.evaluate(READY_JS)
+    assert page.evaluate(READY_JS), f"{name}: MathJax never typeset the deck"
     math = page.evaluate(RAW_TEX_JS)
     fit = page.evaluate(OVERFLOW_JS, [slides.WIDTH, slides.HEIGHT])
     shots = os.environ.get("SLIDES_SHOTS")
