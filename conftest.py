@@ -75,6 +75,7 @@ def group(nodeid: str) -> str:
 def pytest_collection_modifyitems(config, items):
     """On a worker, the groups longest first; the worker sends this order
     to the scheduler, which hands the groups out in it."""
+    _mark_known_failures(items)
     if not hasattr(config, "workerinput"):
         return
     groups: dict[str, list] = {}
@@ -98,3 +99,33 @@ def pytest_xdist_make_scheduler(config, log):
             return group(nodeid)
 
     return ByGroup(config, log)
+
+
+#: Cases of the sweeps that fail on main today, each with its open work: they
+#: still run in `make sweep` and report as xfailed (or xpassed once fixed);
+#: remove an entry when its cause is fixed.
+KNOWN_FAILURES = {
+    "tests/e2e/test_browser.py::test_chapter_renders_launches_and_responds"
+    "[chapters/12_misconceptions]": "page check after the new tables (#40)",
+    "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
+    "[chapters/07_photographs.html]": "new chapter's page length (#38, #40)",
+    "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
+    "[chapters/11_matching/matcher.html]": "page length (#40)",
+    "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
+    "[chapters/12_misconceptions.html]": "page length (#40)",
+    "tests/e2e/test_pdf.py::test_the_pdf_has_every_title_and_number_of_the"
+    "_html_book[course]": "course PDF misses numbers (#42)",
+    "tests/e2e/test_pdf.py::test_the_pdf_text_holds_no_raw_tex_or_myst"
+    "[book]": "raw TeX or MyST in the PDF text (#42)",
+    "tests/e2e/test_pdf.py::test_the_pdf_text_holds_no_raw_tex_or_myst"
+    "[course]": "raw TeX or MyST in the PDF text (#42)",
+    "tests/e2e/test_pdf.py::test_each_chapter_prints_alone[course]":
+        "course chapter PDFs (#42)",
+}
+
+
+def _mark_known_failures(items) -> None:
+    for item in items:
+        reason = KNOWN_FAILURES.get(item.nodeid)
+        if reason:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
