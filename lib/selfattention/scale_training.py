@@ -1,22 +1,6 @@
-"""The scale of the scores in training (:ref:`ch-scaling`).
-
-One small attention model on real MNIST digits, trained three times from the
-same initial weights and the same batches; the runs differ only in the number
-that divides the scores ``Q Kᵀ``: ``√d_k`` (the transformer's choice), ``1``
-(no scaling) or ``d_k`` (μP's choice), at the key width ``d_k = 256``. The
-recipe ``scale-training`` of ``make train``
-(``selfattention_training.scale``) trains each variant from a few
-seeds and saves the curves (loss, accuracy, attention entropy, the gradient
-that reaches ``W_Q`` and ``W_K``) and the class token's maps over a few test
-digits; :ref:`ch-scaling` loads them with ``trained.load("scale-training")``.
-
-The model: 28 × 28 digits cut into 16 patches of 7 × 7 pixels, a linear
-embedding to width ``d = 32`` with learned position embeddings and a class
-token, two pre-LN blocks of one attention head (queries and keys of width
-``d_k``) and an MLP, and a linear classifier on the class token. ``W_Q`` and
-``W_K`` start with entries of variance ``1/d``, so that for the unit-variance
-components that LayerNorm hands them every query and key component has
-variance 1, the premise of the variance argument of :ref:`ch-scaling`.
+"""The scale of the scores in training (:ref:`ch-scaling`): one small attention
+model on MNIST whose runs differ only in what divides ``Q Kᵀ`` (``√d_k``, 1 or
+``d_k``); ``make train`` writes the curves the chapter loads.
 """
 
 from __future__ import annotations
@@ -52,11 +36,7 @@ def divisor(variant: str, d_k: int = D_K) -> float:
 
 
 class ScaleAttention(nn.Module):
-    """One attention head whose scores are divided by ``divide``.
-
-    Queries and keys of width ``d_k``, values of width ``d``; ``forward``
-    returns the head's output (B, n, d) and its weights (B, n, n) and keeps
-    the divided scores in ``last_scores`` (:ref:`ch-scaling`)."""
+    """One attention head whose scores are divided by ``divide``."""
 
     def __init__(self, d: int, d_k: int, divide: float):
         super().__init__()
