@@ -80,13 +80,6 @@ class _Layer(nn.Module):
         return x + self.mlp(self.norm_mlp(x)), weights
 
 
-def local_mask(W: int, radius: int):
-    """(W, W) bool, True where column ``x'`` lies within ``radius`` of
-    ``x``: the window of the self-attention layers."""
-    x = np.arange(W)
-    return np.abs(x[:, None] - x[None, :]) <= radius
-
-
 class Matcher(nn.Module):
     """Encoder, then ``pairs`` rounds of self-attention along each row
     (within ``radius`` columns) and cross-attention between the rows of the

@@ -21,7 +21,7 @@ from .position import relative_position_index
 
 __all__ = ["DigitSplit", "digit_split", "shuffle_patches", "RelativeBias",
            "Block", "TinyViT", "train", "TRAINED_DIGITS", "trained_digits_vit",
-           "weight_arrays", "load_weight_arrays", "forward", "predict",
+           "load_weight_arrays", "forward", "predict",
            "accuracy"]
 
 
@@ -193,15 +193,8 @@ TRAINED_DIGITS = {
 }
 
 
-def weight_arrays(model):
-    """A model's ``state_dict`` as NumPy arrays named ``w/<name>``, the
-    form in which the recipes save weights."""
-    return {f"w/{k}": v.detach().numpy().copy()
-            for k, v in model.state_dict().items()}
-
-
 def load_weight_arrays(model, arrays):
-    """Load the ``w/<name>`` arrays of :func:`weight_arrays` into
+    """Load the ``w/<name>`` arrays a recipe saved into
     ``model`` (float64) and return it in evaluation mode."""
     model.double().load_state_dict(
         {k[2:]: torch.from_numpy(np.asarray(v, dtype=np.float64))

@@ -16,9 +16,9 @@ from selfattention import interpret, trained
 from selfattention.mnist import (CONFIG_KEYS, NORMS, PAIR_VIT, STEPS,
                                  SmallCNN, _vit, correct, fit, load_vit,
                                  mnist_split, multiply_adds, parameters)
-from selfattention.vit import accuracy, forward, weight_arrays
+from selfattention.vit import accuracy, forward
 
-from .recipes import recipe
+from .recipes import recipe, weight_arrays
 
 BLANKED = (1, 2, 4, 8, 16)                 # patches blanked per digit, k
 PAIR_CNN = (16, 24, 32, 32)                # SmallCNN's default widths

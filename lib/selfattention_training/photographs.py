@@ -47,9 +47,8 @@ from selfattention.photo_vit import (CROP, GRID, PATCH, ZOOM,
                                      masked_patch_loss, photo_model,
                                      photo_tokens)
 from selfattention.photos import random_crops, split_photographs
-from selfattention.vit import weight_arrays
 
-from .recipes import recipe
+from .recipes import recipe, weight_arrays
 
 
 def _schedule(opt, steps, warmup=0.05):
