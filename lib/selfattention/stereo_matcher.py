@@ -50,10 +50,9 @@ class _Layer(nn.Module):
     """Pre-norm attention and MLP, queries from ``x``, keys and values from
     ``y``. Where a query may look is a boolean mask; how far the key lies
     enters as a learned bias per offset, added to the scores (as Swin's
-    relative position bias, :ref:`ch-windows`), so the layer knows relative but
-    no
-    absolute column. The two residual branches start at zero (their last
-    weights are zero): a new layer passes its input through unchanged."""
+    relative position bias, :ref:`ch-windows`), so the layer knows relative
+    but no absolute column. The two residual branches start at zero (their
+    last weights are zero): a new layer passes its input through unchanged."""
 
     def __init__(self, width: int, heads: int, offsets: int):
         super().__init__()

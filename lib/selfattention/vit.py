@@ -59,9 +59,8 @@ def digit_split(test_fraction=0.25, seed=0):
 @boundary(X=floats(ndim=3), rng=generator())
 def shuffle_patches(X, rng):
     """Each image's patches in its own random order (:ref:`ch-position`):
-    returns
-    ``X_shuffled`` (N, n, d_in), ``X_shuffled[i] = X[i, perms[i]]``, and
-    ``perms`` (N, n)."""
+    returns ``X_shuffled`` (N, n, d_in), ``X_shuffled[i] = X[i, perms[i]]``,
+    and ``perms`` (N, n)."""
     perms = np.stack([rng.permutation(X.shape[1]) for _ in range(len(X))])
     return np.take_along_axis(X, perms[:, :, None], axis=1), perms
 
