@@ -141,14 +141,19 @@ def generalized_box_iou(a, b):
 
 
 # --------------------------------------------------------------- matching
+def _scene_fits(name, per_box, boxes, labels, true_boxes) -> None:
+    """``per_box`` (argument ``name``) and ``boxes`` have one row per
+    predicted box, ``labels`` and ``true_boxes`` one per object."""
+    _boxes(boxes=boxes, true_boxes=true_boxes)
+    agree(name, per_box, 0, "boxes", boxes, 0, "have one row per box")
+    agree("labels", labels, 0, "true_boxes", true_boxes, 0,
+          "have one row per box")
+
+
 @boundary(probs=floats(ndim=2), boxes=floats(ndim=2), labels=ints(ndim=1),
           true_boxes=floats(ndim=2),
-          checks=(lambda probs, boxes, labels, true_boxes: (
-              _boxes(boxes=boxes, true_boxes=true_boxes),
-              agree("probs", probs, 0, "boxes", boxes, 0,
-                    "have one row per box"),
-              agree("labels", labels, 0, "true_boxes", true_boxes, 0,
-                    "have one row per box")),))
+          checks=(lambda probs, boxes, labels, true_boxes: _scene_fits(
+              "probs", probs, boxes, labels, true_boxes),))
 def matching_cost(probs, boxes, labels, true_boxes):
     """(N, k): the cost of letting query ``i`` answer for object ``j``:
     minus its probability of ``labels[j]``, plus 5 times the L1 distance of
@@ -182,12 +187,8 @@ def detections(logits):
 
 @boundary(classes=ints(ndim=1), boxes=floats(ndim=2), labels=ints(ndim=1),
           true_boxes=floats(ndim=2), threshold=number(0, 1, strict=True),
-          checks=(lambda classes, boxes, labels, true_boxes: (
-              _boxes(boxes=boxes, true_boxes=true_boxes),
-              agree("classes", classes, 0, "boxes", boxes, 0,
-                    "have one row per box"),
-              agree("labels", labels, 0, "true_boxes", true_boxes, 0,
-                    "have one row per box")),))
+          checks=(lambda classes, boxes, labels, true_boxes: _scene_fits(
+              "classes", classes, boxes, labels, true_boxes),))
 def precision_recall(classes, boxes, labels, true_boxes, threshold=0.5):
     """One scene's counts ``(true_positives, reported, objects)``."""
     from scipy.optimize import linear_sum_assignment
