@@ -1,15 +1,6 @@
-"""Pictures of a kernel-free figure's first state, for when its script
-cannot run.
-
-A notebook opened from disk is not trusted, so Jupyter shows its HTML
-outputs without their scripts, and a figure drawn on a ``<canvas>`` by
-JavaScript would be an empty box. Each canvas of
-:mod:`selfattention.interactive` therefore carries, as its CSS background,
-a PNG of what its script draws when the page loads: these functions paint
-the same picture in NumPy from the same data (``D`` of the script), pixel
-for pixel for the grey images, attention maps and outlines
-(``tests/unit/test_stills.py`` compares them with Chromium's drawing). The
-script paints over the background, so with scripts the figure is unchanged.
+"""Pictures of a kernel-free figure's first state, painted in NumPy as its
+script paints them, set as each canvas's CSS background for notebooks whose
+scripts do not run (not part of the API).
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
-"""Argument checks at the library's public boundary (not part of the API).
-
-A public function declares what each argument must be, as a table, and the
-checks between its arguments as short functions written just above it:
-
-    def _fit(Q, K):                           # names the function's arguments
-        agree("Q", Q, -1, "K", K, -1, "have the same last dimension d_k")
-
-    @boundary(Q=floats(min_ndim=2), K=floats(min_ndim=2), checks=(_fit,))
-    def scores(Q, K): ...
-
-``@boundary`` converts each declared argument (wrong type: ``TypeError``,
-wrong value: ``ValueError``, the message starting with the argument's name,
-then what was expected and what came), calls each check with the converted
-arguments its parameters name, then the bare maths. The table stays readable
-on the function as ``fn.constraints``; each :class:`Constraint` also names
-values it accepts and values it refuses, from which
-``tests/unit/test_bad_input.py`` tries every public function with every kind
-of bad argument.
-
-Calls made by the library itself are not checked unless
-``SELFATTENTION_STRICT_CALLS=1`` (the tests): they must pass what the maths
-receives.
+"""Argument checks at the library's public boundary (not part of the API):
+``@boundary`` converts each declared argument, runs the checks between them,
+then the maths; ``tests/unit/test_bad_input.py`` reads the declarations.
 """
 
 import functools
@@ -37,11 +17,6 @@ _state = threading.local()             # depth: public calls under way
 
 def boundary(checks=(), runs_user_code: bool = False, **constraints):
     """Declare a public function's arguments; convert and check them on entry.
-
-    Each of ``checks`` is called with the converted arguments that its
-    parameters name (a parameter with a default that names none keeps it);
-    ``runs_user_code`` marks a function running code it
-    was given, whose calls are checked as usual.
     """
 
     def wrap(fn):

@@ -1,7 +1,6 @@
 """Softmax, scaled dot-product and multi-head attention in NumPy
-(:ref:`ch-definition` and :ref:`ch-multihead` show this code). Float64
-unless given float32; leading batch axes ``...`` broadcast; masks are
-boolean, True = this query may use this key.
+(:ref:`ch-definition`, :ref:`ch-multihead`): float64 unless given float32,
+leading batch axes broadcast, masks boolean with True = may attend.
 """
 
 import math
@@ -93,10 +92,7 @@ def _some_key(S) -> None:
 
 @boundary(S=floats(min_ndim=1, neg_inf=True), checks=(_some_key,))
 def softmax(S):
-    """Softmax over the last axis: each row becomes weights summing to one.
-
-    ``-inf`` (a masked score) gets weight zero (:ref:`ch-definition`).
-    """
+    """Softmax over the last axis: each row becomes weights summing to one."""
     E = np.exp(S - S.max(axis=-1, keepdims=True))  # the row's largest -> 1
     return E / E.sum(axis=-1, keepdims=True)
 
@@ -108,23 +104,8 @@ def softmax(S):
 def attention(Q, K, V, mask=None, bias=None, scale=None):
     """Scaled dot-product attention: ``softmax(Q Kᵀ / √d_k + B) V``.
 
-    Parameters
-    ----------
-    Q, K, V : array_like
-        Shapes (..., n_q, d_k), (..., n_k, d_k) and (..., n_k, d_v).
-    mask : array_like of bool, broadcastable to (..., n_q, n_k), optional
-        True where query ``i`` may use key ``j`` (:ref:`ch-masks`).
-    bias : array_like, broadcastable to (..., n_q, n_k), optional
-        Added to the scaled scores (Swin's relative position bias,
-        :ref:`ch-windows`).
-    scale : float, optional
-        Multiplies ``Q Kᵀ`` instead of ``1 / √d_k`` (:ref:`ch-scaling`).
-
-    Returns
-    -------
-    Y, A : ndarray, shapes (..., n_q, d_v) and (..., n_q, n_k)
-        Outputs and attention weights (rows summing to one;
-        :ref:`ch-definition`).
+    Q (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v) -> outputs
+    (..., n_q, d_v) and weights (..., n_q, n_k); ``scale`` replaces 1/√d_k.
     """
     if scale is None:
         scale = 1 / math.sqrt(Q.shape[-1])  # a float keeps float32 float32
@@ -163,21 +144,8 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, h, mask=None, bias=None,
                          context=None):
     """Multi-head attention: ``Concat(head_1, …, head_h) W_O``.
 
-    Parameters
-    ----------
-    X : array_like, shape (..., n, d)
-    W_q, W_k, W_v, W_o : array_like
-        Shapes (d, h·d_k), (d_c, h·d_k), (d_c, h·d_v) and (h·d_v, d_out);
-        head ``i`` uses columns ``i·d_k … (i+1)·d_k - 1`` (:ref:`ch-multihead`).
-    h : int
-    mask, bias : array_like, broadcastable to (..., h, n, m), optional
-        As in :func:`attention`; give a batch of masks a head axis.
-    context : array_like, shape (..., m, d_c), optional
-        Tokens giving keys and values (cross-attention); by default ``X``.
-
-    Returns
-    -------
-    Y, A : ndarray, shapes (..., n, d_out) and (..., h, n, m)
+    X (..., n, d), ``context`` (..., m, d_c) -> outputs (..., n, d_out) and
+    weights (..., h, n, m); head ``i`` uses columns ``i·d_k … (i+1)·d_k - 1``.
     """
     C = X if context is None else context                 # keys' tokens
     Q = split_heads(X @ W_q, h)                           # (..., h, n, d_k)

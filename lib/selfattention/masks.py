@@ -24,10 +24,7 @@ def _lengths_fit(lengths, n) -> None:
 
 @boundary(lengths=ints(ndim=1), n=positive_int(), checks=(_lengths_fit,))
 def padding_mask(lengths, n):
-    """Hide padding tokens: a (B, n, n) mask from each item's real length.
-
-    Item ``b`` holds ``lengths[b]`` real tokens, then padding.
-    """
+    """Hide padding tokens: a (B, n, n) mask from each item's real length."""
     keep = np.arange(n)[None, :] < lengths[:, None]          # (B, n)
     return np.repeat(keep[:, None, :], n, axis=1)            # (B, n, n)
 
@@ -48,10 +45,7 @@ def grid_positions(grid):
 
 @boundary(grid=grid_shape(), radius=integer(0))
 def neighborhood_mask(grid, radius):
-    """Each token may use the patches up to ``radius`` rows and columns away.
-
-    Unlike :func:`window_mask`, the square moves with the query.
-    """
+    """Each token may use the patches up to ``radius`` rows and columns away."""
     rc = grid_positions(grid)                                # (n, 2)
     offset = np.abs(rc[:, None, :] - rc[None, :, :])         # (n, n, 2)
     return (offset <= radius).all(axis=-1)                   # (n, n)
@@ -85,10 +79,7 @@ MASK_KINDS = ("none", "causal", "neighborhood", "window")
           checks=(lambda kind, grid, M: kind != "window" or tiles(grid, M),))
 def mask_of_kind(kind, grid, M=4, radius=1):
     """One of the masks of a patch grid, chosen by name: windows of ``M × M``
-    patches, or neighbourhoods of ``radius`` patches; the other is unused.
-
-    See :ref:`ch-masks`.
-    """
+    patches, or neighbourhoods of ``radius`` patches; the other is unused."""
     n = grid[0] * grid[1]
     if kind == "causal":
         return causal_mask(n)

@@ -1,8 +1,5 @@
-"""Matching two images: cross-attention and correlation volumes
-(:ref:`ch-matching`).
-
-Frame 2 is frame 1 moved cyclically (``np.roll``), so every pixel and patch
-has a true match; displacements are (row, col), down and right positive.
+"""Matching two images by cross-attention and correlation volumes
+(:ref:`ch-matching`); displacements are (row, col), down and right positive.
 """
 
 from __future__ import annotations
@@ -29,13 +26,7 @@ def normalize(X):
               S.shape == (grid[0] * grid[1],) * 2, f"S must have shape (n, n) "
               f"with n = H·W for the grid {grid}, got {S.shape}"),))
 def displacements(S, grid, periodic=True):
-    """Where each query's strongest key lies, relative to the query.
-
-    ``S`` (H·W, H·W): scores between two frames on one row-major ``grid =
-    (H, W)``, queries in rows -> ``(d_row, d_col)`` of each row's argmax,
-    int (H·W, 2), wrapped into ``[-H/2, H/2) × [-W/2, W/2)`` if
-    ``periodic``.
-    """
+    """Where each query's strongest key lies, relative to the query."""
     H, W = grid
     best = np.argmax(S, axis=1)                           # (n,) key index
     D = np.stack(np.divmod(best, W), axis=1) \
@@ -50,11 +41,7 @@ def displacements(S, grid, periodic=True):
               k % 2 == 1 and k <= min(img.shape), f"k must be odd and no "
               f"larger than the image {img.shape}, got k={k}"),))
 def pixel_features(img, k=5):
-    """A fixed stand-in for RAFT's shared feature encoder.
-
-    ``img`` (H, W) -> ``F`` (H, W, k²): each pixel's ``k × k``
-    neighbourhood (wrapping), centred and of unit length; ``k`` odd.
-    """
+    """A fixed stand-in for RAFT's shared feature encoder."""
     padded = np.pad(img, k // 2, mode="wrap")
     win = np.lib.stride_tricks.sliding_window_view(padded, (k, k))  # (H,W,k,k)
     F = win.reshape(*img.shape, k * k)                              # (H,W,k²)
@@ -64,18 +51,7 @@ def pixel_features(img, k=5):
 @boundary(F1=floats(ndim=3), F2=floats(ndim=3),
           checks=(lambda F1, F2: same_shape(F1=F1, F2=F2),))
 def correlation_volume(F1, F2):
-    """All-pairs correlations ``C[i, j, k, l] = F1[i, j] · F2[k, l]``.
-
-    Parameters
-    ----------
-    F1, F2 : array_like, shape (H, W, D)
-        Features of the two frames.
-
-    Returns
-    -------
-    C : ndarray, shape (H, W, H, W)
-        Plain dot products, as RAFT's paper defines the volume.
-    """
+    """All-pairs correlations ``C[i, j, k, l] = F1[i, j] · F2[k, l]``."""
     H, W, D = F1.shape
     C = F1.reshape(H * W, D) @ F2.reshape(H * W, D).T     # (H·W, H·W): Q Kᵀ
     return C.reshape(H, W, H, W)                          # (H, W, H, W)
@@ -93,11 +69,7 @@ def _volume_fits(C, flow=None) -> None:
 @boundary(C=floats(ndim=4), periodic=instance(bool),
           checks=(_volume_fits,))
 def argmax_flow(C, periodic=True):
-    """Each pixel's displacement to its best-correlated pixel.
-
-    ``C`` (H, W, H, W) -> int (H, W, 2); ``periodic`` as in
-    :func:`displacements`.
-    """
+    """Each pixel's displacement to its best-correlated pixel."""
     H, W = C.shape[:2]
     D = displacements(C.reshape(H * W, H * W), (H, W), periodic)
     return D.reshape(H, W, 2)
@@ -106,22 +78,7 @@ def argmax_flow(C, periodic=True):
 @boundary(C=floats(ndim=4), flow=ints(ndim=3), radius=integer(0),
           checks=(_volume_fits,))
 def lookup(C, flow, radius):
-    """Read the correlations around where the flow says each pixel went.
-
-    Parameters
-    ----------
-    C : array_like, shape (H, W, H, W)
-    flow : array_like of int, shape (H, W, 2)
-        Whole-pixel (d_row, d_col) of each pixel.
-    radius : int
-        Half-width ``r`` of the square window, at least 0.
-
-    Returns
-    -------
-    L : ndarray, shape (H, W, (2·radius + 1)²)
-        ``C[x, x + f + d]``, offsets ``d`` row-major from ``(-r, -r)``;
-        indices wrap around.
-    """
+    """Read the correlations around where the flow says each pixel went."""
     H, W = C.shape[:2]
     ys, xs = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")  # (H, W)
     d = np.arange(-radius, radius + 1)                    # (2r+1,)

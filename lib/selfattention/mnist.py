@@ -1,31 +1,6 @@
-"""Real handwriting for :ref:`ch-transformer`: a vision transformer and a CNN
-of the same
-size trained on 28 × 28 MNIST digits with one recipe, and the ``make train``
-recipes that write what the chapter shows.
-
-The split is fixed: :func:`mnist_split` keeps 1,000 of the 5,000 digits of
-:func:`selfattention.data.mnist_digits` for testing (100 per class) and
-trains on the other 4,000, or on a stratified subset of them. A digit becomes
-7 × 7 = 49 tokens of 4 × 4 pixels (16 values each).
-
-Loading the trained vision transformer (:ref:`ch-transformer` and
-:ref:`ch-misconceptions`)::
-
-    from selfattention import mnist, trained, vit
-    model = mnist.load_vit("vit-mnist")     # TinyViT, float64, eval mode
-    split = mnist.mnist_split()             # the same 4,000 / 1,000 digits
-    logits, maps = vit.forward(model, split.X_test)
-    # logits (1000, 10); maps (1000, L, h, 1 + 49, 1 + 49), token 0 the
-    # class token, token 1 + j the patch j of the row-major 7 × 7 grid
-    # (split.grid, split.patch = (7, 7), 4 for selfattention.interpret).
-
-``mnist.load_vit`` builds the model from the arrays of
-``trained.load(name)``: ``config`` (see ``CONFIG_KEYS``) and one array
-``w/<parameter name>`` per entry of the model's ``state_dict``. The recipe
-``vit-mnist-local`` is the same model with a learned relative position bias
-(:class:`selfattention.vit.RelativeBias`) in place of position embeddings.
-``vit.forward``, ``vit.accuracy``, ``vit.predict`` and every function of
-``selfattention.interpret`` take these models as they take :ref:`ch-position`'s.
+"""MNIST for :ref:`ch-transformer`: a ViT and a CNN of one size, one recipe,
+and the fixed split (4,000 training digits, 1,000 test, 7 × 7 tokens of 4 × 4
+pixels); :func:`load_vit` builds a trained model from ``trained.load``.
 """
 
 from __future__ import annotations
@@ -71,12 +46,7 @@ class MnistSplit:
 
 @boundary(n_train=integer(10, 4000), seed=integer(0))
 def mnist_split(n_train=4000, seed=0):
-    """The fixed split: 1,000 test digits, ``n_train`` training digits.
-
-    scikit-learn's stratified ``train_test_split`` (``random_state=seed``)
-    holds out 1,000 of the 5,000 digits; a smaller training set is a
-    stratified subset of the other 4,000, drawn the same way.
-    """
+    """The fixed split: 1,000 test digits, ``n_train`` training digits."""
     # scikit-learn takes about 3 s to import: only when a split is made.
     from sklearn.model_selection import train_test_split
     images, labels = mnist_digits()
@@ -93,11 +63,7 @@ def mnist_split(n_train=4000, seed=0):
 
 # ------------------------------------------------------------------ the CNN
 class SmallCNN(nn.Module):
-    """Four 3 × 3 convolutions, two max-pools, a mean and a classifier.
-
-    Each convolution is followed by batch norm and a ReLU; the default
-    widths hold about as many parameters as the ViT of ``PAIR_VIT``.
-    """
+    """Four 3 × 3 convolutions, two max-pools, a mean and a classifier."""
 
     def __init__(self, widths=(16, 24, 32, 32), classes=10):
         super().__init__()
@@ -120,10 +86,7 @@ class SmallCNN(nn.Module):
 
 # ------------------------------------------------------------------ recipe
 def shift(images, rng, pixels=2):
-    """Each image (B, 28, 28) moved by its own random offset.
-
-    At most ``pixels`` rows and columns each way; zeros fill the border.
-    """
+    """Each image (B, 28, 28) moved by its own random offset."""
     B, H, W = images.shape
     padded = nn.functional.pad(images, (pixels,) * 4)     # (B, H+2p, W+2p)
     off = torch.from_numpy(rng.integers(0, 2 * pixels + 1, size=(B, 2)))
@@ -134,10 +97,7 @@ def shift(images, rng, pixels=2):
 
 
 def tokens(images, p=4):
-    """Images (B, H·p, W·p) to tokens (B, H·W, p²), row-major.
-
-    The PyTorch twin of :func:`selfattention.patches.patchify`.
-    """
+    """Images (B, H·p, W·p) to tokens (B, H·W, p²), row-major."""
     B, Hp, Wp = images.shape
     g = images.reshape(B, Hp // p, p, Wp // p, p)         # (B, H, p, W, p)
     return g.transpose(2, 3).reshape(B, -1, p * p)        # (B, n, p²)
@@ -158,13 +118,7 @@ def _logits(model, images):
 
 def fit(model, images, labels, seed, epochs, batch_size=100, lr=2e-3,
         weight_decay=0.05, warmup=0.1, pixels=2):
-    """Train a TinyViT or SmallCNN in place; the loss of every step.
-
-    AdamW; the learning rate rises linearly over the first ``warmup`` share
-    of the steps (none if 0) and falls to zero along a cosine; every batch
-    is shifted by up to ``pixels`` (:func:`shift`). Batches and shifts come
-    from ``default_rng(seed)``; the weights' dtype sets the images'.
-    """
+    """Train a TinyViT or SmallCNN in place; the loss of every step."""
     dtype = next(model.parameters()).dtype
     X = torch.from_numpy(np.asarray(images)).to(dtype)    # (N, 28, 28)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
@@ -252,38 +206,18 @@ def load_vit(name="vit-mnist"):
 RANKINGS = ("layer 1", "layer 2", "layer 3", "layer 4", "rollout",
             "in×grad", "ink", "occlusion", "random", "random",
             "random ink", "random ink")
-BLANKED = (1, 2, 4, 8, 16)                 # patches blanked per digit, k
 
 
 # The comparisons train a pair with about a seventh of the parameters of the
 # chapter's ViT, so that three seeds at four training-set sizes fit the time
 # of ``make train``.
 PAIR_VIT = dict(d=32, h=4, depth=2, d_mlp=64)
-PAIR_CNN = (16, 24, 32, 32)                # SmallCNN's default widths
 
-# Four ViTs of depth 4 (width 32), NORM_EPOCHS epochs of 40 steps each, for
-# three seeds: pre-LN or post-LN, with or without warm-up.
+# Four ViTs of depth 4 (width 32) for three seeds: pre-LN or post-LN, with or
+# without warm-up.
 NORMS = (("pre-LN", True, 0.1), ("pre-LN", True, 0.0),
          ("post-LN", False, 0.1), ("post-LN", False, 0.0))
-NORM_SEEDS = (0, 1, 2)
-NORM_EPOCHS = 10
 
-
-# Training-set sizes. Every run of the comparison takes the same number of
-# optimisation steps, batches of 100 digits, so a smaller set is passed over
-# more often: EPOCHS = STEPS · 100 / size. STEPS was chosen from single runs
-# of the ViT on 4,000 digits (seed 0), by their training loss alone and
-# before any comparison was run: 400, 800, 1,200, 1,600 and 2,400 steps
-# ended at 0.70, 0.30, 0.23, 0.16 and 0.11 (the mean of the last 40 steps).
-# The loss falls steeply up to about 800 steps and slowly after; after
-# 1,600 steps a further 800 took off about a third of what the 800 before
-# them had. Longer runs would still lower it a little, but 12 runs of each
-# model at 2,400 steps would take ``make train`` past its 30 minutes. The
-# CNN at 400, 800 and 1,600 steps: 0.14, 0.05 and 0.02.
-SIZES = (500, 1000, 2000, 4000)
+# Optimisation steps of every run of the comparison, batches of 100 digits
+# (chosen in ``selfattention_training.mnist``).
 STEPS = 1600
-EPOCHS = tuple(STEPS * 100 // n for n in SIZES)   # (320, 160, 80, 40)
-SEEDS = (0, 1, 2)
-#: Each run's training loss is stored as the mean over this many equal
-#: stretches of its steps.
-LOSS_POINTS = 20

@@ -1,11 +1,5 @@
-"""Non-local blocks: self-attention over the positions of a video
-(:ref:`ch-nonlocal`).
-
-A feature map of shape (T, H, W, C) has ``N = T·H·W`` positions, numbered
-``t·H·W + r·W + c``. :func:`nonlocal_op` is the non-local operation of Wang
-et al. (2018) in two forms, :func:`scope_mask` its space-only and time-only
-restrictions, :class:`NonLocalBlock` the trainable block with a gate that
-starts at zero.
+"""Non-local blocks: self-attention over the ``N = T·H·W`` positions of a video
+feature map (T, H, W, C), numbered ``t·H·W + r·W + c`` (:ref:`ch-nonlocal`).
 """
 
 from __future__ import annotations
@@ -27,20 +21,7 @@ SCOPES = ("spacetime", "space", "time")
 @boundary(T=positive_int(), H=positive_int(), W=positive_int(),
           scope=one_of(*SCOPES))
 def scope_mask(T, H, W, scope="spacetime"):
-    """Which positions of a (T, H, W) feature map each position may use.
-
-    Parameters
-    ----------
-    T, H, W : int
-        Frames, rows and columns.
-    scope : {"spacetime", "space", "time"}
-        Every position; the same frame; the same place (r, c).
-
-    Returns
-    -------
-    mask : ndarray of bool, shape (N, N)
-        True = may attend; ``N``, ``H·W`` or ``T`` Trues per row.
-    """
+    """Which positions of a (T, H, W) feature map each position may use."""
     N = T * H * W
     if scope == "spacetime":
         return np.ones((N, N), dtype=bool)
@@ -63,27 +44,7 @@ def _embeddings_fit(X, W_theta, W_phi, W_g) -> None:
           scope=one_of(*SCOPES), checks=(_embeddings_fit,))
 def nonlocal_op(X, W_theta, W_phi, W_g, form="embedded_gaussian",
                 scope="spacetime"):
-    """The non-local operation over every position of a video feature map.
-
-    Parameters
-    ----------
-    X : array_like, shape (..., T, H, W, C)
-    W_theta, W_phi : array_like, shape (C, d_k)
-        Embeddings θ and φ.
-    W_g : array_like, shape (C, d_v)
-        Value embedding g.
-    form : {"embedded_gaussian", "dot_product"}
-        softmax(θφᵀ), attention with scale 1; or θφᵀ divided by the number
-        of positions in scope.
-    scope : {"spacetime", "space", "time"}
-        See :func:`scope_mask`.
-
-    Returns
-    -------
-    Y : ndarray, shape (..., T, H, W, d_v)
-    F : ndarray, shape (..., N, N)
-        Normalised pairwise weights, zero outside the scope.
-    """
+    """The non-local operation over every position of a video feature map."""
     *batch, T, H, W, C = X.shape
     mask = scope_mask(T, H, W, scope)                     # (N, N)
     x = X.reshape(*batch, T * H * W, C)                   # (..., N, C)
@@ -98,22 +59,7 @@ def nonlocal_op(X, W_theta, W_phi, W_g, form="embedded_gaussian",
 
 
 class NonLocalBlock(nn.Module):
-    """``z = x + gamma · W_z(y)``, gamma a learnable scalar starting at 0.
-
-    SAGAN's gate (Zhang et al., 2019) on the non-local operation ``y``
-    over every position (:ref:`ch-nonlocal`); the embeddings are bias-free
-    linear maps of the channels (the paper's 1×1×1 convolutions).
-    ``forward`` takes ``(B, C, *positions)``, e.g. ``(B, C, T, H, W)``, and
-    returns that shape.
-
-    Parameters
-    ----------
-    channels : int
-        Channels ``C``.
-    inner : int, optional
-        Width of θ, φ and g; ``C // 2`` by default, as in the paper.
-    form : {"embedded_gaussian", "dot_product"}
-    """
+    """``z = x + gamma · W_z(y)``, gamma a learnable scalar starting at 0."""
 
     @boundary(channels=positive_int(), inner=optional(positive_int()),
               form=one_of(*FORMS))

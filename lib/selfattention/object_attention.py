@@ -1,14 +1,5 @@
-"""How much of a map of attention falls on an object (:ref:`ch-photographs`).
-
-A map here is one weight per patch, (N, n), such as the class token's row
-of :func:`selfattention.interpret.cls_attention` or of
-:func:`selfattention.interpret.rollout`; an object is a pixel mask (N, S, S)
-cut into the same ``patch``-pixel patches. :func:`patch_shares` gives each
-patch's share of object pixels; :func:`weight_inside` the map's weight on
-object pixels, taking each patch's weight as spread evenly over its pixels,
-so that uniform attention scores exactly the object's share of the image;
-:func:`map_iou` the intersection over union of the patches that hold most
-of the map with the object.
+"""How much of a map of attention, one weight per patch (N, n), falls on an
+object given as a pixel mask (N, S, S) (:ref:`ch-photographs`).
 """
 
 from __future__ import annotations
@@ -47,13 +38,7 @@ def patch_shares(masks, patch):
 @boundary(weights=floats(ndim=2), shares=floats(ndim=2),
           checks=(_maps_fit,))
 def weight_inside(weights, shares):
-    """The share of each map's weight that falls on object pixels, (N,).
-
-    Each row of ``weights`` (N, n) is first renormalised to sum to 1 (the
-    class token's weight on itself is left out); a patch's weight counts
-    in proportion to its share of object pixels, ``shares`` (N, n). A
-    uniform map gives the object's share of the image, ``shares.mean(1)``.
-    """
+    """The share of each map's weight that falls on object pixels, (N,)."""
     p = weights / weights.sum(axis=-1, keepdims=True)
     return (p * shares).sum(axis=-1)
 

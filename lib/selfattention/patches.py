@@ -1,6 +1,5 @@
 """Patch grids: each ``p × p`` patch of a grayscale image becomes a token of
-``p²`` pixels, numbered row-major over the grid ``(H, W)``
-(:ref:`ch-definition`, :ref:`ch-scaling`).
+``p²`` pixels, row-major over the grid ``(H, W)`` (:ref:`ch-definition`).
 """
 
 import numpy as np

@@ -1,23 +1,6 @@
-"""The tiny ViT of :ref:`ch-transformer` on photographs (:ref:`ch-photographs`):
-a version that fills in hidden patches, a version with register tokens, and
-the tokens they read.
-
-Both are :class:`selfattention.vit.TinyViT` with a few parameters more and
-return what it returns, logits and the stack of weights (B, L, h, m, m),
-so that :mod:`selfattention.interpret` reads them as it reads the digits'
-ViT.
-
-* :class:`MaskedViT` adds a learned *mask token*, put in place of the
-  embedding of every hidden patch, and a linear *pixel head* that turns each
-  output token back into its patch's pixels; :func:`masked_patch_loss`
-  scores only the hidden patches (masked image modelling, as in SimMIM).
-* :class:`RegisterViT` appends ``k`` learned *register* tokens after the
-  patches, with no position and read by nothing (Darcet et al. 2024).
-
-The rest is what :ref:`ch-photographs` loads: the models' sizes, the
-held-out crops and clutter scenes they are measured on, and the loaders of
-the weights that ``make train`` writes
-(``selfattention_training.photographs``).
+"""The tiny ViT on photographs (:ref:`ch-photographs`): a masked-patch version,
+a version with register tokens, the crops and scenes they are measured on, and
+the loaders of their weights.
 """
 
 from __future__ import annotations
@@ -130,12 +113,7 @@ def photo_tokens(crops, patch):
           target=instance(torch.Tensor, "a torch tensor (B, n, p²)"),
           hidden=instance(torch.Tensor, "a bool torch tensor (B, n)"))
 def masked_patch_loss(pred, target, hidden):
-    """Mean squared error over the hidden patches only.
-
-    ``pred`` and ``target`` (B, n, p²) pixels, ``hidden`` (B, n) bool with
-    at least one True. Each hidden patch counts once, whatever its batch
-    row; the visible patches, which the model could copy, do not count.
-    """
+    """Mean squared error over the hidden patches only."""
     if pred.shape != target.shape or pred.dim() != 3:
         raise ValueError(f"pred and target must share a shape (B, n, p²); "
                          f"got {tuple(pred.shape)} and {tuple(target.shape)}")

@@ -1,9 +1,6 @@
-"""Photographs that installed packages ship, as grey-level arrays, split by
-photograph, and random crops of them drawn from a seed.
-
-Nothing is downloaded: every photograph is a file inside the wheel of
-scikit-image or scikit-learn. :data:`CATALOGUE` gives each one's source and
-licence as its package's documentation states them.
+"""Photographs that scikit-image and scikit-learn ship in their wheels, as grey
+levels, split by photograph, and random crops; :data:`CATALOGUE` gives each
+one's source and licence.
 """
 
 from dataclasses import dataclass
@@ -103,14 +100,7 @@ def _grey(name, short_side):
 
 @boundary(name=one_of(*NAMES), short_side=optional(positive_int()))
 def photograph(name, short_side=None):
-    """The photograph ``name`` as grey levels (H, W) in [0, 1], float64.
-
-    Colour photographs are converted with ``skimage.color.rgb2gray``. With
-    ``short_side``, the photograph is resized (``skimage.transform.resize``,
-    anti-aliased when it shrinks) so that its shorter side has that many
-    pixels: every photograph then shows the world at about one zoom. The
-    array is read-only and shared between calls.
-    """
+    """The photograph ``name`` as grey levels (H, W) in [0, 1], float64."""
     return _grey(name, short_side)
 
 
@@ -124,11 +114,7 @@ def photograph(name, short_side=None):
 def split_photographs(held_out=4, seed=0, names=None):
     """Split ``names`` (by default the whole :data:`CATALOGUE`) by
     photograph: ``held_out`` of them, drawn from ``seed``, for testing, the
-    rest for training.
-
-    Returns two tuples of names, each in catalogue order; a photograph is on
-    one side only, so no crop of a test photograph is ever trained on.
-    """
+    rest for training."""
     names = list(dict.fromkeys(NAMES if names is None else names))
     rng = np.random.default_rng(seed)
     test = set(rng.choice(len(names), size=held_out, replace=False).tolist())
@@ -150,14 +136,7 @@ def crops_fit(names, size, short_side, photos="names") -> None:
           checks=(lambda names, size, short_side: crops_fit(names, size,
                                                             short_side),))
 def random_crops(rng, names, n, size, short_side=128):
-    """``n`` square crops (n, size, size) of the photographs ``names``.
-
-    Each crop picks a photograph uniformly among ``names``, then a place
-    uniformly within it, on the photograph resized to ``short_side`` pixels
-    on its shorter side (:func:`photograph`). Returns the crops (float64
-    grey levels in [0, 1]) and, for each, the index into ``names`` of the
-    photograph it came from.
-    """
+    """``n`` square crops (n, size, size) of the photographs ``names``."""
     crops = np.empty((n, size, size))                   # (n, size, size)
     source = rng.integers(len(names), size=n)           # (n,)
     for i, k in enumerate(source):

@@ -1,6 +1,5 @@
-"""Figures shared by every chapter, drawn on the ``Axes`` given: ``viridis``
-for weights and scores, ``gray`` for images, two greys for masks, and white on
-a black stroke for query outlines and window borders (:func:`accent`).
+"""Figures shared by every chapter, drawn on the ``Axes`` given: viridis for
+weights, gray for images, two greys for masks, white on black for outlines.
 """
 
 import numpy as np
@@ -67,11 +66,7 @@ def show_attention_on_image(ax, img, weights, grid: tuple[int, int],
                             patch: int, query: int | None = None,
                             title: str | None = None, colorbar: bool = True,
                             vmax: float | None = None):
-    """Lay one query's attention weights (H·W,) over the image's patches.
-
-    The colours run from 0 to ``vmax`` (default: the largest weight); give
-    every panel of a comparison the same ``vmax``.
-    """
+    """Lay one query's attention weights (H·W,) over the image's patches."""
     H, W = grid
     ax.imshow(np.asarray(img), cmap="gray", vmin=0, vmax=1,
               interpolation="nearest")

@@ -51,10 +51,7 @@ def relative_offsets(grid):
 
 @boundary(grid=grid_shape())
 def relative_position_index(grid):
-    """Index of each query-key offset in a table of ``(2H-1)(2W-1)`` entries.
-
-    Swin's index for ``grid = (M, M)`` (:ref:`ch-windows`).
-    """
+    """Index of each query-key offset in a table of ``(2H-1)(2W-1)`` entries."""
     H, W = grid
     off = relative_offsets(grid)                         # (n, n, 2)
     return (off[..., 0] + H - 1) * (2 * W - 1) + off[..., 1] + W - 1

@@ -1,22 +1,6 @@
-"""The scale of the scores in training (:ref:`ch-scaling`).
-
-One small attention model on real MNIST digits, trained three times from the
-same initial weights and the same batches; the runs differ only in the number
-that divides the scores ``Q Kᵀ``: ``√d_k`` (the transformer's choice), ``1``
-(no scaling) or ``d_k`` (μP's choice), at the key width ``d_k = 256``. The
-recipe ``scale-training`` of ``make train``
-(``selfattention_training.scale``) trains each variant from a few
-seeds and saves the curves (loss, accuracy, attention entropy, the gradient
-that reaches ``W_Q`` and ``W_K``) and the class token's maps over a few test
-digits; :ref:`ch-scaling` loads them with ``trained.load("scale-training")``.
-
-The model: 28 × 28 digits cut into 16 patches of 7 × 7 pixels, a linear
-embedding to width ``d = 32`` with learned position embeddings and a class
-token, two pre-LN blocks of one attention head (queries and keys of width
-``d_k``) and an MLP, and a linear classifier on the class token. ``W_Q`` and
-``W_K`` start with entries of variance ``1/d``, so that for the unit-variance
-components that LayerNorm hands them every query and key component has
-variance 1, the premise of the variance argument of :ref:`ch-scaling`.
+"""The scale of the scores in training (:ref:`ch-scaling`): one small attention
+model on MNIST whose runs differ only in what divides ``Q Kᵀ`` (``√d_k``, 1 or
+``d_k``); ``make train`` writes the curves the chapter loads.
 """
 
 from __future__ import annotations
@@ -27,36 +11,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import data, patches
 from ._validate import boundary, floats
 
-__all__ = ["D_K", "VARIANTS", "SEEDS", "divisor", "ScaleAttention",
-           "ScaleModel", "digit_tokens", "split", "entropy"]
+__all__ = ["D_K", "ScaleAttention", "ScaleModel", "entropy"]
 
 D_K = 256                        # key width of every run
 WIDTH = 32                       # token width d
 PATCH = 7                        # 28 × 28 pixels -> 4 × 4 patches of 7 × 7
 GRID = (4, 4)
-VARIANTS = ("1/√d_k", "1", "1/d_k")     # what multiplies Q Kᵀ
-SEEDS = (0, 1, 2)
-STEPS = 400                      # Adam steps of 64 digits (6.4 epochs)
-BATCH = 64
-EVERY = 25                       # steps between two measurements
-PROBE = 1000                     # test digits measured along the way
-SHOWN = 6                        # test digits whose maps are kept
-
-
-def divisor(variant: str, d_k: int = D_K) -> float:
-    """The number the scores ``Q Kᵀ`` are divided by in ``variant``."""
-    return {"1/√d_k": math.sqrt(d_k), "1": 1.0, "1/d_k": float(d_k)}[variant]
 
 
 class ScaleAttention(nn.Module):
-    """One attention head whose scores are divided by ``divide``.
-
-    Queries and keys of width ``d_k``, values of width ``d``; ``forward``
-    returns the head's output (B, n, d) and its weights (B, n, n) and keeps
-    the divided scores in ``last_scores`` (:ref:`ch-scaling`)."""
+    """One attention head whose scores are divided by ``divide``."""
 
     def __init__(self, d: int, d_k: int, divide: float):
         super().__init__()
@@ -105,34 +71,6 @@ class ScaleModel(nn.Module):
             x = x + mlp(self.norms[2 * i + 1](x))
             maps.append(A)
         return self.out(self.norms[4](x[:, 0])), torch.stack(maps, 1)
-
-
-def digit_tokens(images):
-    """Images (N, 28, 28) as 16 patch tokens (N, 16, 49) of 7 × 7 pixels,
-    numbered row-major."""
-    return patches.patchify(np.asarray(images), PATCH)
-
-
-def _rows():
-    from sklearn.model_selection import train_test_split
-
-    labels = data.mnist_digits()[1]
-    return train_test_split(np.arange(len(labels)), test_size=1000,
-                            stratify=labels, random_state=0)
-
-
-def _test_rows():
-    return _rows()[1]
-
-
-def split():
-    """The 5,000 MNIST digits as a stratified split, 4,000 to train and
-    1,000 to test (``sklearn.model_selection.train_test_split``, seed 0):
-    ``(X_train, y_train, X_test, y_test)``, tokens (N, 16, 49) in [0, 1]."""
-    images, labels = data.mnist_digits()
-    i_train, i_test = _rows()
-    X = digit_tokens(images)
-    return X[i_train], labels[i_train], X[i_test], labels[i_test]
 
 
 @boundary(A=floats(min_ndim=1))

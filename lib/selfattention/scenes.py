@@ -1,11 +1,5 @@
-"""Scenes of handwritten digits on photographs, each digit with its exact
-mask and box: a task where the object is small and the background is real
-texture, not the blank page of a digit image.
-
-The digits come from :func:`selfattention.data.mnist_digits`, the backgrounds
-from :func:`selfattention.photos.random_crops`. Training scenes and test
-scenes use disjoint digits (:func:`split_digits`) and disjoint photographs
-(:func:`selfattention.photos.split_photographs`).
+"""Scenes of handwritten digits on photograph crops, each digit with its exact
+mask and box; training and test scenes share no digit and no photograph.
 """
 
 from dataclasses import dataclass
@@ -23,14 +17,7 @@ __all__ = ["split_digits", "Scenes", "digit_scenes"]
 @boundary(test_fraction=number(0, 1, strict=True), seed=integer(0))
 def split_digits(test_fraction=0.2, seed=0):
     """Indices into :func:`~selfattention.data.mnist_digits` for training
-    and for testing, stratified by class.
-
-    The file lists the digits by class (500 zeros, then 500 ones, ...), so a
-    split by position would test on nines alone;
-    ``sklearn.model_selection.train_test_split`` with ``stratify`` keeps the
-    ten classes in the same proportions on both sides. Returns two sorted
-    int64 arrays.
-    """
+    and for testing, stratified by class."""
     from sklearn.model_selection import train_test_split
     labels = mnist_digits()[1]
     train, test = train_test_split(np.arange(len(labels)),
@@ -114,14 +101,7 @@ def digit_scenes(rng, n, photos, digits, size=64, n_digits=(1, 3),
                  digit_size=(16, 24), short_side=128):
     """``n`` scenes of ``size`` × ``size`` pixels: a crop of one of
     ``photos`` with ``n_digits`` digits (drawn uniformly from the MNIST
-    indices ``digits``) pasted where none overlaps another.
-
-    Each digit is resized to a side drawn from ``digit_size`` and painted
-    with its grey levels as opacity, in white on a dark place of the crop and
-    in black on a bright one (the mean under its square decides), so that it
-    stays visible. Its mask is the pixels of opacity at least 0.5; its box
-    is the tight box of that mask, ``bottom`` and ``right`` excluded.
-    """
+    indices ``digits``) pasted where none overlaps another."""
     images, labels_all = mnist_digits()
     crops, source = random_crops(rng, photos, n, size, short_side)
     k = n_digits[1]

@@ -1,11 +1,5 @@
-"""Stereo matching along the rows of a rectified pair (:ref:`ch-matching`).
-
-The pair is :func:`selfattention.data.stereo_pair`, worked on at half its
-resolution (:func:`half_resolution_pair`). Rectified means that the match of
-left pixel ``(y, x)`` lies on the same row of the right image, at
-``x - d`` for its disparity ``d >= 0`` (checked on the images in
-:ref:`ch-matching`),
-so every volume here is indexed ``(row, column, disparity)``.
+"""Stereo matching along the rows of a rectified pair, at half resolution
+(:ref:`ch-matching`): every volume is indexed ``(row, column, disparity)``.
 """
 
 from __future__ import annotations
@@ -89,14 +83,7 @@ def half_resolution_pair() -> StereoRows:
                   0 <= rows.min() and rows.max() < img.shape[0]),
               f"rows must be row indices of img, 0 to {img.shape[0] - 1}"),))
 def patch_features(img, k=5, rows=None):
-    """Each pixel's ``k × k`` neighbourhood as one descriptor.
-
-    ``img`` (H, W, c) -> ``F`` (H, W, k²·c): the neighbourhood (mirrored at
-    the borders), centred and scaled to unit length, so that a dot product
-    of two descriptors is their normalised cross-correlation. With
-    ``rows`` (row indices), only those rows' descriptors, (len(rows), W,
-    k²·c): ``patch_features(img, k)[rows]`` without computing the others.
-    """
+    """Each pixel's ``k × k`` neighbourhood as one descriptor."""
     r = k // 2
     padded = np.pad(img, ((r, r), (r, r), (0, 0)), mode="reflect")
     win = np.lib.stride_tricks.sliding_window_view(padded, (k, k), (0, 1))
@@ -110,12 +97,7 @@ def patch_features(img, k=5, rows=None):
 
 @boundary(W=positive_int(), max_disp=integer(0))
 def epipolar_mask(W, max_disp):
-    """Which right-image columns a left pixel may match, for one row.
-
-    ``(W, W)`` bool, True where left column ``x`` (the query) may use right
-    column ``x'`` (the key): ``0 <= x - x' <= max_disp``, a band below the
-    diagonal, the book's mask convention (:ref:`ch-masks`).
-    """
+    """Which right-image columns a left pixel may match, for one row."""
     x = np.arange(W)
     d = x[:, None] - x[None, :]                        # (W, W): x - x'
     return (d >= 0) & (d <= max_disp)
@@ -126,12 +108,7 @@ def epipolar_mask(W, max_disp):
           checks=(lambda F_left, F_right: same_shape(F_left=F_left,
                                                      F_right=F_right),))
 def disparity_volume(F_left, F_right, max_disp):
-    """Correlations of every left pixel with its candidate matches.
-
-    ``F_left``, ``F_right`` (H, W, D) -> ``C`` (H, W, max_disp + 1) with
-    ``C[y, x, d] = F_left[y, x] · F_right[y, x - d]``, and ``-inf`` where
-    ``x - d`` falls off the image.
-    """
+    """Correlations of every left pixel with its candidate matches."""
     H, W, _ = F_left.shape
     C = np.full((H, W, max_disp + 1), -np.inf)
     for d in range(min(max_disp + 1, W)):
@@ -153,31 +130,14 @@ def masked_row_attention_scores(F_left, F_right, max_disp):
 
 @boundary(C=floats(min_ndim=1, neg_inf=True))
 def winner_take_all(C):
-    """The disparity of each pixel's largest correlation.
-
-    The argmax over the last axis of ``C`` (..., D + 1) -> int (...).
-    """
+    """The disparity of each pixel's largest correlation."""
     return np.argmax(C, axis=-1)
 
 
 @boundary(C=floats(min_ndim=1, neg_inf=True),
           temperature=number(0, strict=True))
 def soft_argmax(C, temperature):
-    """Attention over the candidates: expected disparity and its spread.
-
-    Parameters
-    ----------
-    C : array_like, shape (..., D + 1)
-        Correlations over disparities ``0 … D``; ``-inf`` where a candidate
-        is impossible.
-    temperature : float
-        ``T > 0``: the weights are ``softmax(C / T)`` along the last axis.
-
-    Returns
-    -------
-    mean, spread : ndarray, shape (...)
-        ``Σ_d p_d d`` and ``sqrt(Σ_d p_d (d - mean)²)``, in pixels.
-    """
+    """Attention over the candidates: expected disparity and its spread."""
     Z = C / temperature
     P = np.exp(Z - Z.max(axis=-1, keepdims=True))       # (..., D + 1)
     P = P / P.sum(axis=-1, keepdims=True)
@@ -213,13 +173,7 @@ DISPARITIES = Constraint(
           checks=(lambda estimate, truth: same_shape(estimate=estimate,
                                                      truth=truth),))
 def disparity_scores(estimate, truth, mask=None):
-    """End-point error and the shares within 1 and 3 pixels.
-
-    Scored over the pixels whose ``truth`` is known (not NaN), and where
-    ``mask`` (same shape, non-zero = count it) says so. Returns a dict:
-    ``epe`` (mean ``|estimate - truth|``), ``within_1``, ``within_3``
-    (shares in [0, 1]) and ``pixels`` (how many were scored).
-    """
+    """End-point error and the shares within 1 and 3 pixels."""
     keep = np.isfinite(truth)
     if mask is not None:
         keep &= np.asarray(mask) != 0
@@ -235,13 +189,7 @@ def disparity_scores(estimate, truth, mask=None):
           tolerance=number(0))
 def occluded(disparity, tolerance=1.0):
     """Left pixels that the right camera cannot see, from the true
-    disparity (H, W) -> bool (H, W).
-
-    Pixel ``x`` lands at ``x - d`` in the right image. A pixel further
-    right on its row that lands more than ``tolerance`` pixels to the left
-    of that is nearer the cameras and hides it; a pixel whose match falls
-    off the image is hidden too. Unknown pixels are never marked.
-    """
+    disparity (H, W) -> bool (H, W)."""
     W = disparity.shape[-1]
     lands = np.arange(W) - disparity                   # (H, W), NaN unknown
     lands_or_inf = np.where(np.isfinite(lands), lands, np.inf)

@@ -1,21 +1,6 @@
-"""Trained stereo matchers on the Motorcycle pair (:ref:`ch-matching`).
-
-Two models, both trained on crops of the training rows of
-:func:`selfattention.stereo.half_resolution_pair` and scored on its held-out
-rows:
-
-- :class:`Encoder`, a small convolutional feature network whose features are
-  compared by :func:`selfattention.stereo.disparity_volume`;
-- :class:`Matcher`, the same kind of encoder followed by layers that take
-  turns between self-attention along each image's row and cross-attention
-  from one image's row to the other's, restricted to the epipolar band (the
-  coarse stage of LoFTR, with rows for its two-dimensional grid).
-
-Both learn by the same loss: a softmax over each left pixel's candidate
-disparities, scored by cross-entropy against the true disparity split over
-its two nearest whole disparities. The recipes ``stereo-encoder`` and
-``stereo-matcher`` of ``make train`` (``selfattention_training.stereo``)
-write their weights.
+"""Trained stereo matchers on the Motorcycle pair (:ref:`ch-matching`): a
+convolutional :class:`Encoder` and a :class:`Matcher` that alternates row
+self-attention and cross-attention within the epipolar band.
 """
 
 from __future__ import annotations
@@ -65,10 +50,9 @@ class _Layer(nn.Module):
     """Pre-norm attention and MLP, queries from ``x``, keys and values from
     ``y``. Where a query may look is a boolean mask; how far the key lies
     enters as a learned bias per offset, added to the scores (as Swin's
-    relative position bias, :ref:`ch-windows`), so the layer knows relative but
-    no
-    absolute column. The two residual branches start at zero (their last
-    weights are zero): a new layer passes its input through unchanged."""
+    relative position bias, :ref:`ch-windows`), so the layer knows relative
+    but no absolute column. The two residual branches start at zero (their
+    last weights are zero): a new layer passes its input through unchanged."""
 
     def __init__(self, width: int, heads: int, offsets: int):
         super().__init__()
@@ -95,22 +79,10 @@ class _Layer(nn.Module):
         return x + self.mlp(self.norm_mlp(x)), weights
 
 
-def local_mask(W: int, radius: int):
-    """(W, W) bool, True where column ``x'`` lies within ``radius`` of
-    ``x``: the window of the self-attention layers."""
-    x = np.arange(W)
-    return np.abs(x[:, None] - x[None, :]) <= radius
-
-
 class Matcher(nn.Module):
     """Encoder, then ``pairs`` rounds of self-attention along each row
     (within ``radius`` columns) and cross-attention between the rows of the
-    two images (within the epipolar band), then the band of scores.
-
-    ``left``, ``right`` (B, 3, H, W) -> scores (B, H, W, max_disp + 1) and
-    the last left-to-right cross-attention weights (B·H, W, W), averaged
-    over the heads.
-    """
+    two images (within the epipolar band), then the band of scores."""
 
     def __init__(self, width: int = 32, heads: int = 2, pairs: int = 1,
                  max_disp: int = MAX_DISP, radius: int = 32):
@@ -141,14 +113,7 @@ class Matcher(nn.Module):
 
 
 def match_rows(fl, fr, self_layers, cross_layers, radius, max_disp):
-    """Self-attention within each row, then cross-attention between rows.
-
-    ``fl``, ``fr`` (rows, W, D): features of the left and right rows ->
-    both updated, and the last left-to-right cross-attention weights
-    (rows, W, W). Self-attention sees ``radius`` columns either side;
-    left pixel ``x`` asks right pixels ``x - d``, ``0 <= d <= max_disp``,
-    and right pixel ``x'`` asks left pixels ``x' + d``.
-    """
+    """Self-attention within each row, then cross-attention between rows."""
     x = torch.arange(fl.shape[1])
     gap = x[:, None] - x[None, :]                         # (W, W): x - x'
     near = gap.abs() <= radius                            # local window

@@ -1,6 +1,5 @@
-"""Crossing into PyTorch: weights (PyTorch stores ``W.T``) and masks, whose
-True means blocked in ``nn.MultiheadAttention`` and allowed in
-``scaled_dot_product_attention`` (:ref:`ch-multihead` and :ref:`ch-masks`).
+"""Crossing into PyTorch: weights (PyTorch stores ``W.T``) and masks, True =
+blocked in ``nn.MultiheadAttention`` (:ref:`ch-multihead`, :ref:`ch-masks`).
 """
 
 import numpy as np

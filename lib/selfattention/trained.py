@@ -1,11 +1,5 @@
-"""The trained models of the book: the files that ``make train`` writes
-(``selfattention_training``), loaded by the chapters.
-
-Each model is ``trained/<name>.npz`` beside this file, with its SHA-256 in
-``trained/MANIFEST.json``. :func:`load` refuses a file whose checksum is not
-the manifest's, so what a chapter shows always comes from the file that the
-recipes wrote. The files are package data: an install from the repository
-(Colab, Binder) carries them.
+"""The trained models of the book (``trained/<name>.npz``, package data),
+loaded only when their SHA-256 matches ``trained/MANIFEST.json``.
 """
 
 from __future__ import annotations

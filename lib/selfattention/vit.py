@@ -1,11 +1,6 @@
-"""The tiny vision transformer of :ref:`ch-position`, :ref:`ch-transformer` and
-:ref:`ch-misconceptions`, and its data.
-
-:ref:`ch-transformer` builds :class:`Block` and :class:`TinyViT` line by line
-and
-``selfattention.interpret`` reads what they learn. Each 8 × 8 digit is
-cut into 2 × 2-pixel patches, 16 tokens of 4 pixels. :func:`train` is
-deterministic: float64, its own seeds, one thread, global state restored.
+"""The tiny vision transformer (:ref:`ch-position`, :ref:`ch-transformer`,
+:ref:`ch-misconceptions`) on 8 × 8 digits in 2 × 2-pixel patches;
+:func:`train` is deterministic (float64, its own seeds, one thread).
 """
 
 from __future__ import annotations
@@ -26,7 +21,7 @@ from .position import relative_position_index
 
 __all__ = ["DigitSplit", "digit_split", "shuffle_patches", "RelativeBias",
            "Block", "TinyViT", "train", "TRAINED_DIGITS", "trained_digits_vit",
-           "weight_arrays", "load_weight_arrays", "forward", "predict",
+           "load_weight_arrays", "forward", "predict",
            "accuracy"]
 
 
@@ -46,11 +41,7 @@ class DigitSplit:
 
 @boundary(test_fraction=number(0, 1, strict=True), seed=integer(0))
 def digit_split(test_fraction=0.25, seed=0):
-    """The 1,797 digits as patch tokens, split reproducibly by label.
-
-    scikit-learn's stratified ``train_test_split`` with ``random_state=seed``
-    (each part in the data set's order); returns a :class:`DigitSplit`.
-    """
+    """The 1,797 digits as patch tokens, split reproducibly by label."""
     # scikit-learn takes about 3 s to import: only when a split is made.
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
@@ -68,19 +59,15 @@ def digit_split(test_fraction=0.25, seed=0):
 @boundary(X=floats(ndim=3), rng=generator())
 def shuffle_patches(X, rng):
     """Each image's patches in its own random order (:ref:`ch-position`):
-    returns
-    ``X_shuffled`` (N, n, d_in), ``X_shuffled[i] = X[i, perms[i]]``, and
-    ``perms`` (N, n)."""
+    returns ``X_shuffled`` (N, n, d_in), ``X_shuffled[i] = X[i, perms[i]]``,
+    and ``perms`` (N, n)."""
     perms = np.stack([rng.permutation(X.shape[1]) for _ in range(len(X))])
     return np.take_along_axis(X, perms[:, :, None], axis=1), perms
 
 
 # ------------------------------------------------------------------ model
 class RelativeBias(nn.Module):
-    """A learned score bias per head and 2-D patch offset (Swin's B).
-
-    It starts at zero; the class token's row and column get none.
-    """
+    """A learned score bias per head and 2-D patch offset (Swin's B)."""
 
     def __init__(self, grid, h):
         super().__init__()
@@ -96,10 +83,7 @@ class RelativeBias(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-LN block: z + MSA(LN(z)), then z + MLP(LN(z)).
-
-    With ``pre_ln=False``, post-LN: LN(z + MSA(z)), then LN(z + MLP(z)).
-    """
+    """Pre-LN block: z + MSA(LN(z)), then z + MLP(LN(z))."""
 
     def __init__(self, d, h, d_mlp, pre_ln=True, grid=None):
         super().__init__()
@@ -131,11 +115,7 @@ class Block(nn.Module):
 
 
 class TinyViT(nn.Module):
-    """Patch embedding, class token, position embeddings, blocks, head.
-
-    ``pre_ln=False`` builds post-LN blocks; a ``grid`` (H, W) gives every
-    block a :class:`RelativeBias` over that patch grid (:ref:`ch-transformer`).
-    """
+    """Patch embedding, class token, position embeddings, blocks, head."""
 
     def __init__(self, n=16, d_in=4, d=32, h=4, depth=2, d_mlp=64,
                  classes=10, position=True, pre_ln=True, grid=None):
@@ -172,30 +152,7 @@ class TinyViT(nn.Module):
           checks=(lambda d, h: divides("h", h, (d,), "the token width d"),))
 def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
           d_mlp=64, batch_size=64, lr=5e-3, threads=1):
-    """A :class:`TinyViT` trained on ``data``, the same on every run.
-
-    AdamW, one-cycle schedule, cross-entropy, float64; weights from
-    ``torch.manual_seed(seed)``, batch order from ``default_rng(seed)``.
-
-    Parameters
-    ----------
-    data : DigitSplit
-        Training tokens (N, n, d_in) and labels; ``dataclasses.replace``
-        may swap in other tokens (:ref:`ch-position`'s exercise does).
-    position : bool
-        Learned position embeddings, or none (:ref:`ch-position`).
-    seed, epochs, batch_size, threads : int
-        Seed, passes over the data, images per step, CPU threads.
-    d, h, depth, d_mlp : int
-        Token width, heads (dividing ``d``), blocks, MLP width.
-    lr : float
-        Peak learning rate.
-
-    Returns
-    -------
-    TinyViT
-        In evaluation mode; ``losses`` holds each epoch's mean loss.
-    """
+    """A :class:`TinyViT` trained on ``data``, the same on every run."""
     X = _tensor(data.X_train)
     y = torch.from_numpy(np.asarray(data.y_train, dtype=np.int64))
     rng = np.random.default_rng(seed)
@@ -235,15 +192,8 @@ TRAINED_DIGITS = {
 }
 
 
-def weight_arrays(model):
-    """A model's ``state_dict`` as NumPy arrays named ``w/<name>``, the
-    form in which the recipes save weights."""
-    return {f"w/{k}": v.detach().numpy().copy()
-            for k, v in model.state_dict().items()}
-
-
 def load_weight_arrays(model, arrays):
-    """Load the ``w/<name>`` arrays of :func:`weight_arrays` into
+    """Load the ``w/<name>`` arrays a recipe saved into
     ``model`` (float64) and return it in evaluation mode."""
     model.double().load_state_dict(
         {k[2:]: torch.from_numpy(np.asarray(v, dtype=np.float64))
@@ -291,14 +241,7 @@ def _fit(model, X, keep) -> None:
 
 @boundary(**_USE, checks=(_fit,))
 def forward(model, X, keep=None):
-    """Logits (N, classes) and weights (N, L, h, 1+n, 1+n), as NumPy.
-
-    ``keep`` (L, h) multiplies each head's output before ``W_O``: 0
-    removes a head (ablation), 1 keeps it. Token 0 is the class token.
-    The images go through in batches of ``FORWARD_BATCH``, so the memory
-    beyond the weights returned stays small (every image is computed on
-    its own: the batch changes no number).
-    """
+    """Logits (N, classes) and weights (N, L, h, 1+n, 1+n), as NumPy."""
     keep = None if keep is None else _tensor(keep)
     N, logits, maps = len(X), None, None
     with torch.no_grad():

@@ -1,10 +1,5 @@
-"""Window attention, shifted windows and patch merging: Swin
-(:ref:`ch-windows`).
-
-Grids have shape ``(..., H, W, C)``, tokens numbered row-major, as are the
-windows and the tokens inside a window; masks are boolean, True = may
-attend. :func:`shifted_window_mask` and :func:`shifted_window_bias` state
-shifted-window attention on the whole grid, a reference at ``(H·W)²`` cost.
+"""Window attention, shifted windows and patch merging as in Swin
+(:ref:`ch-windows`): grids ``(..., H, W, C)``, tokens and windows row-major.
 """
 
 from __future__ import annotations
@@ -69,8 +64,7 @@ _SHIFT_FITS = (tiles, _shift_fits)
 def window_partition(x, M):
     """Cut a patch grid into non-overlapping ``M × M`` windows.
 
-    (..., H, W, C) -> (..., (H/M)·(W/M), M², C), dtype kept; ``M`` must
-    divide ``H`` and ``W`` (Eq. ``eq-win-partition``).
+    (..., H, W, C) -> (..., (H/M)·(W/M), M², C), windows row-major.
     """
     *batch, H, W, C = x.shape
     x = x.reshape(*batch, H // M, M, W // M, M, C)  # (..., H/M, M, W/M, M, C)
@@ -100,10 +94,7 @@ def window_reverse(windows, grid, M):
 # ------------------------------------------------------------------ shift
 @boundary(x=_GRID_ARRAY, shift=integer(0))
 def cyclic_shift(x, shift):
-    """Roll a patch grid up and left by ``shift`` patches.
-
-    The cyclic shift of :eq:`eq-win-roll`.
-    """
+    """Roll a patch grid up and left by ``shift`` patches."""
     return np.roll(x, (-shift, -shift), axis=(-3, -2))  # up and left
 
 
@@ -115,12 +106,7 @@ def reverse_cyclic_shift(x, shift):
 
 @boundary(checks=_SHIFT_FITS, **_SHIFTED)
 def region_labels(grid, M, shift):
-    """Region of every token of the rolled grid: 3 strips per axis, 9 labels.
-
-    Strips ``[0, H-M)``, ``[H-M, H-shift)``, ``[H-shift, H)`` per axis; an
-    (H, W) array of ``3·row_strip + col_strip``. Inside one rolled window,
-    equal labels = same shifted window (Eq. ``eq-win-shift-mask``).
-    """
+    """Region of every token of the rolled grid: 3 strips per axis, 9 labels."""
     if shift == 0:
         return np.zeros(grid, dtype=int)           # no roll: one region
 
@@ -136,10 +122,7 @@ def region_labels(grid, M, shift):
 
 @boundary(checks=_SHIFT_FITS, **_SHIFTED)
 def rolled_window_masks(grid, M, shift):
-    """Masks of the windows of the rolled grid: same region, may attend.
-
-    Shape ((H/M)·(W/M), M², M²), True on the diagonal.
-    """
+    """Masks of the windows of the rolled grid: same region, may attend."""
     labels = region_labels(grid, M, shift)[..., None]        # (H, W, 1)
     win = window_partition(labels, M)[..., 0]                # (nW, M²)
     return win[:, :, None] == win[:, None, :]                # (nW, M², M²)
@@ -147,11 +130,7 @@ def rolled_window_masks(grid, M, shift):
 
 @boundary(checks=_SHIFT_FITS, **_SHIFTED)
 def padded_window_ids(grid, M, shift):
-    """Shifted window of every token of the unrolled grid.
-
-    (H, W) indices, row-major, of the windows of the grid padded by ``M -
-    shift`` patches before and ``shift`` after each axis (none if 0).
-    """
+    """Shifted window of every token of the unrolled grid."""
     H, W = grid
     pad = (M - shift) % M                          # patches before the grid
     rows = (np.arange(H) + pad) // M               # (H,) window row
@@ -171,9 +150,6 @@ def shifted_window_mask(grid, M, shift):
           **_SHIFTED)
 def shifted_window_bias(table, grid, M, shift):
     """The relative position bias of the (shifted) windows, on the whole grid.
-
-    (h, 2M-1, 2M-1) -> (h, H·W, H·W): a pair of one shifted window gets the
-    entry of its offset, every other pair 0.
     """
     (H, W), h = grid, table.shape[0]
     full = np.zeros((h, 2 * H - 1, 2 * W - 1))     # every offset of the grid
@@ -195,30 +171,8 @@ def shifted_window_bias(table, grid, M, shift):
 def window_attention(x, W_q, W_k, W_v, W_o, h, M, shift=0, bias_table=None):
     """Multi-head self-attention inside ``M × M`` windows (:ref:`ch-windows`).
 
-    Parameters
-    ----------
-    x : array_like, shape (..., H, W, C)
-        Patch grid; ``M`` must divide ``H`` and ``W``.
-    W_q, W_k, W_v, W_o, h
-        As :func:`selfattention.attention.multi_head_attention`.
-    M : int
-        Window side in patches (Swin: 7).
-    shift : int
-        ``0 ≤ shift < M``; Swin shifts by ``M // 2`` in every other block.
-    bias_table : array_like, shape (h, 2M-1, 2M-1), optional
-        Relative position bias table, one per head.
-
-    Returns
-    -------
-    Y : ndarray, shape (..., H, W, d_out)
-    A : ndarray, shape (..., (H/M)·(W/M), h, M², M²)
-        Weights in the windows of the rolled grid.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As ``multi_head_attention``; if ``M`` does not tile the grid,
-        ``shift`` is out of range or the table has the wrong shape.
+    x (..., H, W, C), ``bias_table`` (h, 2M-1, 2M-1) -> outputs
+    (..., H, W, d_out) and weights (..., (H/M)·(W/M), h, M², M²).
     """
     bias = None if bias_table is None else relative_position_bias(
         bias_table, (M, M))                                  # (h, M², M²)
@@ -251,9 +205,7 @@ def _merging_fits(x, W_merge) -> None:
 def patch_merging(x, W_merge):
     """Concatenate each 2 × 2 neighbourhood, then map 4C -> 2C.
 
-    (..., H, W, C) -> (..., H/2, W/2, C') with ``W_merge`` (4C, C'), Swin's
-    ``C' = 2C``, after a layer norm of the 4C features, in the order of
-    Swin's released code (:ref:`ch-windows`, :eq:`eq-win-merge`).
+    (..., H, W, C) -> (..., H/2, W/2, C') with ``W_merge`` (4C, C').
     """
     x0 = x[..., 0::2, 0::2, :]                   # (..., H/2, W/2, C) top-left
     x1 = x[..., 1::2, 0::2, :]                   # bottom-left

@@ -5,10 +5,9 @@
 
 import numpy as np
 
-from selfattention.vit import (TRAINED_DIGITS, digit_split, train,
-                               weight_arrays)
+from selfattention.vit import TRAINED_DIGITS, digit_split, train
 
-from .recipes import recipe
+from .recipes import recipe, weight_arrays
 
 
 def _digits_recipe(name, arguments):

@@ -47,9 +47,8 @@ from selfattention.photo_vit import (CROP, GRID, PATCH, ZOOM,
                                      masked_patch_loss, photo_model,
                                      photo_tokens)
 from selfattention.photos import random_crops, split_photographs
-from selfattention.vit import weight_arrays
 
-from .recipes import recipe
+from .recipes import recipe, weight_arrays
 
 
 def _schedule(opt, steps, warmup=0.05):
@@ -61,6 +60,15 @@ def _schedule(opt, steps, warmup=0.05):
             return (step + 1) / warm
         return 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
     return torch.optim.lr_scheduler.LambdaLR(opt, rate)
+
+
+def _take_step(opt, sched, loss):
+    """One optimiser and schedule step on ``loss``; the loss as a float."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    return loss.item()
 
 
 def _distances(model, crops, hidden=None):
@@ -99,11 +107,7 @@ def train_photos(objective, seed, steps, batch=128, lr=2e-3,
             else:
                 loss = nn.functional.cross_entropy(
                     model(x)[0], torch.from_numpy(source))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses[step] = loss.item()
+            losses[step] = _take_step(opt, sched, loss)
         model.eval()
         crops = held_out_crops(held_out)
         hidden = hide_half(np.random.default_rng(1001), len(crops),
@@ -171,11 +175,7 @@ def train_clutter(kind, seed, steps, registers=0, batch=128, lr=2e-3,
                                                   dtype=dtype)))
             loss = nn.functional.cross_entropy(
                 logits, torch.from_numpy(s.labels[:, 0]))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses[step] = loss.item()
+            losses[step] = _take_step(opt, sched, loss)
         model.eval()
         test = clutter_test_scenes(test_scenes)
         with torch.no_grad():

@@ -26,7 +26,7 @@ import numpy as np
 from selfattention import trained
 
 __all__ = ["Recipe", "Seconds", "recipe", "recipes", "retrain", "retrain_all",
-           "write"]
+           "write", "weight_arrays"]
 
 # The modules whose import registers recipes; one line per module.
 RECIPE_MODULES: tuple[str, ...] = (
@@ -87,6 +87,14 @@ def recipes() -> dict[str, Recipe]:
     for module in RECIPE_MODULES:
         importlib.import_module(module)
     return dict(sorted(_RECIPES.items()))
+
+
+def weight_arrays(model) -> dict[str, np.ndarray]:
+    """A model's ``state_dict`` as NumPy arrays named ``w/<name>``, the
+    form in which the recipes save weights
+    (:func:`selfattention.vit.load_weight_arrays` reads them back)."""
+    return {f"w/{k}": v.detach().numpy().copy()
+            for k, v in model.state_dict().items()}
 
 
 def _checked(arrays) -> dict[str, np.ndarray]:

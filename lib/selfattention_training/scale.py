@@ -5,18 +5,60 @@ from a few seeds, measured along the way.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import nn
 
-from selfattention import data
-from selfattention.scale_training import (BATCH, D_K, EVERY, PROBE, SEEDS,
-                                          SHOWN, STEPS, VARIANTS, ScaleModel,
-                                          _test_rows, divisor, entropy, split)
+from selfattention import data, patches
+from selfattention.scale_training import D_K, PATCH, ScaleModel, entropy
 
 from .recipes import recipe
 
-__all__ = ["train_variant", "scale_training_recipe"]
+__all__ = ["VARIANTS", "SEEDS", "divisor", "digit_tokens", "split",
+           "train_variant", "scale_training_recipe"]
+
+VARIANTS = ("1/√d_k", "1", "1/d_k")     # what multiplies Q Kᵀ
+SEEDS = (0, 1, 2)
+STEPS = 400                      # Adam steps of 64 digits (6.4 epochs)
+BATCH = 64
+EVERY = 25                       # steps between two measurements
+PROBE = 1000                     # test digits measured along the way
+SHOWN = 6                        # test digits whose maps are kept
+
+
+def divisor(variant: str, d_k: int = D_K) -> float:
+    """The number the scores ``Q Kᵀ`` are divided by in ``variant``."""
+    return {"1/√d_k": math.sqrt(d_k), "1": 1.0, "1/d_k": float(d_k)}[variant]
+
+
+def digit_tokens(images):
+    """Images (N, 28, 28) as 16 patch tokens (N, 16, 49) of 7 × 7 pixels,
+    numbered row-major."""
+    return patches.patchify(np.asarray(images), PATCH)
+
+
+def _rows():
+    from sklearn.model_selection import train_test_split
+
+    labels = data.mnist_digits()[1]
+    return train_test_split(np.arange(len(labels)), test_size=1000,
+                            stratify=labels, random_state=0)
+
+
+def _test_rows():
+    return _rows()[1]
+
+
+def split():
+    """The 5,000 MNIST digits as a stratified split, 4,000 to train and
+    1,000 to test (``sklearn.model_selection.train_test_split``, seed 0):
+    ``(X_train, y_train, X_test, y_test)``, tokens (N, 16, 49) in [0, 1]."""
+    images, labels = data.mnist_digits()
+    i_train, i_test = _rows()
+    X = digit_tokens(images)
+    return X[i_train], labels[i_train], X[i_test], labels[i_test]
 
 
 def _measure(model, X, y):

@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from selfattention.data import (moving_square_video, repeated_pattern_pair,
-                                shifted_pair, textured_scene, two_squares)
-from selfattention.patches import patchify
+from selfattention.data import (moving_square_video, shifted_pair,
+                                textured_scene, two_squares)
 
 
 def test_two_squares_is_a_dark_image_with_two_bright_squares():
@@ -34,8 +33,6 @@ RNG = np.random.default_rng(0)
     (lambda: moving_square_video(RNG, start=(16, 0), step=(0, 8), T=3),
      ValueError, "step"),
     (lambda: moving_square_video(RNG, T=2.0), TypeError, "T"),
-    (lambda: repeated_pattern_pair(RNG, shift=(2, 0)), ValueError,
-     r"shift\[0\]"),
 ])
 def test_bad_input_names_the_argument(call, error, name):
     with pytest.raises(error, match=f"^{name}"):
@@ -48,16 +45,6 @@ def test_second_frame_is_the_first_rolled():
                               noise=0.0)
     assert np.array_equal(np.roll(img1, (3, -5), axis=(0, 1)), img2)
     assert scene.shape == (32, 32) and scene.min() >= 0
-
-
-def test_repeated_pattern_pair_moves_every_motif():
-    pp = repeated_pattern_pair(np.random.default_rng(0), noise=0.0)
-    X1, X2 = patchify(pp.img1, 4), patchify(pp.img2, 4)
-    for r, c in pp.copies:
-        assert np.array_equal(X1[r * 10 + c], pp.motif.ravel())
-        assert np.array_equal(X2[(r + 1) * 10 + c + 1], pp.motif.ravel())
-    r, c = pp.landmark
-    assert np.array_equal(X1[r * 10 + c], pp.marker.ravel())
 
 
 def test_square_moves_by_step_and_distractor_stays():

@@ -170,4 +170,4 @@ def test_the_installed_package_leaves_the_book_tooling_out():
     import selfattention_book.diagrams
 
     assert Path(selfattention_book.diagrams.__file__).resolve() == \
-        LIB / "selfattention_book" / "diagrams.py"
+        LIB / "selfattention_book" / "diagrams" / "__init__.py"

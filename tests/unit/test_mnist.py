@@ -8,7 +8,7 @@ import torch
 
 from selfattention import (data, interpret, mnist, patches, position, trained,
                            vit)
-from selfattention_training.mnist import _weights
+from selfattention_training.mnist import BLANKED, _weights
 from selfattention_course.judges.transformer import (block_macs,
                                                    block_parameters)
 
@@ -211,8 +211,8 @@ def test_the_misconceptions_file_is_the_chapter_models(measured, split):
 def test_the_misconceptions_counts_fit_together(measured, split):
     N, n = len(split.y_test), split.X_test.shape[1]
     removal, pairs = measured["removal"], measured["pairs"]
-    assert removal.shape == (len(mnist.RANKINGS), len(mnist.BLANKED))
-    assert np.array_equal(measured["blanked"], mnist.BLANKED)
+    assert removal.shape == (len(mnist.RANKINGS), len(BLANKED))
+    assert np.array_equal(measured["blanked"], BLANKED)
     assert pairs.shape == (4, 6)
     assert np.all((0 <= removal) & (removal <= N))
     assert np.all((0 <= pairs) & (pairs <= N))

@@ -1,4 +1,4 @@
-"""Tests of selfattention.scale_training (chapter 2, the scale in training):
+"""Tests of selfattention.scale_training and its recipe (the scale in training):
 the head against PyTorch's own attention, the premise of unit-variance
 queries and keys, runs that differ only in the divisor, the entropy, and the
 committed curves against a fresh start of their recipe."""
@@ -15,27 +15,28 @@ from hypothesis.extra import numpy as hnp
 from selfattention import data, trained
 from selfattention import scale_training as sc
 from selfattention.attention import softmax
+from selfattention_training import scale
 from selfattention_training.scale import train_variant
 
 
-@pytest.mark.parametrize("variant", sc.VARIANTS)
+@pytest.mark.parametrize("variant", scale.VARIANTS)
 def test_the_head_is_pytorch_attention_with_its_divisor(variant):
     torch.manual_seed(0)
-    head = sc.ScaleAttention(8, 32, sc.divisor(variant, 32)).double()
+    head = sc.ScaleAttention(8, 32, scale.divisor(variant, 32)).double()
     x = torch.randn(3, 5, 8, dtype=torch.float64)
     out, A = head(x)
     Q, K, V = x @ head.W_Q, x @ head.W_K, x @ head.W_V
     # scaled_dot_product_attention divides by √d_k; rescale Q to undo it
-    Q = Q * math.sqrt(32) / sc.divisor(variant, 32)
+    Q = Q * math.sqrt(32) / scale.divisor(variant, 32)
     ref = torch.nn.functional.scaled_dot_product_attention(Q, K, V)
     torch.testing.assert_close(out, ref @ head.W_O, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(A.detach().sum(-1).numpy(), 1.0, atol=1e-12)
 
 
 def test_divisors():
-    assert [sc.divisor(v, 256) for v in sc.VARIANTS] == [16.0, 1.0, 256.0]
+    assert [scale.divisor(v, 256) for v in scale.VARIANTS] == [16.0, 1.0, 256.0]
     with pytest.raises(KeyError):
-        sc.divisor("2")
+        scale.divisor("2")
 
 
 def test_queries_and_keys_start_with_unit_variance_components():
@@ -55,9 +56,9 @@ def test_queries_and_keys_start_with_unit_variance_components():
 
 def test_variants_share_their_initial_weights():
     models = []
-    for variant in sc.VARIANTS:
+    for variant in scale.VARIANTS:
         torch.manual_seed(3)
-        models.append(sc.ScaleModel(sc.divisor(variant)))
+        models.append(sc.ScaleModel(scale.divisor(variant)))
     for a, b in zip(models, models[1:]):
         for (name, p), (_, q) in zip(a.named_parameters(),
                                      b.named_parameters()):
@@ -67,17 +68,17 @@ def test_variants_share_their_initial_weights():
 
 def test_tokens_are_the_patches_of_the_digit():
     images = data.mnist_digits()[0][:3]
-    X = sc.digit_tokens(images)
+    X = scale.digit_tokens(images)
     assert X.shape == (3, 16, 49)
     np.testing.assert_array_equal(X[1, 6].reshape(7, 7),
                                   images[1, 7:14, 14:21])
 
 
 def test_split_is_stratified_and_disjoint():
-    X_train, y_train, X_test, y_test = sc.split()
+    X_train, y_train, X_test, y_test = scale.split()
     assert X_train.shape == (4000, 16, 49) and X_test.shape == (1000, 16, 49)
     assert (np.bincount(y_test) == 100).all()
-    rows = sc._rows()
+    rows = scale._rows()
     assert not set(rows[0]) & set(rows[1])
 
 
@@ -105,23 +106,25 @@ def test_entropy_of_one_hot_and_uniform_rows():
 
 def test_committed_curves_have_the_shapes_the_chapter_reads():
     runs = trained.load("scale-training")
-    V, S, M = len(sc.VARIANTS), len(sc.SEEDS), sc.STEPS // sc.EVERY + 1
-    assert runs["train_loss"].shape == (V, S, sc.STEPS)
+    V, S = len(scale.VARIANTS), len(scale.SEEDS)
+    M = scale.STEPS // scale.EVERY + 1
+    assert runs["train_loss"].shape == (V, S, scale.STEPS)
     assert runs["entropy"].shape == (V, S, M, 2)
-    assert runs["cls_maps"].shape == (V, S, M, sc.SHOWN, 2, 16)
+    assert runs["cls_maps"].shape == (V, S, M, scale.SHOWN, 2, 16)
     np.testing.assert_array_equal(runs["measured_at"],
-                                  np.arange(0, sc.STEPS + 1, sc.EVERY))
+                                  np.arange(0, scale.STEPS + 1, scale.EVERY))
     on_patches = runs["cls_maps"].sum(-1)     # the rest: on the class token
     assert (on_patches >= 0).all() and (on_patches <= 1 + 1e-5).all()
     assert (runs["entropy"] <= np.log(17) + 1e-5).all()
-    np.testing.assert_array_equal(runs["shown"], sc._test_rows()[:sc.SHOWN])
+    np.testing.assert_array_equal(runs["shown"],
+                                  scale._test_rows()[:scale.SHOWN])
     np.testing.assert_array_equal(runs["shown_images"],
                                   data.mnist_digits()[0][runs["shown"]]
                                   .astype(np.float32))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("i, variant", list(enumerate(sc.VARIANTS)))
+@pytest.mark.parametrize("i, variant", list(enumerate(scale.VARIANTS)))
 def test_the_committed_curves_start_as_a_fresh_run_does(i, variant):
     # The recipe runs float32 on one thread: on one machine a fresh run
     # reproduces the file bit for bit. Another CPU or thread count sums in
@@ -135,7 +138,7 @@ def test_the_committed_curves_start_as_a_fresh_run_does(i, variant):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        fresh = train_variant(variant, sc.SEEDS[0], steps=25)
+        fresh = train_variant(variant, scale.SEEDS[0], steps=25)
     finally:
         torch.set_num_threads(threads)
     np.testing.assert_allclose(fresh["train_loss"],

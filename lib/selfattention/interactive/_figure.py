@@ -1,7 +1,5 @@
-"""The pieces every kernel-free figure shares (not part of the API): the
-scripts and styles of ``selfattention/static/``, the box with its title,
-instructions and live caption, the colour scale and its legend, and the
-numbers as JSON that a script reads.
+"""What every kernel-free figure shares (not part of the API): the scripts and
+styles of ``static/``, the box and live caption, the colour scale and legend.
 """
 
 from __future__ import annotations
@@ -58,12 +56,7 @@ def _grey_levels(img) -> list:
 
 
 def _payload(data: dict) -> str:
-    """``data`` as JSON that can stand inside a ``<script>`` element.
-
-    Items are separated by ``", "``: long arrays then hold no long run of
-    characters without a space, over which the sanitizing regexes of nbval
-    would backtrack quadratically.
-    """
+    """``data`` as JSON that can stand inside a ``<script>`` element."""
     text = json.dumps(data, separators=(", ", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c")     # no "</script>" inside
 
@@ -86,12 +79,7 @@ def _number(x: float) -> str:
 
 
 def _colour_scale(values, vmax: float | None) -> tuple[float, float, list]:
-    """The fixed colour scale of a figure: ``(lo, hi, ticks)``.
-
-    ``lo`` is 0 unless some value is negative; ``hi`` is ``vmax`` when
-    given, otherwise the first round tick at or above the largest value;
-    ticks are round numbers from matplotlib's ``MaxNLocator``.
-    """
+    """The fixed colour scale of a figure: ``(lo, hi, ticks)``."""
     from matplotlib.ticker import MaxNLocator
 
     values = np.asarray(values, dtype=float)
@@ -154,40 +142,7 @@ def _at(j: int, cols: int) -> str:
 def _shell(*, uid: str, css_class: str, testid: str, title: str,
            max_width: int, body: str, caption: str, caption_testid: str,
            help_text: str, payload: str, script: str) -> str:
-    """The box every kernel-free figure shares, and its script.
-
-    Parameters
-    ----------
-    uid : str
-        Id of the box; ``uid + "-title"``, ``"-help"`` and ``"-cap"`` name
-        the title, the instructions and the live caption.
-    css_class, testid : str
-        Class and ``data-testid`` of the box.
-    title : str
-        Title above the figure, escaped here; it names the figure's group.
-    max_width : int
-        Largest width of the box in screen pixels.
-    body : str
-        HTML between the title and the instructions (controls, canvases,
-        legend).
-    caption : str
-        Text of the live region when the page loads (escaped here); the
-        script rewrites it after every change, and screen readers announce
-        the new text.
-    caption_testid : str
-        ``data-testid`` of the live region.
-    help_text : str
-        How to use the figure with a mouse and with the keyboard.
-    payload : str
-        JSON from :func:`_payload`, which the script reads as ``D``.
-    script : str
-        The figure's JavaScript; it can use ``D``, ``root`` (the box) and
-        ``cap`` (the live region).
-
-    Returns
-    -------
-    str
-    """
+    """The box every kernel-free figure shares, and its script."""
     return (
         f'<div id="{uid}" class="sa-fig {css_class}" data-testid="{testid}" '
         f'role="group" aria-labelledby="{uid}-title" '

@@ -37,49 +37,7 @@ def _bars_fit_labels(values, choices, series, choice) -> None:
           checks=(_bars_fit_labels,))
 def bar_explorer(values, choices, series, title="", xlabel="", ymax=None,
                  choice=0, width=300, height=180, ylabel=""):
-    """A kernel-free figure: buttons switch between precomputed bar charts.
-
-    Each choice (a button) shows ``len(series)`` panels side by side, each a
-    bar chart of ``n`` values on one fixed vertical scale; the live region
-    gives each panel's largest bar and where it is. Each bar is numbered
-    under its panel (every fifth when the bars are too narrow for all).
-    :ref:`ch-scaling` uses it for one attention row at several ``d_k``,
-    unscaled and scaled.
-
-    Parameters
-    ----------
-    values : array_like, shape (n_choices, n_series, n)
-        The bars: ``values[c, s]`` is panel ``s`` under choice ``c``.
-    choices : sequence of str, length n_choices
-        Button labels.
-    series : sequence of str, length n_series
-        Panel titles.
-    title : str
-        Title shown above the figure, and the name of its group.
-    xlabel : str
-        Label under every panel (what the bars are indexed by).
-    ylabel : str
-        Label of every panel's vertical axis (what the bars measure).
-    ymax : float, optional
-        Top of the vertical axis; defaults to the largest value.
-    choice : int
-        Choice shown when the page loads.
-    width, height : int
-        Size of one panel in screen pixels, at least 80 each (the
-        margins take up to 56 across and 58 down).
-
-    Returns
-    -------
-    IPython.display.HTML
-        Self-contained HTML and JavaScript, byte-for-byte stable for the
-        same inputs (values are stored with 4 decimals).
-
-    Raises
-    ------
-    ValueError
-        If ``values`` is not a finite non-negative 3-D array, the number of
-        labels does not match its shape, or ``choice`` is out of range.
-    """
+    """A kernel-free figure: buttons switch between precomputed bar charts."""
     top = float(values.max()) if ymax is None else float(ymax)
     stored = _rounded(values, 4)
     data = {

@@ -1,6 +1,5 @@
-"""The cost calculator: pick an image side, a patch side, the heads and a
-dtype, and read what the score matrices of global and windowed attention
-cost, from the formulas of :mod:`selfattention.cost` (:ref:`ch-cost`).
+"""The cost calculator: score-matrix cost of global and windowed attention from
+:mod:`selfattention.cost` (:ref:`ch-cost`).
 """
 
 from __future__ import annotations
@@ -61,36 +60,7 @@ def _patch_divides_side(image_size, patch_size) -> None:
           checks=(_patch_divides_side,))
 def cost_calculator(image_size=224, patch_size=16, heads=1,
                     dtype="float32"):
-    """A kernel-free calculator: patch size → tokens, entries, bytes.
-
-    The table is first filled in Python, from :func:`.cost.tokens`,
-    :func:`.cost.score_entries`, :func:`.cost.attention_bytes` and
-    :func:`.cost.human_bytes` (:ref:`ch-cost`), so the stored page shows the
-    default setting even without JavaScript; menus then recompute it in
-    JavaScript with the same formulas, and a live region reads the new
-    numbers out.
-
-    Parameters
-    ----------
-    image_size : int
-        Side of the square image in pixels, one of 32, 64, 96, 128, 224,
-        256, 384, 512, 1024.
-    patch_size : int
-        Initial patch side; must divide ``image_size``.
-    heads : int
-        Initial number of heads (1 to 16).
-    dtype : str
-        ``"float16"``, ``"float32"`` or ``"float64"``.
-
-    Returns
-    -------
-    IPython.display.HTML
-
-    Raises
-    ------
-    ValueError
-        If a setting is not one the menus offer.
-    """
+    """A kernel-free calculator: patch size → tokens, entries, bytes."""
     rows = _calculator_rows(image_size, patch_size, heads, dtype)
     uid = _uid("sa-cost-", f"{image_size}-{patch_size}-{heads}-{dtype}")
 

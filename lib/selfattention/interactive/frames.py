@@ -1,5 +1,4 @@
-"""The frames explorer: attention between the patches of several frames or of
-two images, a query on one frame and its weights on all of them
+"""The frames explorer: a query on one frame and its weights on all frames
 (:ref:`ch-nonlocal`, :ref:`ch-misconceptions`).
 """
 
@@ -60,62 +59,7 @@ def _frames_fit_grid(frames, A, grid, patch, query, keys=None) -> None:
 def frames_explorer(frames, A, grid, patch, query=0, keys=None, title="",
                     labels=None, key_labels=None, scale=6, vmax=None,
                     per_frame=False):
-    """A kernel-free figure: pick a patch of one frame, see where it looks.
-
-    Attention between the patches of several frames: the frames of a video
-    (self-attention over space and time, :ref:`ch-nonlocal`) or two
-    different images (cross-attention, :ref:`ch-matching`). The top row
-    shows the query frames; the bottom row the weights of the query patch
-    over every key frame, on one colour scale for every query, with a
-    legend; with ``keys``, a middle row shows the key frames. Click a
-    patch, or focus a query frame with Tab and move the query with the
-    arrow keys (Home, End: first and last patch; Enter or Space makes the
-    focused frame the query's frame). A live
-    region names the strongest keys and the displacement to the strongest,
-    or with ``per_frame`` the strongest key of each key frame's map.
-
-    Parameters
-    ----------
-    frames : array_like, shape (F, H·P, W·P)
-        Query frames, grayscale with values roughly in [0, 1].
-    A : array_like, shape (F·n, G·n)
-        Attention weights, ``n = H·W`` patches per frame; query
-        ``f·n + r·W + c`` is patch (r, c) of frame ``f``, keys likewise.
-    grid : (H, W)
-        Patch grid of every frame.
-    patch : int
-        Patch side ``P`` in pixels.
-    query : int
-        Query selected when the page loads.
-    keys : array_like, shape (G, H·P, W·P), optional
-        Key frames (cross-attention). By default the keys are the query
-        frames themselves.
-    title : str
-        Title shown above the figure, and the name of its group.
-    labels, key_labels : sequence of str, optional
-        Names of the frames (default "frame 0", "frame 1", ...).
-    scale : int
-        Screen pixels per image pixel.
-    vmax : float, optional
-        Top of the colour scale; by default the first round number at or
-        above the largest weight.
-    per_frame : bool
-        Each key frame's block of a row is a map of its own (one head's,
-        one image's): the caption names each map's strongest key, and no
-        displacement (which compares places in one scene).
-
-    Returns
-    -------
-    IPython.display.HTML
-        Self-contained HTML and JavaScript, byte-for-byte stable for the
-        same inputs (weights are stored with 3 decimals).
-
-    Raises
-    ------
-    ValueError
-        If the frames do not fit the grid, ``A`` does not fit the frames,
-        a label list has the wrong length, or ``query`` is out of range.
-    """
+    """A kernel-free figure: pick a patch of one frame, see where it looks."""
     cross = keys is not None
     key_frames = keys if cross else frames
     H, W = grid

@@ -48,52 +48,7 @@ def _explorer_fits_grid(img, A, grid, patch, query,
           checks=(_explorer_fits_grid,))
 def patch_explorer(img, A, grid, patch, query=0, title="", scale=8,
                    vmax=None, head_names=None):
-    """A kernel-free figure: pick a patch, see its attention map.
-
-    The image (left) and the attention weights of the query patch over all
-    patches (right), one colour scale for every query and head with a
-    legend. Click a patch of either picture, or focus the image with Tab
-    and move the query with the arrow keys (Home, End: first and last
-    patch); buttons switch heads. Below, a live region reads out the query
-    and its strongest weights.
-
-    Parameters
-    ----------
-    img : array_like, shape (H·P, W·P)
-        Grayscale image with values roughly in [0, 1].
-    A : array_like, shape (n, n) or (h, n, n)
-        Attention weights, one row per query patch, ``n = H·W``. With a
-        head axis, buttons switch between the heads.
-    grid : (H, W)
-        Patch grid.
-    patch : int
-        Patch side ``P`` in pixels.
-    query : int
-        Patch selected when the page loads, ``r·W + c``.
-    title : str
-        Title shown above the figure, and the name of its group.
-    scale : int
-        Screen pixels per image pixel.
-    vmax : float, optional
-        Top of the colour scale; by default the first round number at or
-        above the largest weight. Pass the same value to figures that are
-        compared.
-    head_names : sequence of str, optional
-        One name per head (what the text calls it), shown on its button
-        and in the caption beside its number.
-
-    Returns
-    -------
-    IPython.display.HTML
-        Self-contained HTML and JavaScript, byte-for-byte stable for the
-        same inputs (weights are stored with 3 decimals).
-
-    Raises
-    ------
-    ValueError
-        If ``A`` or ``img`` does not fit the grid, ``query`` is not one
-        of its patches, or ``head_names`` does not name every head.
-    """
+    """A kernel-free figure: pick a patch, see its attention map."""
     A = A[None] if A.ndim == 2 else A
     H, W = grid
     heads, n = A.shape[0], H * W

@@ -1,6 +1,5 @@
-"""Live widgets, which need a kernel (Jupyter, Colab, Binder): :func:`live`,
-the book's defaults for ``ipywidgets.interactive``, and :func:`drawing_pad`,
-a grid to draw a digit on (:ref:`ch-transformer`).
+"""Live widgets, which need a kernel: :func:`live` and :func:`drawing_pad`
+(:ref:`ch-transformer`).
 """
 
 from __future__ import annotations
@@ -9,15 +8,7 @@ import numpy as np
 
 
 def live(function, **widgets):
-    """Wrap ``ipywidgets.interactive`` with the book's defaults.
-
-    ``function`` draws a figure from keyword arguments; each keyword in
-    ``widgets`` is an ipywidgets control (or an abbreviation such as a
-    ``(min, max, step)`` tuple), which ipywidgets labels with the keyword's
-    name. Returns the widget; display it as the last line of a cell. Runs
-    in Jupyter, Colab and Binder, where a kernel is attached; the static
-    book shows the figure drawn just before it.
-    """
+    """Wrap ``ipywidgets.interactive`` with the book's defaults."""
     import ipywidgets
 
     widget = ipywidgets.interactive(function, **widgets)
@@ -55,15 +46,7 @@ def pad_image(image, cells=14, soften=0.7):
 
 def drawing_pad(draw, images, cells=14, soften=0.7):
     """A live widget: draw a digit on a grid of toggle buttons, or start
-    from one of ``images``, and see ``draw(image)`` redrawn.
-
-    Each of the ``cells × cells`` buttons paints a square of
-    ``28 / cells`` pixels; the picture is softened with a Gaussian of
-    ``soften`` pixels so that its strokes look like a scanned pen's.
-    ``draw`` receives the (28, 28) image in [0, 1] and makes a figure. It
-    needs a kernel (Jupyter, Colab, Binder); the book shows the figure of
-    the default state before it.
-    """
+    from one of ``images``, and see ``draw(image)`` redrawn."""
     import ipywidgets as w
 
     side = images.shape[-1] // cells
