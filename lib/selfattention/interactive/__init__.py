@@ -6,7 +6,8 @@
   static book: pick a patch, see where it attends.
 * :func:`live` wraps ``ipywidgets.interactive`` for Jupyter, Colab and
   Binder, where sliders recompute the figure with Python;
-  :func:`drawing_pad` is a live grid to draw a digit on.
+  :func:`drawing_pad` is a live grid to draw a digit on, and
+  :func:`photo_picker` a live choice (or upload) of a photograph.
 
 Every kernel-free figure works with a keyboard as well as a mouse, and with
 a screen reader: the picture you pick a query on is focusable (Tab), the
@@ -29,9 +30,10 @@ byte stable and nbval can compare it, and it loads nothing from anywhere.
 One module per figure: ``patch`` (:func:`patch_explorer`),
 ``frames`` (:func:`frames_explorer`), ``bars``
 (:func:`bar_explorer`), ``calculator`` (:func:`cost_calculator`),
-``stereo`` (:func:`stereo_explorer`) and ``widgets`` (:func:`live`,
-:func:`drawing_pad`); the box, legend and colour scale they share are in
-``_figure.py``, their scripts and styles in ``selfattention/static/``.
+``stereo`` (:func:`stereo_explorer`), ``widgets`` (:func:`live`,
+:func:`drawing_pad`) and ``photo`` (:func:`photo_picker`); the box,
+legend and colour scale they share are in ``_figure.py``, their scripts
+and styles in ``selfattention/static/``.
 """
 
 from ._figure import (_COMMON_JS, _at, _static, _strongest,  # noqa: F401
@@ -40,9 +42,10 @@ from .bars import bar_explorer
 from .calculator import cost_calculator
 from .frames import frames_explorer
 from .patch import patch_explorer
+from .photo import photo_picker
 from .stereo import stereo_explorer
 from .widgets import drawing_pad, live, pad_image
 
 __all__ = ["patch_explorer", "frames_explorer", "bar_explorer",
            "cost_calculator", "live", "stereo_explorer", "pad_image",
-           "drawing_pad"]
+           "drawing_pad", "photo_picker"]
