@@ -316,18 +316,18 @@ def _place(box, dy, dx, flip, swap):
     return [l, t, r, b] if swap else [t, l, b, r]
 
 
+def _area(start, stop, corners):
+    """Areas of boxes from corners ``start`` to ``stop`` (..., 2)."""
+    return np.prod(np.clip(stop - start + corners, 0, None), axis=-1)
+
+
 def _pair_iou(boxes, true_boxes, corners=0.0):
     """(N, k) IoU; ``corners=1`` counts bottom and right as inside."""
-    def area(t, l, b, r):
-        return np.clip(b - t + corners, 0, None) * \
-            np.clip(r - l + corners, 0, None)
     p, q = boxes[:, None], true_boxes[None]
-    inter = area(np.maximum(p[..., 0], q[..., 0]),
-                 np.maximum(p[..., 1], q[..., 1]),
-                 np.minimum(p[..., 2], q[..., 2]),
-                 np.minimum(p[..., 3], q[..., 3]))
-    union = area(*p.transpose(2, 0, 1)) + area(*q.transpose(2, 0, 1)) - inter
-    return inter / union
+    inter = _area(np.maximum(p[..., :2], q[..., :2]),
+                  np.minimum(p[..., 2:], q[..., 2:]), corners)
+    return inter / (_area(p[..., :2], p[..., 2:], corners) +
+                    _area(q[..., :2], q[..., 2:], corners) - inter)
 
 
 def _found(classes, boxes, labels, true_boxes, pairing="sum",
@@ -374,11 +374,9 @@ def _found(classes, boxes, labels, true_boxes, pairing="sum",
     return int(sum(ok))
 
 
-def _counts_judge(out, classes, boxes, labels, true_boxes):
-    from selfattention.detection import NO_OBJECT
-
-    scenes = list(zip(COUNT_SCENES, classes, boxes, labels, true_boxes))
-    if not (isinstance(out, tuple) and len(out) == len(scenes)):
+def _read_counts(out, scenes: int) -> list[tuple]:
+    """What detection_counts returned for each scene, as int triples."""
+    if not (isinstance(out, tuple) and len(out) == scenes):
         raise Wrong("the check could not read the results of "
                     "detection_counts", "type")
     got = []
@@ -391,61 +389,78 @@ def _counts_judge(out, classes, boxes, labels, true_boxes):
                         f"numbers (found, reported, present), got "
                         f"{arr.size} values", "not-three-counts")
         got.append(tuple(int(v) for v in arr))
-    right = [(_found(c, b, lab, t), int((c != NO_OBJECT).sum()), len(lab))
-             for _, c, b, lab, t in scenes]
-    if got == right:
-        return None
-    slips = [
-        (dict(pairing="greedy"), "greedy",
-         "you paired the largest IoU first, then the next: that can leave a "
-         "query without the digit it alone fits. Pair them so that the IoU "
-         "adds up most (scipy.optimize.linear_sum_assignment)"),
-        (dict(pairing="in-order"), "in-order",
-         "each query took its best digit in turn: an early query can take "
-         "the digit a later one needed. Pair them all at once so that the "
-         "IoU adds up most"),
-        (dict(pairing="every-query"), "not-one-to-one",
-         "two queries found the same digit: each digit may be found once, "
-         "by one query"),
-        (dict(pairing="every-digit"), "one-query-two-digits",
-         "one query answered for two digits: each query answers for one"),
-        (dict(strict=True), "strict-threshold",
-         "an IoU of exactly 0.5 counts: the rule is at least 0.5"),
-        (dict(corners=1.0), "inclusive-corners",
-         "you counted the bottom and right edges as inside the box: they "
-         "are excluded, so a box (t, l, b, r) holds (b - t)(r - l) pixels"),
-        (dict(classes_in="nowhere"), "class-ignored",
-         "a query found a digit of another class: a digit is found only "
-         "when its class is named too"),
-        (dict(classes_in="after"), "class-after-pairing",
-         "you paired on IoU alone, then asked for the class: a query of the "
-         "wrong class then takes the digit from one of the right class. "
-         "Pair each query only with digits of its class"),
-    ]
-    for kwargs, code, message in slips:
-        found = [_found(c, b, lab, t, **kwargs) for _, c, b, lab, t in scenes]
-        if got == [(f, r, p) for f, (_, r, p) in zip(found, right)]:
-            raise Wrong(message, code)
-    reported = [
+    return got
+
+
+#: Slips in what is found: how :func:`_found` makes each, its code, and
+#: what to fix.
+FOUND_SLIPS = [
+    (dict(pairing="greedy"), "greedy",
+     "you paired the largest IoU first, then the next: that can leave a "
+     "query without the digit it alone fits. Pair them so that the IoU "
+     "adds up most (scipy.optimize.linear_sum_assignment)"),
+    (dict(pairing="in-order"), "in-order",
+     "each query took its best digit in turn: an early query can take the "
+     "digit a later one needed. Pair them all at once so that the IoU adds "
+     "up most"),
+    (dict(pairing="every-query"), "not-one-to-one",
+     "two queries found the same digit: each digit may be found once, by "
+     "one query"),
+    (dict(pairing="every-digit"), "one-query-two-digits",
+     "one query answered for two digits: each query answers for one"),
+    (dict(strict=True), "strict-threshold",
+     "an IoU of exactly 0.5 counts: the rule is at least 0.5"),
+    (dict(corners=1.0), "inclusive-corners",
+     "you counted the bottom and right edges as inside the box: they are "
+     "excluded, so a box (t, l, b, r) holds (b - t)(r - l) pixels"),
+    (dict(classes_in="nowhere"), "class-ignored",
+     "a query found a digit of another class: a digit is found only when "
+     "its class is named too"),
+    (dict(classes_in="after"), "class-after-pairing",
+     "you paired on IoU alone, then asked for the class: a query of the "
+     "wrong class then takes the digit from one of the right class. Pair "
+     "each query only with digits of its class"),
+]
+
+
+def _reported_slips(right, classes):
+    """Slips in what is reported: (counts per scene, code, message)."""
+    from selfattention.detection import NO_OBJECT
+
+    return [
         ([min(r, p) for _, r, p in right], "unmatched-not-reported",
          "you counted only the reports paired with a digit: every query "
          "that names a digit is a report, and an unpaired one is a false "
          "positive"),
-        ([f for f, _, _ in right], "found-as-reported",
+        ([k for k, _, _ in right], "found-as-reported",
          "your reported count is the found count: every query that names "
          "a digit is a report, found or not"),
         ([len(c) for c in classes], "no-object-reported",
          f"you counted the queries that report no object (class "
          f"{NO_OBJECT}) as reports"),
     ]
-    for counts, code, message in reported:
-        if got == [(f, r, p) for r, (f, _, p) in zip(counts, right)]:
+
+
+def _counts_judge(out, classes, boxes, labels, true_boxes):
+    from selfattention.detection import NO_OBJECT
+
+    scenes = list(zip(classes, boxes, labels, true_boxes))
+    got = _read_counts(out, len(scenes))
+    right = [(_found(*scene), int((scene[0] != NO_OBJECT).sum()),
+              len(scene[2])) for scene in scenes]
+    if got == right:
+        return None
+    for kwargs, code, message in FOUND_SLIPS:
+        found = [_found(*scene, **kwargs) for scene in scenes]
+        if got == [(k, r, p) for k, (_, r, p) in zip(found, right)]:
+            raise Wrong(message, code)
+    for counts, code, message in _reported_slips(right, classes):
+        if got == [(k, r, p) for r, (k, _, p) in zip(counts, right)]:
             raise Wrong(message, code)
     k = next(k for k in range(len(got)) if got[k] != right[k])
     raise Wrong(f"in a scene of {right[k][2]} digits and {right[k][1]} "
                 f"reports you count {got[k]} (found, reported, present) "
                 f"where the rule gives {right[k]}", "not-the-counts")
-
 
 JUDGES = {
     "ex-photographs-loss": Judge(cases=_loss_cases, judge=_loss_judge),
