@@ -87,15 +87,19 @@ def _load(name):
 @lru_cache(maxsize=None)
 def _grey(name, short_side):
     from skimage.color import rgb2gray
-    from skimage.transform import resize
     img = _load(name)
     img = rgb2gray(img) if img.ndim == 3 else img / 255.0   # (H, W) [0, 1]
-    if short_side is not None:
-        f = short_side / min(img.shape)
-        shape = tuple(max(short_side, round(f * s)) for s in img.shape)
-        img = np.clip(resize(img, shape, anti_aliasing=f < 1), 0.0, 1.0)
+    img = img if short_side is None else _at_zoom(img, short_side)
     img.setflags(write=False)
     return img
+
+
+def _at_zoom(img, short_side):
+    """Grey levels (H, W) resized to ``short_side`` on the shorter side."""
+    from skimage.transform import resize
+    f = short_side / min(img.shape)
+    shape = tuple(max(short_side, round(f * s)) for s in img.shape)
+    return np.clip(resize(img, shape, anti_aliasing=f < 1), 0.0, 1.0)
 
 
 @boundary(name=one_of(*NAMES), short_side=optional(positive_int()))

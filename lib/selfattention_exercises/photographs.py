@@ -8,7 +8,7 @@ import numpy as np
 from .core import Exercise, call
 
 __all__ = ["check_masked_patch_loss", "check_weight_in_box",
-           "check_uniform_distance", "BOX_MODEL"]
+           "check_uniform_distance", "check_detection_counts", "BOX_MODEL"]
 
 
 # ------------------------------------------------------------------ 7.1
@@ -90,3 +90,33 @@ check_uniform_distance = Exercise(
             "size.",
     doc="Exercise 7.3: the root-mean-square attention distance of uniform "
         "attention on an H × W grid of p-pixel patches, derived.")
+
+
+# ------------------------------------------------------------------ 7.4
+def _counts_run(detection_counts, classes, boxes, labels, true_boxes):
+    return tuple(call(detection_counts, np.array(c), np.array(b, dtype=float),
+                      np.array(lab), np.array(t, dtype=float),
+                      what="detection_counts")
+                 for c, b, lab, t in zip(classes, boxes, labels, true_boxes))
+
+
+check_detection_counts = Exercise(
+    # The counts are checked on scenes built to part the usual slips (2:
+    # one-to-one pairing that adds up the IoU, at least 0.5, every
+    # reported digit counted); why each digit is found once is read (1).
+    "ex-photographs-counts", kind="Implement", points=2,
+    answers=("detection_counts",), run=_counts_run,
+    references=("selfattention.detection.precision_recall",
+                "selfattention.detection.box_iou",
+                "selfattention.detection.generalized_box_iou"),
+    seed=74,
+    written="Why may each digit be found only once, and what would a "
+            "detector that reports every digit with all four queries score "
+            "if it were not?",
+    written_points=1,
+    success="found, reported and present digits of each scene: queries "
+            "that report a digit paired one to one with the digits of their "
+            "class so that the IoU adds up most, a pair found at IoU 0.5 or "
+            "more.",
+    doc="Exercise 7.4: a detector's counts in one scene (found, reported, "
+        "present) at IoU 0.5, on scenes built to part the usual slips.")

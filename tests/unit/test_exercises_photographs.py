@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from exercise_answers import hidden, verdict
+from selfattention import detection as photo_detection
 from selfattention import interpret, photo_vit
 from selfattention_exercises import photographs as checks
 
@@ -208,3 +209,176 @@ def test_uniform_distance_check(answer, status, code):
 
 def test_uniform_distance_gets_full_marks_on_hidden_cases():
     hidden(checks.check_uniform_distance, uniform_distance)
+
+
+# ------------------------------------------------------------ 7.4 counts
+def _iou(boxes, true_boxes, plus=0.0):
+    """(N, k) IoU of boxes (t, l, b, r), bottom and right excluded."""
+    out = np.zeros((len(boxes), len(true_boxes)))
+    for i, (t, l, b, r) in enumerate(boxes):
+        for j, (t2, l2, b2, r2) in enumerate(true_boxes):
+            h = max(0.0, min(b, b2) - max(t, t2) + plus)
+            w = max(0.0, min(r, r2) - max(l, l2) + plus)
+            a = (b - t + plus) * (r - l + plus)
+            a2 = (b2 - t2 + plus) * (r2 - l2 + plus)
+            out[i, j] = h * w / (a + a2 - h * w)
+    return out
+
+
+def counts(classes, boxes, labels, true_boxes, plus=0.0, strict=False,
+           gate=True, reported=None):
+    from scipy.optimize import linear_sum_assignment
+    shown = classes != 10
+    found = 0
+    if shown.any() and len(labels):
+        iou = _iou(boxes[shown], true_boxes, plus)
+        if gate:
+            iou = np.where(classes[shown][:, None] == labels[None], iou, 0)
+        rows, cols = linear_sum_assignment(-iou)
+        hit = iou[rows, cols] > 0.5 if strict else iou[rows, cols] >= 0.5
+        found = int(hit.sum())
+    n = int(shown.sum()) if reported is None else reported(shown, found,
+                                                           labels)
+    return found, n, len(labels)
+
+
+def by_permutations(classes, boxes, labels, true_boxes):
+    """The same counts without scipy: every one-to-one pairing tried."""
+    import itertools
+    shown = np.flatnonzero(classes != 10)
+    iou = _iou(boxes[shown], true_boxes)
+    iou = np.where(classes[shown][:, None] == labels[None], iou, 0)
+    k, m = len(labels), len(shown)
+    best, found = -1.0, 0
+    if k <= m:
+        pairings = [list(zip(p, range(k)))
+                    for p in itertools.permutations(range(m), k)]
+    else:
+        pairings = [list(zip(range(m), p))
+                    for p in itertools.permutations(range(k), m)]
+    for pairs in pairings:
+        total = sum(iou[i, j] for i, j in pairs)
+        if total > best + 1e-12:
+            best = total
+            found = sum(iou[i, j] >= 0.5 for i, j in pairs)
+    return int(found), m, k
+
+
+def greedy(classes, boxes, labels, true_boxes):
+    shown = classes != 10
+    iou = _iou(boxes[shown], true_boxes)
+    iou = np.where(classes[shown][:, None] == labels[None], iou, 0)
+    found = 0
+    while iou.size and iou.max() > 0:
+        i, j = np.unravel_index(iou.argmax(), iou.shape)
+        found += iou[i, j] >= 0.5
+        iou[i, :], iou[:, j] = -1, -1
+    return int(found), int(shown.sum()), len(labels)
+
+
+def every_query(classes, boxes, labels, true_boxes):
+    shown = classes != 10
+    iou = _iou(boxes[shown], true_boxes)
+    same = classes[shown][:, None] == labels[None]
+    found = int(((iou >= 0.5) & same).any(1).sum()) if len(labels) else 0
+    return found, int(shown.sum()), len(labels)
+
+
+def every_digit(classes, boxes, labels, true_boxes):
+    shown = classes != 10
+    iou = _iou(boxes[shown], true_boxes)
+    same = classes[shown][:, None] == labels[None]
+    found = int(((iou >= 0.5) & same).any(0).sum()) if shown.any() else 0
+    return found, int(shown.sum()), len(labels)
+
+
+def class_after(classes, boxes, labels, true_boxes):
+    from scipy.optimize import linear_sum_assignment
+    shown = classes != 10
+    if not shown.any() or not len(labels):
+        return 0, int(shown.sum()), len(labels)
+    iou = _iou(boxes[shown], true_boxes)
+    rows, cols = linear_sum_assignment(-iou)
+    ok = (iou[rows, cols] >= 0.5) & (classes[shown][rows] == labels[cols])
+    return int(ok.sum()), int(shown.sum()), len(labels)
+
+
+def test_the_counts_agree_with_every_pairing_tried_and_the_library():
+    from selfattention.detection import precision_recall
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        N, k = 4, int(rng.integers(0, 4))
+        classes = rng.choice([1, 2, 10], N)
+        labels = rng.choice([1, 2], k)
+        corner = rng.integers(0, 40, (N + k, 2)).astype(float)
+        size = rng.integers(4, 24, (N + k, 2))
+        all_boxes = np.hstack([corner, corner + size])
+        boxes, true = all_boxes[:N], all_boxes[N:]
+        want = counts(classes, boxes, labels, true)
+        assert by_permutations(classes, boxes, labels, true) == want
+        assert precision_recall(classes, boxes, labels, true) == want
+
+
+def test_count_cases_part_every_slip_from_the_rule():
+    slips = [greedy, every_query, every_digit, class_after,
+             lambda *a: counts(*a, plus=1.0), lambda *a: counts(*a,
+                                                                strict=True),
+             lambda *a: counts(*a, gate=False)]
+    for seed in range(5):
+        case = checks.check_detection_counts.draw(
+            np.random.default_rng(seed))[0]
+        scenes = list(zip(case["classes"], case["boxes"], case["labels"],
+                          case["true_boxes"]))
+        right = [counts(*s) for s in scenes]
+        assert right == [by_permutations(*s) for s in scenes]
+        for slip in slips:
+            assert [slip(*s) for s in scenes] != right
+        for _, b, _, t in scenes:                 # inside the 56-px scene
+            for box in np.vstack([b, t]):
+                assert 0 <= box[0] < box[2] <= 56
+                assert 0 <= box[1] < box[3] <= 56
+
+
+def pairs_only(shown, found, labels):
+    return min(int(shown.sum()), len(labels))
+
+
+@pytest.mark.parametrize("answer, status, code", [
+    (counts, "correct", None),
+    (by_permutations, "correct", None),
+    (lambda c, b, lab, t: tuple(np.array(counts(c, b, lab, t), float)),
+     "correct", None),
+    (lambda c, b, lab, t: photo_detection.precision_recall(c, b, lab, t),
+     "for review", "for-review"),
+    (None, "not done", "not-done"),
+    (lambda c, b, lab, t: "1, 2, 3", "wrong", "type"),
+    (lambda c, b, lab, t: counts(c, b, lab, t)[:2], "wrong",
+     "not-three-counts"),
+    (greedy, "wrong", "greedy"),
+    (every_query, "wrong", "not-one-to-one"),
+    (every_digit, "wrong", "one-query-two-digits"),
+    (lambda c, b, lab, t: counts(c, b, lab, t, strict=True), "wrong",
+     "strict-threshold"),
+    (lambda c, b, lab, t: counts(c, b, lab, t, plus=1.0), "wrong",
+     "inclusive-corners"),
+    (lambda c, b, lab, t: counts(c, b, lab, t, gate=False), "wrong",
+     "class-ignored"),
+    (class_after, "wrong", "class-after-pairing"),
+    (lambda c, b, lab, t: counts(c, b, lab, t, reported=pairs_only),
+     "wrong", "unmatched-not-reported"),
+    (lambda c, b, lab, t: counts(c, b, lab, t,
+                                 reported=lambda s, f, lab_: f),
+     "wrong", "found-as-reported"),
+    (lambda c, b, lab, t: counts(c, b, lab, t,
+                                 reported=lambda s, f, lab_: len(s)),
+     "wrong", "no-object-reported"),
+    (lambda c, b, lab, t: (counts(c, b, lab, t)[0] + 1,)
+     + counts(c, b, lab, t)[1:], "wrong", "not-the-counts"),
+])
+def test_detection_counts_check(answer, status, code):
+    verdict(checks.check_detection_counts, [answer], status, code)
+
+
+def test_detection_counts_get_full_marks_on_hidden_cases():
+    hidden(checks.check_detection_counts, counts)
+    hidden(checks.check_detection_counts, by_permutations)

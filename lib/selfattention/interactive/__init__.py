@@ -9,9 +9,10 @@ from .bars import bar_explorer
 from .calculator import cost_calculator
 from .frames import frames_explorer
 from .patch import patch_explorer
+from .photo import photo_picker
 from .stereo import stereo_explorer
 from .widgets import drawing_pad, live, pad_image
 
 __all__ = ["patch_explorer", "frames_explorer", "bar_explorer",
            "cost_calculator", "live", "stereo_explorer", "pad_image",
-           "drawing_pad"]
+           "drawing_pad", "photo_picker"]

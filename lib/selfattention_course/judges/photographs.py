@@ -236,9 +236,236 @@ def _uniform_judge(out, grids):
     return None
 
 
+# ------------------------------------------------------------------ 7.4
+#: Scenes of 7.4, in pixels of a 56-pixel scene before a random move:
+#: digits as (class, box), queries as (class, box), ``None`` a query that
+#: reports no object. Letters are classes drawn per case, "a" != "b".
+COUNT_SCENES = {
+    # one digit, reported twice (a duplicate) and once where none is
+    "duplicate-and-stray": ([("a", (10, 10, 30, 30))],
+                            [("a", (11, 10, 31, 30)), ("a", (10, 13, 30, 33)),
+                             ("b", (36, 36, 52, 52)), None]),
+    # two overlapping digits: the query that fits the first best must take
+    # the second, or the other query finds nothing (greedy pairing fails)
+    "greedy-trap": ([("a", (10, 10, 30, 30)), ("a", (10, 14, 30, 34))],
+                    [("a", (10, 11, 30, 31)), ("a", (10, 6, 30, 26)),
+                     None, None]),
+    # an IoU of exactly 0.5 (200 / 400 pixels), then one of 13 / 27
+    "exactly-half": ([("a", (10, 10, 30, 30))],
+                     [("a", (10, 10, 30, 20)), None, None, None]),
+    "just-under-half": ([("a", (10, 10, 30, 30))],
+                        [("a", (10, 17, 30, 37)), None, None, None]),
+    # the best-fitting query names the wrong class
+    "wrong-class-first": ([("a", (10, 10, 30, 30))],
+                          [("b", (10, 11, 30, 31)), ("a", (10, 13, 30, 33)),
+                           None, None]),
+    "wrong-class-only": ([("a", (10, 10, 30, 30)), ("b", (34, 30, 54, 50))],
+                         [("b", (10, 11, 30, 31)), None, None, None]),
+    # one query over two digits answers for one of them
+    "one-for-two": ([("a", (10, 10, 30, 30)), ("a", (10, 14, 30, 34))],
+                    [("a", (10, 11, 30, 31)), None, None, None]),
+    "no-digit": ([], [None, ("a", (12, 8, 32, 26)), None, None]),
+    "silent": ([("a", (8, 8, 28, 26)), ("b", (30, 28, 50, 46))],
+               [None, None, None, None]),
+}
+COUNT_SIDE = 56
+
+
+def _counts_cases(rng):
+    """Every scene of :data:`COUNT_SCENES`, moved, flipped and transposed
+    at random (whole pixels, so each IoU stays exact), with fresh classes
+    and random boxes for the queries that report nothing."""
+    from selfattention.detection import NO_OBJECT
+
+    out = {"classes": [], "boxes": [], "labels": [], "true_boxes": []}
+    for digits, queries in COUNT_SCENES.values():
+        a, b = (int(c) for c in rng.choice(10, 2, replace=False))
+        named = {"a": a, "b": b}
+        boxes = np.array([box for _, box in digits] +
+                         [q[1] for q in queries if q is not None], float)
+        dy = int(rng.integers(-boxes[:, 0].min(),
+                              COUNT_SIDE - boxes[:, 2].max() + 1))
+        dx = int(rng.integers(-boxes[:, 1].min(),
+                              COUNT_SIDE - boxes[:, 3].max() + 1))
+        move = (dy, dx, *rng.integers(2, size=2))   # and flip, transpose
+        q_boxes, q_classes = [], []
+        for q in queries:
+            if q is None:
+                t, l = rng.integers(0, COUNT_SIDE - 24, size=2)
+                h, w = rng.integers(8, 24, size=2)
+                q_boxes.append([t, l, t + h, l + w])
+                q_classes.append(NO_OBJECT)
+            else:
+                q_boxes.append(_place(q[1], *move))
+                q_classes.append(named[q[0]])
+        out["classes"].append(np.array(q_classes))
+        out["boxes"].append(np.array(q_boxes, float))
+        out["labels"].append(np.array([named[c] for c, _ in digits], int))
+        out["true_boxes"].append(
+            np.array([_place(box, *move) for _, box in digits],
+                     float).reshape(-1, 4))
+    return [out]
+
+
+def _place(box, dy, dx, flip, swap):
+    """``box`` moved by (dy, dx), then flipped left to right and
+    transposed if asked."""
+    t, l, b, r = box[0] + dy, box[1] + dx, box[2] + dy, box[3] + dx
+    if flip:
+        l, r = COUNT_SIDE - r, COUNT_SIDE - l
+    return [l, t, r, b] if swap else [t, l, b, r]
+
+
+def _area(start, stop, corners):
+    """Areas of boxes from corners ``start`` to ``stop`` (..., 2)."""
+    return np.prod(np.clip(stop - start + corners, 0, None), axis=-1)
+
+
+def _pair_iou(boxes, true_boxes, corners=0.0):
+    """(N, k) IoU; ``corners=1`` counts bottom and right as inside."""
+    p, q = boxes[:, None], true_boxes[None]
+    inter = _area(np.maximum(p[..., :2], q[..., :2]),
+                  np.minimum(p[..., 2:], q[..., 2:]), corners)
+    return inter / (_area(p[..., :2], p[..., 2:], corners) +
+                    _area(q[..., :2], q[..., 2:], corners) - inter)
+
+
+def _found(classes, boxes, labels, true_boxes, pairing="sum",
+           classes_in="pairing", corners=0.0, strict=False):
+    """How many digits a slip counts as found (the right count with the
+    defaults): ``pairing`` one of "sum" (the assignment of largest total
+    IoU), "greedy" (the largest IoU left, again and again), "in-order"
+    (each query in turn takes its best digit left), "every-query" (each
+    query that meets a digit), "every-digit" (each digit some query
+    meets); ``classes_in`` "pairing", "nowhere" or "after" (pair on IoU,
+    then ask for the class)."""
+    from scipy.optimize import linear_sum_assignment
+    from selfattention.detection import NO_OBJECT
+
+    shown = classes != NO_OBJECT
+    if not shown.any() or not len(labels):
+        return 0
+    iou = _pair_iou(boxes[shown], true_boxes, corners)
+    same = classes[shown][:, None] == labels[None]
+    gated = iou if classes_in != "pairing" else np.where(same, iou, 0.0)
+    meets = (gated > 0.5) if strict else (gated >= 0.5)
+    if pairing == "every-query":
+        return int(meets.any(1).sum())
+    if pairing == "every-digit":
+        return int(meets.any(0).sum())
+    if pairing == "sum":
+        pairs = list(zip(*linear_sum_assignment(-gated)))
+    elif pairing == "greedy":
+        pairs, used = [], (set(), set())
+        for flat in np.argsort(-gated, axis=None, kind="stable"):
+            i, j = np.unravel_index(flat, gated.shape)
+            if i not in used[0] and j not in used[1]:
+                pairs.append((i, j))
+                used[0].add(i)
+                used[1].add(j)
+    else:                                   # "in-order"
+        pairs, free = [], list(range(len(labels)))
+        for i in range(min(len(iou), len(labels))):
+            j = max(free, key=lambda d: gated[i, d])
+            pairs.append((i, j))
+            free.remove(j)
+    ok = [meets[i, j] and (classes_in != "after" or same[i, j])
+          for i, j in pairs]
+    return int(sum(ok))
+
+
+def _read_counts(out, scenes: int) -> list[tuple]:
+    """What detection_counts returned for each scene, as int triples."""
+    if not (isinstance(out, tuple) and len(out) == scenes):
+        raise Wrong("the check could not read the results of "
+                    "detection_counts", "type")
+    got = []
+    for value in out:
+        arr = returned_array(value, "detection_counts",
+                             "three counts (found, reported, present)")
+        if arr.shape != (3,) or not np.all(np.isfinite(arr)) or \
+                not np.all(arr == np.round(arr)):
+            raise Wrong(f"detection_counts should return three whole "
+                        f"numbers (found, reported, present), got "
+                        f"{arr.size} values", "not-three-counts")
+        got.append(tuple(int(v) for v in arr))
+    return got
+
+
+#: Slips in what is found: how :func:`_found` makes each, its code, and
+#: what to fix.
+FOUND_SLIPS = [
+    (dict(pairing="greedy"), "greedy",
+     "you paired the largest IoU first, then the next: that can leave a "
+     "query without the digit it alone fits. Pair them so that the IoU "
+     "adds up most (scipy.optimize.linear_sum_assignment)"),
+    (dict(pairing="in-order"), "in-order",
+     "each query took its best digit in turn: an early query can take the "
+     "digit a later one needed. Pair them all at once so that the IoU adds "
+     "up most"),
+    (dict(pairing="every-query"), "not-one-to-one",
+     "two queries found the same digit: each digit may be found once, by "
+     "one query"),
+    (dict(pairing="every-digit"), "one-query-two-digits",
+     "one query answered for two digits: each query answers for one"),
+    (dict(strict=True), "strict-threshold",
+     "an IoU of exactly 0.5 counts: the rule is at least 0.5"),
+    (dict(corners=1.0), "inclusive-corners",
+     "you counted the bottom and right edges as inside the box: they are "
+     "excluded, so a box (t, l, b, r) holds (b - t)(r - l) pixels"),
+    (dict(classes_in="nowhere"), "class-ignored",
+     "a query found a digit of another class: a digit is found only when "
+     "its class is named too"),
+    (dict(classes_in="after"), "class-after-pairing",
+     "you paired on IoU alone, then asked for the class: a query of the "
+     "wrong class then takes the digit from one of the right class. Pair "
+     "each query only with digits of its class"),
+]
+
+
+def _reported_slips(right, classes):
+    """Slips in what is reported: (counts per scene, code, message)."""
+    from selfattention.detection import NO_OBJECT
+
+    return [
+        ([min(r, p) for _, r, p in right], "unmatched-not-reported",
+         "you counted only the reports paired with a digit: every query "
+         "that names a digit is a report, and an unpaired one is a false "
+         "positive"),
+        ([k for k, _, _ in right], "found-as-reported",
+         "your reported count is the found count: every query that names "
+         "a digit is a report, found or not"),
+        ([len(c) for c in classes], "no-object-reported",
+         f"you counted the queries that report no object (class "
+         f"{NO_OBJECT}) as reports"),
+    ]
+
+
+def _counts_judge(out, classes, boxes, labels, true_boxes):
+    from selfattention.detection import NO_OBJECT
+
+    scenes = list(zip(classes, boxes, labels, true_boxes))
+    got = _read_counts(out, len(scenes))
+    right = [(_found(*scene), int((scene[0] != NO_OBJECT).sum()),
+              len(scene[2])) for scene in scenes]
+    if got == right:
+        return None
+    for kwargs, code, message in FOUND_SLIPS:
+        found = [_found(*scene, **kwargs) for scene in scenes]
+        if got == [(k, r, p) for k, (_, r, p) in zip(found, right)]:
+            raise Wrong(message, code)
+    for counts, code, message in _reported_slips(right, classes):
+        if got == [(k, r, p) for r, (k, _, p) in zip(counts, right)]:
+            raise Wrong(message, code)
+    k = next(k for k in range(len(got)) if got[k] != right[k])
+    raise Wrong(f"in a scene of {right[k][2]} digits and {right[k][1]} "
+                f"reports you count {got[k]} (found, reported, present) "
+                f"where the rule gives {right[k]}", "not-the-counts")
+
 JUDGES = {
     "ex-photographs-loss": Judge(cases=_loss_cases, judge=_loss_judge),
     "ex-photographs-box": Judge(cases=_box_cases, judge=_box_judge),
     "ex-photographs-uniform": Judge(cases=_uniform_cases,
                                     judge=_uniform_judge),
+    "ex-photographs-counts": Judge(cases=_counts_cases, judge=_counts_judge),
 }
