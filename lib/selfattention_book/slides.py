@@ -17,10 +17,11 @@ every edit of the chapter.
 each with an optional ``title`` (else the section's heading) and ``notes``
 (speaker notes, shown by reveal.js's speaker view, key ``S``). The first
 slide, the chapter's title and summary sentence, is always there. A lead
-paragraph that ends with a colon ("Before the first block:") is never left
-hanging: the list, or the equation, figure or check of the next entry, that
-it announces is set under it on one slide; else its last sentence is left
-out.
+paragraph that ends without a full stop, with a colon ("Before the first
+block:") or mid-sentence ("The score is a sum of $d_k$ products,"), is never
+left hanging: the list, or the equation, figure or check of the next entry,
+that it leads into is set under it on one slide; else its last sentence is
+left out.
 :func:`default_outline` proposes an outline (``python -m
 selfattention_book.slides outline chapters/NN_name.ipynb``); an instructor
 edits it by deleting, reordering or adding lines. A name that no longer
@@ -314,9 +315,9 @@ def default_outline(chapter: Chapter) -> list[dict]:
 def outline_text(chapter: Chapter, entries: list[dict]) -> str:
     head = (f"# Slides of {chapter.doc}.ipynb ({chapter.label}), built by "
             "`make slides`.\n# One entry per slide, after the title slide (a "
-            "lead ending with a colon shares\n# its slide with the next "
-            "entry when that is what it announces); each names\n# a piece "
-            "of the chapter:\n#   lead: <section heading>"
+            "lead ending with a colon or\n# mid-sentence shares its slide "
+            "with the next entry when that is what it\n# leads into); each "
+            "names a piece of the chapter:\n#   lead: <section heading>"
             "  equation: <label>  figure: <label>\n#   check: <code cell id>"
             "  summary: true  points: [bullets of your own]\n# Optional on "
             "each: title: <heading>, notes: <speaker notes>.\n"
@@ -430,13 +431,13 @@ class _DeckBuilder:
     # each kind: (title, body html)
     def lead(self, heading: str, then: dict | None = None):
         """The section's first paragraph; ``then`` is the outline's next
-        entry. A paragraph that ends with a colon announces what follows it
-        in the chapter: a list is set under it; an equation, figure or check
-        that is also the next entry is set under it on the same slide (the
-        third item of the result says so). Otherwise the announcing sentence
-        is left out (what it announces, such as the library's code, is not
-        on the slide), unless it is the whole paragraph: then an equation,
-        figure or check it announces joins it."""
+        entry. A paragraph that ends with a colon, or mid-sentence, leads
+        into what follows it in the chapter: a list is set under it; an
+        equation, figure or check that is also the next entry is set under
+        it on the same slide (the third item of the result says so).
+        Otherwise its last sentence is left out (what it leads into, such
+        as the library's code, is not on the slide), unless it is the whole
+        paragraph: then the equation, figure or check joins it."""
         try:
             section = self.chapter.section(heading)
         except KeyError:
@@ -446,12 +447,12 @@ class _DeckBuilder:
             raise OutlineError(f"section {heading!r} has no paragraph")
         text = _shortened(prose[0], 520)
         # A shortened paragraph ends with a sentence's full stop: only a
-        # whole paragraph can end with a colon.
-        announced = _announced(section, text) if text.endswith(":") else None
+        # whole paragraph can run on.
+        announced = _announced(section, text) if _runs_on(text) else None
         joined, shown = False, ""
         if announced and announced[0] == "list":
             text += "\n\n" + announced[1]
-        elif text.endswith(":"):
+        elif _runs_on(text):
             last = _sentences(text)[-1]
             joined = announced is not None and then is not None and \
                 then.get(announced[0]) == announced[1]
@@ -617,6 +618,12 @@ class _DeckBuilder:
                  if e.get("notes")]
         return Slide(kind, self.r.inline(title) if title else "", body,
                      html.escape("\n".join(notes))), joined
+
+
+def _runs_on(paragraph: str) -> bool:
+    """Whether ``paragraph`` ends without ending its sentence (with a colon,
+    a comma, a word): it leads into what follows it."""
+    return not re.search(r"[.!?][\"')*_]*$", paragraph)
 
 
 def _announced(section: Section, paragraph: str) -> tuple[str, str] | None:

@@ -102,17 +102,19 @@ def test_the_deck_follows_its_chapter(doc):
         assert marker not in text, marker
 
 
-def _lead_colons(deck) -> list[str]:
-    """The lead slides of ``deck`` whose text ends with a colon and
-    nothing under it: a sentence announcing what is not on the slide."""
+def _hanging_leads(deck) -> list[str]:
+    """The lead slides of ``deck`` whose text ends without a full stop (with
+    a colon, a comma) and nothing under it: a sentence leading into what is
+    not on the slide."""
     out = []
     for slide in deck.slides:
         if slide.kind != "lead":
             continue
+        # the lead's paragraphs (and list) hold no <div>
         lead, _, under = slide.body.partition('<div class="sa-lead">')[2] \
-            .rpartition("</div>")
+            .partition("</div>")
         text = re.sub(r"<[^>]+>", "", lead).strip()
-        if text.endswith(":") and not under.strip():
+        if not re.search(r"[.!?][\"')]*$", text) and not under.strip():
             out.append(f"{slide.title}: ...{text[-60:]}")
     return out
 
@@ -120,18 +122,18 @@ def _lead_colons(deck) -> list[str]:
 @pytest.mark.parametrize("doc", CHAPTERS, ids=lambda d: Path(d).name)
 def test_no_lead_slide_ends_on_what_it_announces(doc):
     deck = slides.build_deck(ROOT, doc, INDEX)
-    assert not _lead_colons(deck)
+    assert not _hanging_leads(deck)
 
 
-#: A chapter of three sections whose first paragraphs end with a colon:
-#: before an equation (after another sentence), before an equation (as the
-#: paragraph's only sentence), before a cell that prints.
+#: A chapter of three sections whose first paragraphs lead into what
+#: follows: an equation (with a colon, after another sentence), an equation
+#: (mid-sentence, the paragraph's only sentence), a cell that prints.
 ANNOUNCING = [
     nbformat.v4.new_markdown_cell(
         "(ch-definition)=\n# A made-up chapter\n\nIts introduction.\n\n"
         "## Projections\n\nEvery token gets three rows. Before the "
         "scores:\n\n$$\nQ = X W_Q\n$$ (eq-def-projections)\n\nAfter it.\n\n"
-        "## Softmax\n\nThe weights are a softmax:\n\n$$\na = "
+        "## Softmax\n\nThe weights are a softmax,\n\n$$\na = "
         "\\operatorname{softmax}(s)\n$$ (eq-def-softmax)\n\n"
         "## Printing\n\nA cell prints. It prints this:"),
     nbformat.v4.new_code_cell("print('forty-two')", outputs=[
@@ -172,7 +174,7 @@ def test_a_lead_and_the_equation_it_announces_share_a_slide(announcing_root):
     assert projections.count("Before the scores:") == 1
     assert deck.slides[1].notes == "one\ntwo"
     assert printing.index("It prints this:") < printing.index("forty-two")
-    assert not _lead_colons(deck)
+    assert not _hanging_leads(deck)
 
 
 def test_a_lead_without_what_it_announces_leaves_its_sentence_out(
@@ -186,7 +188,7 @@ def test_a_lead_without_what_it_announces_leaves_its_sentence_out(
     assert "Before the scores" not in projections + printing
     assert "tag" not in projections and "forty-two" not in printing
     assert "Before the scores:" in equation       # the equation's own lead
-    assert not _lead_colons(deck)
+    assert not _hanging_leads(deck)
 
 
 def test_a_lead_that_only_announces_carries_what_it_announces(
@@ -195,10 +197,10 @@ def test_a_lead_that_only_announces_carries_what_it_announces(
     deck, texts = _deck(announcing_root, [{"lead": "Softmax"},
                                           {"lead": "Printing"}])
     assert len(deck.slides) == 3
-    assert texts[0].index("a softmax:") < texts[0].index(
+    assert texts[0].index("a softmax,") < texts[0].index(
         f"\\tag{{{number}}}")
     assert "forty-two" not in texts[1]
-    assert not _lead_colons(deck)
+    assert not _hanging_leads(deck)
 
 
 # ------------------------------------------------------------- in Chromium
