@@ -111,14 +111,6 @@ KNOWN_FAILURES = {
     "[chapters/11_matching/matcher.html]": "page length (#40)",
     "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
     "[chapters/12_misconceptions.html]": "page length (#40)",
-    "tests/e2e/test_pdf.py::test_the_pdf_has_every_title_and_number_of_the"
-    "_html_book[course]": "course PDF misses numbers (#42)",
-    "tests/e2e/test_pdf.py::test_the_pdf_text_holds_no_raw_tex_or_myst"
-    "[book]": "raw TeX or MyST in the PDF text (#42)",
-    "tests/e2e/test_pdf.py::test_the_pdf_text_holds_no_raw_tex_or_myst"
-    "[course]": "raw TeX or MyST in the PDF text (#42)",
-    "tests/e2e/test_pdf.py::test_each_chapter_prints_alone[course]":
-        "course chapter PDFs (#42)",
 }
 
 

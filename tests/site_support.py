@@ -1,10 +1,11 @@
 """The built book, as the tests of its pages and links read it.
 
 Which pages ``_toc.yml`` promises and which file each is made from,
-:func:`built_site` (``_build/html``, rebuilt when a source is newer), and
-a parser of a page's tags, links and launch links. Used by
-tests/book/test_launch_links.py, test_plain_notebooks.py,
-test_course_edition.py and tests/e2e/test_browser.py, test_layout.py.
+:func:`built_site` (``_build/html``, rebuilt when a source is newer), the
+course edition's :func:`built_course_site`, and a parser of a page's tags,
+links and launch links. Used by tests/book/test_launch_links.py,
+test_plain_notebooks.py, test_course_edition.py and tests/e2e/test_browser.py,
+test_layout.py, test_pdf.py.
 """
 
 from __future__ import annotations
@@ -141,6 +142,40 @@ def built_site() -> Path:
             assert (site / "index.html").exists(), (
                 "the book did not build:\n" + done.stdout[-3000:]
                 + done.stderr[-3000:])
+    return site
+
+
+#: The Makefile's COURSE_BUILD: the course edition (make book
+#: SOLUTIONS=hidden) and the student notebooks its pages offer.
+COURSE = ROOT / "_build" / "course"
+
+
+def built_course_site() -> Path:
+    """The course edition's site, ``_build/course/_build/html``; built
+    here afresh if missing or older than a source of the book or a module
+    of the course package (an incremental build would keep pages that only
+    a change of the course package makes out of date)."""
+    import shutil
+
+    from selfattention_course import assign
+
+    site = COURSE / "_build" / "html"
+    site.parent.parent.parent.mkdir(exist_ok=True)
+    with open(ROOT / "_build" / ".course-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_stale(site, sorted(Path(assign.__file__).parent.glob("*.py"))):
+            shutil.rmtree(COURSE, ignore_errors=True)
+            made = COURSE / "assignments"    # as make book SOLUTIONS=hidden
+            assign.build(sorted((ROOT / "chapters").glob("*.ipynb")), made)
+            env = dict(os.environ, SELFATTENTION_SOLUTIONS="hidden",
+                       SELFATTENTION_ASSIGNMENTS=str(made))
+            jb = Path(sys.executable).parent / "jupyter-book"
+            done = subprocess.run(
+                [str(jb), "build", str(ROOT), "-W", "-n", "--keep-going",
+                 "--path-output", str(COURSE)], env=env,
+                capture_output=True, text=True)
+            assert done.returncode == 0, (done.stdout[-3000:]
+                                          + done.stderr[-3000:])
     return site
 
 

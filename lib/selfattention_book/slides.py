@@ -16,7 +16,12 @@ every edit of the chapter.
 
 each with an optional ``title`` (else the section's heading) and ``notes``
 (speaker notes, shown by reveal.js's speaker view, key ``S``). The first
-slide, the chapter's title and summary sentence, is always there.
+slide, the chapter's title and summary sentence, is always there. A lead
+paragraph that ends without a full stop, with a colon ("Before the first
+block:") or mid-sentence ("The score is a sum of $d_k$ products,"), is never
+left hanging: the list, or the equation, figure or check of the next entry,
+that it leads into is set under it on one slide; else its last sentence is
+left out.
 :func:`default_outline` proposes an outline (``python -m
 selfattention_book.slides outline chapters/NN_name.ipynb``); an instructor
 edits it by deleting, reordering or adding lines. A name that no longer
@@ -82,13 +87,18 @@ LABELLED_MATH = re.compile(r"\$\$(.+?)\$\$[ \t]*\(([\w.:-]+)\)", re.S)
 FIGURE_DIRECTIVE = re.compile(
     r"^(:{3,}|`{3,})\{figure\}[ \t]*(\S+)[ \t]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$", re.M)
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z({])")
 KINDS = ("lead", "equation", "figure", "check", "summary", "points")
 #: A printed check goes on a slide if it is at most this many lines of
 #: code and of output, and this many characters wide.
 CHECK_LINES, CHECK_WIDTH = 12, 96
 #: At most this many printed lines; a longer cell's code is left out.
 PRINTED_LINES = 16
+#: Under the paragraph that announces it, a check shows its code only if
+#: code and output are at most this many lines.
+ANNOUNCED_LINES = 10
+#: A lead's line on a slide, in pixels (30 px type, line height 1.35).
+LEAD_LINE = 41
 #: How many slides a proposed outline aims at (an hour's lecture).
 FEWEST, MOST = 15, 25
 REVEAL_FILES = ("dist/reset.css", "dist/reveal.css", "dist/reveal.js",
@@ -304,8 +314,10 @@ def default_outline(chapter: Chapter) -> list[dict]:
 
 def outline_text(chapter: Chapter, entries: list[dict]) -> str:
     head = (f"# Slides of {chapter.doc}.ipynb ({chapter.label}), built by "
-            "`make slides`.\n# One entry per slide, after the title slide; "
-            "each names a piece of the chapter:\n#   lead: <section heading>"
+            "`make slides`.\n# One entry per slide, after the title slide (a "
+            "lead ending with a colon or\n# mid-sentence shares its slide "
+            "with the next entry when that is what it\n# leads into); each "
+            "names a piece of the chapter:\n#   lead: <section heading>"
             "  equation: <label>  figure: <label>\n#   check: <code cell id>"
             "  summary: true  points: [bullets of your own]\n# Optional on "
             "each: title: <heading>, notes: <speaker notes>.\n"
@@ -417,7 +429,15 @@ class _DeckBuilder:
         return ""
 
     # each kind: (title, body html)
-    def lead(self, heading: str):
+    def lead(self, heading: str, then: dict | None = None):
+        """The section's first paragraph; ``then`` is the outline's next
+        entry. A paragraph that ends with a colon, or mid-sentence, leads
+        into what follows it in the chapter: a list is set under it; an
+        equation, figure or check that is also the next entry is set under
+        it on the same slide (the third item of the result says so).
+        Otherwise its last sentence is left out (what it leads into, such
+        as the library's code, is not on the slide), unless it is the whole
+        paragraph: then the equation, figure or check joins it."""
         try:
             section = self.chapter.section(heading)
         except KeyError:
@@ -426,15 +446,35 @@ class _DeckBuilder:
         if not prose:
             raise OutlineError(f"section {heading!r} has no paragraph")
         text = _shortened(prose[0], 520)
-        paragraphs = _paragraphs(section.markdown())
-        at = paragraphs.index(prose[0])
-        if text.endswith(":") and at + 1 < len(paragraphs) and \
-                re.match(r"([-*]|\d+\.) ", paragraphs[at + 1]):
-            text += "\n\n" + paragraphs[at + 1]   # the list it announces
-        return heading, f'<div class="sa-lead">{self.r.block(text)}</div>'
+        # A shortened paragraph ends with a sentence's full stop: only a
+        # whole paragraph can run on.
+        announced = _announced(section, text) if _runs_on(text) else None
+        joined, shown = False, ""
+        if announced and announced[0] == "list":
+            text += "\n\n" + announced[1]
+        elif _runs_on(text):
+            last = _sentences(text)[-1]
+            joined = announced is not None and then is not None and \
+                then.get(announced[0]) == announced[1]
+            if announced and (joined or last == text):
+                shown = self.announced(*announced, self.r.block(text))
+            elif last != text:
+                text = text[:text.rindex(last)].rstrip()
+        body = f'<div class="sa-lead">{self.r.block(text)}</div>{shown}'
+        return heading, body, joined
 
+    def announced(self, kind: str, key: str, lead: str) -> str:
+        """The HTML of an equation, figure or check set under ``lead``."""
+        if kind == "equation":
+            return self.equation(key, context=False)[1]
+        if kind == "figure":
+            text = re.sub(r"<[^>]+>", "", lead)
+            return self.figure(key, room=LEAD_LINE * _lines(text, 78) + 14)[1]
+        return self.check(key, announced=True)[1]
 
-    def equation(self, label: str):
+    def equation(self, label: str, context: bool = True):
+        """A labelled equation, after the sentence that introduces it
+        (``context``)."""
         for section in self.chapter.sections:
             for block in section.blocks:
                 if block.kind != "markdown":
@@ -444,7 +484,7 @@ class _DeckBuilder:
                         continue
                     before = _paragraphs(block.text[:m.start()])
                     lead = ""
-                    if before and _is_prose(before[-1]):
+                    if context and before and _is_prose(before[-1]):
                         last = _sentences(before[-1])
                         lead = last[-1] if last else ""
                         if len(lead) > 260:
@@ -458,33 +498,37 @@ class _DeckBuilder:
                     return section.heading, body
         raise OutlineError(f"no equation labelled {label!r}")
 
-    def figure(self, label: str):
+    def figure(self, label: str, room: int = 0):
+        """A figure, its image ``room`` pixels shorter than a slide of its
+        own allows."""
         number = self.number(label)
         for section in self.chapter.sections:
             for block in section.blocks:
                 if label not in _figure_labels(block):
                     continue
                 if block.kind == "code":
-                    return section.heading, self._cell_figure(block.cell,
-                                                              label, number)
+                    return section.heading, self._cell_figure(
+                        block.cell, label, number, room)
                 return section.heading, self._directive_figure(
-                    block.text, label, number)
+                    block.text, label, number, room)
         raise OutlineError(f"no figure labelled {label!r}")
 
     def _figure_html(self, src: str, alt: str, caption_myst: str,
-                     number: str, aspect: float) -> str:
+                     number: str, aspect: float, room: int = 0) -> str:
         caption = self.r.inline(caption_myst)
         text = re.sub(r"<[^>]+>", "", caption)
         if aspect < 1.7:   # image left, caption right (about 34 a line)
             height, cls = 580, "sa-figure sa-side"
         else:              # caption under the image (about 110 a line)
             height, cls = 570 - 29 * _lines(text, 110), "sa-figure"
+        height = max(height - room, 240)
         return (f'<figure class="{cls}"><img src="{html.escape(src)}" '
                 f'alt="{html.escape(alt)}" style="height:{height}px">'
                 f'<figcaption><span class="sa-fignum">Fig. {number}</span> '
                 f"{caption}</figcaption></figure>")
 
-    def _cell_figure(self, cell, label: str, number: str) -> str:
+    def _cell_figure(self, cell, label: str, number: str,
+                     room: int = 0) -> str:
         meta = cell.metadata.get("mystnb", {})
         png = next(o["data"]["image/png"] for o in cell.outputs
                    if "image/png" in o.get("data", {}))
@@ -495,9 +539,10 @@ class _DeckBuilder:
         return self._figure_html(
             name, meta.get("image", {}).get("alt", ""),
             meta.get("figure", {}).get("caption", ""), number,
-            width / max(height, 1))
+            width / max(height, 1), room)
 
-    def _directive_figure(self, text: str, label: str, number: str) -> str:
+    def _directive_figure(self, text: str, label: str, number: str,
+                          room: int = 0) -> str:
         for m in FIGURE_DIRECTIVE.finditer(text):
             options = dict(OPTION.findall(m.group(3)))
             if options.get("name") != label:
@@ -510,18 +555,26 @@ class _DeckBuilder:
             self.assets[name] = data
             caption = OPTION.sub("", m.group(3)).strip()
             return self._figure_html(name, options.get("alt", ""), caption,
-                                     number, _svg_aspect(data))
+                                     number, _svg_aspect(data), room)
         raise OutlineError(f"no figure labelled {label!r}")
 
-    def check(self, cell_id: str):
+    def check(self, cell_id: str, announced: bool = False):
+        """A code cell and what it prints; under the paragraph that
+        ``announced`` it, its code only if short."""
         cell = self.chapter.cells.get(cell_id)
         if cell is None:
             raise OutlineError(f"no code cell with id {cell_id!r}")
         printed = _printed(cell)
         heading = self.heading_of(lambda b: b.cell is cell)
         code = "".join(cell.source).rstrip()
-        body = _code_html(code) if _shows_code(cell) else (
-            '<p class="sa-printed-by">What the chapter\'s code prints:</p>')
+        lines = len(code.splitlines()) + len(printed.splitlines())
+        if _shows_code(cell) and (not announced or lines <= ANNOUNCED_LINES):
+            body = _code_html(code)
+        elif announced:
+            body = ""
+        else:
+            body = ('<p class="sa-printed-by">What the chapter\'s code '
+                    'prints:</p>')
         body += f'<pre class="sa-printed">{html.escape(printed)}</pre>'
         return heading, body
 
@@ -551,12 +604,63 @@ class _DeckBuilder:
                 f'<a href="{html.escape(link)}">the chapter</a></p>')
         return Slide("title", "", body)
 
-    def slide(self, entry: dict) -> Slide:
+    def slide(self, entry: dict, then: dict | None = None
+              ) -> tuple[Slide, bool]:
+        """The slide of ``entry``, and whether it also holds ``then`` (the
+        outline's next entry: what a lead announces)."""
         kind = next(k for k in KINDS if k in entry)
-        heading, body = getattr(self, kind)(entry[kind])
+        if kind == "lead":
+            heading, body, joined = self.lead(entry[kind], then)
+        else:
+            (heading, body), joined = getattr(self, kind)(entry[kind]), False
         title = entry.get("title", heading)
+        notes = [str(e["notes"]) for e in (entry, then if joined else {})
+                 if e.get("notes")]
         return Slide(kind, self.r.inline(title) if title else "", body,
-                     html.escape(str(entry.get("notes", ""))))
+                     html.escape("\n".join(notes))), joined
+
+
+def _runs_on(paragraph: str) -> bool:
+    """Whether ``paragraph`` ends without ending its sentence (with a colon,
+    a comma, a word): it leads into what follows it."""
+    return not re.search(r"[.!?][\"')*_]*$", paragraph)
+
+
+def _announced(section: Section, paragraph: str) -> tuple[str, str] | None:
+    """What ``section`` shows right after ``paragraph``: ``("list",
+    markdown)``, ``("equation", label)``, ``("figure", label)`` or
+    ``("check", cell id)`` of a cell that prints; None if it is prose or
+    nothing."""
+    for i, block in enumerate(section.blocks):
+        if block.kind == "markdown" and paragraph in block.text:
+            after = block.text[block.text.index(paragraph) +
+                               len(paragraph):].strip()
+            following = section.blocks[i + 1:]
+            break
+    else:
+        return None
+    if not after:
+        if not following:
+            return None
+        block = following[0]
+        if block.kind == "code":
+            labels = _figure_labels(block)
+            if labels:
+                return "figure", labels[0]
+            printed = _printed(block.cell)
+            return ("check", block.cell.get("id")) if printed else None
+        after = block.text
+    found = LABELLED_MATH.match(after)
+    if found:
+        return "equation", found.group(2)
+    found = FIGURE_DIRECTIVE.match(after)
+    name = dict(OPTION.findall(found.group(3))).get("name") if found else None
+    if name:
+        return "figure", name
+    first = _paragraphs(after)[0]
+    if re.match(r"([-*]|\d+\.) ", first):
+        return "list", first
+    return None
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -579,12 +683,19 @@ def build_deck(root: Path, doc: str, index: BookIndex | None = None,
     builder = _DeckBuilder(root, index, chapter, book_url or index.baseurl)
     slides = [builder.title_slide()]
     path = outline_path(root, doc).relative_to(root)
-    for number, entry in enumerate(chapter_outline(root, doc), start=1):
+    entries = chapter_outline(root, doc)
+    joined = False
+    for number, entry in enumerate(entries, start=1):
+        if joined:      # set on the previous slide, under its lead
+            joined = False
+            continue
+        then = entries[number] if number < len(entries) else None
         try:
-            slides.append(builder.slide(entry))
+            slide, joined = builder.slide(entry, then)
         except OutlineError as err:
             raise OutlineError(f"{path}, slide entry {number} "
                                f"({entry!r}): {err}") from None
+        slides.append(slide)
     return Deck(doc, chapter.title, slides, builder.assets)
 
 

@@ -11,11 +11,7 @@ The student notebooks (make assignments) hold no output at all.
 """
 
 import html
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 
@@ -25,12 +21,10 @@ import pytest
 from selfattention_book import course_edition
 from selfattention_course import assign
 from selfattention_course.names import BEGIN, END, META
-from site_support import is_stale
+from site_support import built_course_site
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
-COURSE = ROOT / "_build" / "course"           # the Makefile's COURSE_BUILD
 
 
 def check_outputs(nb) -> list[str]:
@@ -49,22 +43,7 @@ def check_outputs(nb) -> list[str]:
 
 @pytest.fixture(scope="module")
 def site():
-    html = COURSE / "_build" / "html"
-    if is_stale(html, sorted(Path(assign.__file__).parent.glob("*.py"))):
-        # afresh: an incremental build would keep pages that only a change
-        # of the course package (not of their sources) makes out of date
-        shutil.rmtree(COURSE, ignore_errors=True)
-        made = COURSE / "assignments"       # as make book SOLUTIONS=hidden
-        assign.build(CHAPTERS, made)
-        env = dict(os.environ, SELFATTENTION_SOLUTIONS="hidden",
-                   SELFATTENTION_ASSIGNMENTS=str(made))
-        done = subprocess.run(
-            [str(JUPYTER_BOOK), "build", str(ROOT), "-W", "-n",
-             "--keep-going", "--path-output", str(COURSE)], env=env,
-            capture_output=True, text=True)
-        assert done.returncode == 0, (done.stdout[-3000:]
-                                      + done.stderr[-3000:])
-    return html
+    return built_course_site()
 
 
 def page_text(path: Path) -> str:

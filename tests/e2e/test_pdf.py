@@ -1,10 +1,12 @@
 """The PDFs of ``make pdf`` (lib/selfattention_book/pdf.py), read back with
-pypdf and compared with the HTML book (``_build/html``, ``make book``).
+pypdf and compared with the HTML book (``_build/html``, ``make book``), the
+course edition's with the course edition's site (``_build/course``, ``make
+book SOLUTIONS=hidden``).
 
 * Each edition's PDF has every chapter title, every figure number and every
-  equation number that the HTML book shows, the reference list with every
+  equation number that its HTML edition shows, the reference list with every
   entry of the book's references page, and no raw TeX or MyST markup in
-  its text.
+  its text (TeX in code, such as a plot's label, is the book's code).
 * Its contents page links into the document (internal links), and its
   bookmarks hold every chapter.
 * Each explorer is a still with a line giving its page in the online book.
@@ -38,10 +40,14 @@ INDEX = BookIndex(ROOT)
 #: targets (``(label)=``) as they would show if not rendered. (A role's or
 #: directive's name set as code in the prose, such as "an {exercise}
 #: directive" on the instructors' page, is text the book means to show.)
+#: Code (its TeX strings, such as a plot's axis label r"$\sqrt{d_k}$") is
+#: set in a monospaced font: TeX is looked for outside it, MyST everywhere.
+RAW_MYST = re.compile(r"\{(numref|eq|cite|cite:p|cite:t|ref|doc)\}`"
+                      r"|(:::|```)\s*\{[\w-]+\}|^:::"
+                      r"|^\((eq|fig|ch|sec|ex)-[\w-]+\)=", re.M)
 RAW = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{|\\frac\{|\\sqrt\{"
-                 r"|\{(numref|eq|cite|cite:p|cite:t|ref|doc)\}`"
-                 r"|(:::|```)\s*\{[\w-]+\}|^:::"
-                 r"|^\((eq|fig|ch|sec|ex)-[\w-]+\)=", re.M)
+                 r"|" + RAW_MYST.pattern, re.M)
+MONOSPACED = re.compile(r"Mono|Courier|Consol")
 SOLUTION = re.compile(r"Solution to\s+Exercise")
 RUBRIC = re.compile(r"Rubric for the written part")
 
@@ -55,12 +61,28 @@ def _pdf_path(name: str) -> Path:
 
 
 @functools.lru_cache(maxsize=None)
-def _text(path: Path) -> str:
+def _read(path: Path) -> tuple[str, str]:
+    """The PDF's text, and the part of it not set in a monospaced font (the
+    code cells and what they print are)."""
     from pypdf import PdfReader
 
-    text = "\n".join(page.extract_text() or ""
-                     for page in PdfReader(str(path)).pages)
-    return unicodedata.normalize("NFKC", text)     # the ligature "ﬁ" as "fi"
+    pages, prose = [], []
+
+    def keep(text, cm, tm, font, size):
+        name = str(font.get("/BaseFont", "")) if font else ""
+        if not MONOSPACED.search(name):
+            prose.append(text)
+
+    for page in PdfReader(str(path)).pages:
+        pages.append(page.extract_text(visitor_text=keep) or "")
+        prose.append("\n")
+    # NFKC: the ligature "ﬁ" as "fi"
+    return (unicodedata.normalize("NFKC", "\n".join(pages)),
+            unicodedata.normalize("NFKC", "".join(prose)))
+
+
+def _text(path: Path) -> str:
+    return _read(path)[0]
 
 
 def _flat(text: str) -> str:
@@ -69,12 +91,13 @@ def _flat(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _html_book() -> dict:
-    """Figure and equation numbers and reference entries of the HTML
-    book."""
-    from site_support import built_site
+def _html_book(name: str = "book") -> dict:
+    """Figure and equation numbers and reference entries of the HTML book,
+    or (``name`` "course") of its course edition, whose solutions (and the
+    figures some of them draw) are left out."""
+    from site_support import built_course_site, built_site
 
-    site = built_site()
+    site = built_course_site() if name == "course" else built_site()
     figures, equations = set(), set()
     for page in site.rglob("*.html"):
         if page.relative_to(site).parts[0] in ("_static", "_vendor",
@@ -107,7 +130,7 @@ def _chapter_headings() -> dict[str, str]:
 @pytest.mark.parametrize("name", sorted(pdf.EDITIONS))
 def test_the_pdf_has_every_title_and_number_of_the_html_book(name):
     text = _flat(_text(_pdf_path(name)))
-    book = _html_book()
+    book = _html_book(name)
     assert len(book["figures"]) > 30 and len(book["equations"]) > 30
     missing = [t for t in _chapter_headings().values() if t not in text]
     assert not missing, f"chapter titles missing: {missing}"
@@ -122,10 +145,47 @@ def test_the_pdf_has_every_title_and_number_of_the_html_book(name):
     assert re.search(r"\[[A-Z][\w\s.,&+]*\d{4}\]", text), "no citation"
 
 
+def _markup_left(path: Path) -> list[str]:
+    """TeX left in the prose of the PDF ``path``, MyST left anywhere."""
+    text, prose = _read(path)
+    return ([m.group(0) for m in RAW.finditer(prose)] +
+            [m.group(0) for m in RAW_MYST.finditer(text)])
+
+
 @pytest.mark.parametrize("name", sorted(pdf.EDITIONS))
 def test_the_pdf_text_holds_no_raw_tex_or_myst(name):
-    found = [m.group(0) for m in RAW.finditer(_text(_pdf_path(name)))]
+    text, prose = _read(_pdf_path(name))
+    # The prose is most of the text, with every chapter's title.
+    assert len(prose) > len(text) / 2
+    assert all(t in _flat(prose) for t in _chapter_headings().values())
+    found = _markup_left(_pdf_path(name))
     assert not found, f"markup left as text: {found[:10]}"
+
+
+def test_the_markup_check_finds_tex_in_prose_and_myst_in_code(browser,
+                                                              tmp_path):
+    """The check above, on pages printed by Chromium as the book is: TeX in
+    a code cell is the book's code; TeX in prose or MyST in either is
+    markup left unrendered."""
+    pages = {
+        "code": r'<pre>ax.set(title=r"$\sqrt{d_k}$")</pre>',
+        "prose": r"<p>The scores over \(\sqrt{d_k}\) have unit spread.</p>",
+        "myst": "<pre>See {numref}`fig-scaling-hist`.</pre>",
+        "target": "<p>Before.</p><p>(eq-def-softmax)=</p>",
+    }
+    found = {}
+    context = browser.new_context()
+    tab = context.new_page()
+    for case, body in pages.items():
+        tab.set_content(f"<html><body style='font-family: sans-serif'>"
+                        f"<p>Self-attention.</p>{body}</body></html>")
+        target = tmp_path / f"{case}.pdf"
+        tab.pdf(path=str(target), format="A4")
+        found[case] = _markup_left(target)
+        assert "Self-attention." in _read(target)[1], case
+    context.close()
+    assert found["code"] == []
+    assert found["prose"] and found["myst"] and found["target"], found
 
 
 @pytest.mark.parametrize("name", sorted(pdf.EDITIONS))
@@ -173,7 +233,7 @@ def test_each_chapter_prints_alone(name):
     from pypdf import PdfReader
 
     folder = _pdf_path(name).parent / "chapters"
-    book = _html_book()
+    book = _html_book(name)
     pages = 0
     for doc, heading in _chapter_headings().items():
         path = folder / f"{Path(doc).name}.pdf"

@@ -19,6 +19,7 @@ import base64
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -99,6 +100,107 @@ def test_the_deck_follows_its_chapter(doc):
     # MyST never reaches a slide as source text
     for marker in ("{numref}", "{eq}", "{cite", ":::", "(eq-", ")="):
         assert marker not in text, marker
+
+
+def _hanging_leads(deck) -> list[str]:
+    """The lead slides of ``deck`` whose text ends without a full stop (with
+    a colon, a comma) and nothing under it: a sentence leading into what is
+    not on the slide."""
+    out = []
+    for slide in deck.slides:
+        if slide.kind != "lead":
+            continue
+        # the lead's paragraphs (and list) hold no <div>
+        lead, _, under = slide.body.partition('<div class="sa-lead">')[2] \
+            .partition("</div>")
+        text = re.sub(r"<[^>]+>", "", lead).strip()
+        if not re.search(r"[.!?][\"')]*$", text) and not under.strip():
+            out.append(f"{slide.title}: ...{text[-60:]}")
+    return out
+
+
+@pytest.mark.parametrize("doc", CHAPTERS, ids=lambda d: Path(d).name)
+def test_no_lead_slide_ends_on_what_it_announces(doc):
+    deck = slides.build_deck(ROOT, doc, INDEX)
+    assert not _hanging_leads(deck)
+
+
+#: A chapter of three sections whose first paragraphs lead into what
+#: follows: an equation (with a colon, after another sentence), an equation
+#: (mid-sentence, the paragraph's only sentence), a cell that prints.
+ANNOUNCING = [
+    nbformat.v4.new_markdown_cell(
+        "(ch-definition)=\n# A made-up chapter\n\nIts introduction.\n\n"
+        "## Projections\n\nEvery token gets three rows. Before the "
+        "scores:\n\n$$\nQ = X W_Q\n$$ (eq-def-projections)\n\nAfter it.\n\n"
+        "## Softmax\n\nThe weights are a softmax,\n\n$$\na = "
+        "\\operatorname{softmax}(s)\n$$ (eq-def-softmax)\n\n"
+        "## Printing\n\nA cell prints. It prints this:"),
+    nbformat.v4.new_code_cell("print('forty-two')", outputs=[
+        nbformat.v4.new_output("stream", name="stdout",
+                               text="forty-two\n")]),
+]
+
+
+@pytest.fixture
+def announcing_root(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=ANNOUNCING)
+    nb.cells[1]["id"] = "prints"
+    (tmp_path / "chapters").mkdir()
+    nbformat.write(nb, tmp_path / f"{CHAPTERS[0]}.ipynb")
+    (tmp_path / slides.DECKS).mkdir()
+    return tmp_path
+
+
+def _deck(root, entries):
+    slides.outline_path(root, CHAPTERS[0]).write_text(
+        yaml.safe_dump(entries))
+    deck = slides.build_deck(root, CHAPTERS[0], INDEX)
+    return deck, [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", s.body))
+                  for s in deck.slides[1:]]
+
+
+def test_a_lead_and_the_equation_it_announces_share_a_slide(announcing_root):
+    number = INDEX.targets["eq-def-projections"].number
+    deck, texts = _deck(announcing_root, [
+        {"lead": "Projections", "notes": "one"},
+        {"equation": "eq-def-projections", "notes": "two"},
+        {"lead": "Printing"}, {"check": "prints"}])
+    assert len(deck.slides) == 3
+    projections, printing = texts
+    assert "Every token gets three rows. Before the scores:" in projections
+    assert projections.index("Before the scores:") < projections.index(
+        f"\\tag{{{number}}}")
+    assert projections.count("Before the scores:") == 1
+    assert deck.slides[1].notes == "one\ntwo"
+    assert printing.index("It prints this:") < printing.index("forty-two")
+    assert not _hanging_leads(deck)
+
+
+def test_a_lead_without_what_it_announces_leaves_its_sentence_out(
+        announcing_root):
+    deck, texts = _deck(announcing_root, [
+        {"lead": "Projections"}, {"lead": "Printing"},
+        {"equation": "eq-def-projections"}])
+    assert len(deck.slides) == 4
+    projections, printing, equation = texts
+    assert "Every token gets three rows." in projections
+    assert "Before the scores" not in projections + printing
+    assert "tag" not in projections and "forty-two" not in printing
+    assert "Before the scores:" in equation       # the equation's own lead
+    assert not _hanging_leads(deck)
+
+
+def test_a_lead_that_only_announces_carries_what_it_announces(
+        announcing_root):
+    number = INDEX.targets["eq-def-softmax"].number
+    deck, texts = _deck(announcing_root, [{"lead": "Softmax"},
+                                          {"lead": "Printing"}])
+    assert len(deck.slides) == 3
+    assert texts[0].index("a softmax,") < texts[0].index(
+        f"\\tag{{{number}}}")
+    assert "forty-two" not in texts[1]
+    assert not _hanging_leads(deck)
 
 
 # ------------------------------------------------------------- in Chromium
