@@ -366,6 +366,70 @@ def _outline_pages(reader: PdfReader) -> list[tuple[str, int, int]]:
     return out
 
 
+def undoubled(title: str) -> str | None:
+    """The title a bookmark meant, if Chromium wrote its text runs twice,
+    as it does for some headings it moves to the next page: "1.2. 1.2. The
+    formal definitionThe formal definition" for "1.2. The formal
+    definition" (a heading's second line may be written once, without the
+    space it broke at); None for a title that is not so doubled.
+
+    A doubled title starts with segments of at least two characters, each
+    written twice in a row, that make at least two thirds of it; a title of
+    English words never does.
+    """
+    n = len(title)
+    came_from = {0: None}                 # position -> (previous, segment)
+    frontier = [0]
+    while frontier:
+        i = frontier.pop()
+        for size in range(2, (n - i) // 2 + 1):
+            j = i + 2 * size
+            if j not in came_from and \
+                    title[i:i + size] == title[i + size:j]:
+                came_from[j] = (i, title[i:i + size])
+                frontier.append(j)
+    end = max(came_from)
+    if end == 0 or 3 * end < 2 * n:
+        return None
+    parts, at = [], end
+    while came_from[at] is not None:
+        at, segment = came_from[at]
+        parts.append(segment)
+    meant = "".join(reversed(parts))
+    tail = title[end:]
+    # The tail began a new line, at a space that the join dropped.
+    if tail and not meant[-1].isspace() and meant[-1] != "-" and \
+            not tail[0].isspace():
+        meant += " "
+    return meant + tail
+
+
+def mend_outline(path: Path) -> int:
+    """Write each doubled bookmark of the PDF at ``path`` once
+    (:func:`undoubled`); returns how many were mended."""
+    from pypdf.generic import NameObject, TextStringObject
+
+    writer = PdfWriter(str(path), incremental=True)
+    mended = 0
+    stack = [writer._root_object["/Outlines"].get_object()]
+    while stack:
+        item = stack.pop().get("/First")
+        while item is not None:
+            entry = item.get_object()
+            meant = undoubled(str(entry.get("/Title", "")))
+            if meant is not None:
+                entry[NameObject("/Title")] = TextStringObject(meant)
+                mended += 1
+            stack.append(entry)
+            item = entry.get("/Next")
+    if mended:
+        fresh = path.with_suffix(".mended.pdf")
+        with open(fresh, "wb") as f:
+            writer.write(f)
+        fresh.replace(path)
+    return mended
+
+
 def _chapter_titles(root: Path) -> dict[str, str]:
     """Each chapter's document and its heading as the PDF's outline shows
     it (number, space, title)."""
@@ -443,6 +507,7 @@ def build(root: Path, names: list[str]) -> list[tuple[Path, int, int]]:
         target = folder / edition.pdf
         print_pdf(page, target, index.baseurl, "Self-Attention in Vision",
                   edition.title_note, edition.leave_out)
+        _log(f"bookmarks written once: {mend_outline(target)}")
         if (folder / "chapters").exists():
             shutil.rmtree(folder / "chapters")
         files = [target, *split_chapters(root, target,
