@@ -235,8 +235,8 @@ def clutter_vit_misconceptions():
 
 def clutter_measures(n_scenes):
     """What :ref:`ch-misconceptions` measures on the clutter ViT over the
-    first ``n_scenes`` held-out scenes, float64 on one thread (for 1,000
-    scenes, about 180,000 scenes through the model).
+    held-out scenes ``clutter_test_scenes(n_scenes)``, float64 on one
+    thread (for 1,000 scenes, about 180,000 scenes through the model).
 
     ``in_x_grad`` (N, 64) and ``occlusion``, ``occluded_label`` (N, 64) as
     in ``vit-mnist-misconceptions``, a patch blanked to
