@@ -105,12 +105,8 @@ def pytest_xdist_make_scheduler(config, log):
 #: still run in `make sweep` and report as xfailed (or xpassed once fixed);
 #: remove an entry when its cause is fixed.
 KNOWN_FAILURES = {
-    "tests/e2e/test_browser.py::test_chapter_renders_launches_and_responds"
-    "[chapters/12_misconceptions]": "page check after the new tables (#40)",
     "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
     "[chapters/11_matching/matcher.html]": "page length (#40)",
-    "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
-    "[chapters/12_misconceptions.html]": "page length (#40)",
 }
 
 

@@ -18,6 +18,9 @@ on photographs by two objectives, and on digits pasted on photographs.
   (:func:`selfattention.scenes.digit_scenes`), 7 × 7-pixel patches for the
   ViTs; ``test_correct`` counts the right answers on 1,000 scenes of
   held-out photographs and held-out digits.
+* ``clutter-vit-misconceptions``: no training; what
+  :ref:`ch-misconceptions` measures on ``clutter-vit`` over those 1,000
+  scenes (occlusion, input × gradient, blanking, head removal).
 * ``clutter-detr``: four object queries
   (:class:`~selfattention.detection.QueryDecoder`) over the tokens of
   ``clutter-vit``, both trained on scenes of one to three digits of 16 to
@@ -212,6 +215,72 @@ def clutter_vit_tiny():
     check that :func:`train_clutter` still gives the same numbers."""
     return _curves(train_clutter("vit", 0, steps=10, registers=2, batch=16,
                                  dtype=torch.float64, test_scenes=100))
+
+
+# Rankings blanked by ``clutter-vit-misconceptions``, in the order of its
+# ``removal`` rows; each random control comes in two orders.
+CLUTTER_RANKINGS = ("layer 1", "layer 2", "layer 3", "layer 4", "rollout",
+                    "in×grad", "occlusion", "digit", "random", "random",
+                    "random digit", "random digit", "random background",
+                    "random background")
+CLUTTER_FILL = 0.5        # a blanked patch of a scene: mid-grey
+
+
+@recipe("clutter-vit-misconceptions", after=("clutter-vit",))
+def clutter_vit_misconceptions():
+    """:func:`clutter_measures` on the 1,000 scenes of
+    :func:`~selfattention.photo_vit.clutter_test_scenes`."""
+    return clutter_measures(1000)
+
+
+def clutter_measures(n_scenes):
+    """What :ref:`ch-misconceptions` measures on the clutter ViT over the
+    held-out scenes ``clutter_test_scenes(n_scenes)``, float64 on one
+    thread (for 1,000 scenes, about 180,000 scenes through the model).
+
+    ``in_x_grad`` (N, 64) and ``occlusion``, ``occluded_label`` (N, 64) as
+    in ``vit-mnist-misconceptions``, a patch blanked to
+    :data:`CLUTTER_FILL`; ``removal`` (14, 5): the scenes still right after
+    blanking each scene's k first patches under each ranking of
+    ``rankings`` (random orders from ``default_rng(11)``; *digit* ranks by
+    the share of digit pixels, *random digit* and *random background* draw
+    first among the patches with and without digit pixels), for k in
+    ``blanked``; ``heads`` (L, h) and ``pairs`` (L, 6): the scenes still
+    right with one head, or two heads of one layer, removed.
+    """
+    from selfattention.object_attention import patch_shares
+    from selfattention.photo_vit import (DIGIT_PATCH, clutter_test_scenes,
+                                         load_clutter_model)
+    from selfattention.vit import forward
+    model = load_clutter_model("clutter-vit")
+    test = clutter_test_scenes(n_scenes)
+    X = clutter_inputs("vit", test.images, dtype=torch.float64).numpy()
+    y, N = test.labels[:, 0], len(test.labels)
+    blanked = (1, 2, 4, 8, 16)
+    with trained.torch_threads(1):
+        maps = forward(model, X)[1]              # (N, L, h, 1+n, 1+n)
+        in_x_grad = (X * interpret.logit_gradient(model, X)).sum(-1)
+        drop, label = interpret.occlusion(model, X, CLUTTER_FILL)
+        digit = patch_shares((test.segments > 0).astype(float), DIGIT_PATCH)
+        draws = np.random.default_rng(11).random((2, *digit.shape))
+        scores = [*(interpret.cls_attention(maps, layer)
+                    for layer in range(maps.shape[1])),
+                  interpret.rollout(maps)[:, 0, 1:], np.abs(in_x_grad),
+                  drop, digit, *draws, *(d + (digit > 0) for d in draws),
+                  *(d + (digit == 0) for d in draws)]
+        del maps
+        removal = [interpret.removal_curve(model, X, y, s, blanked,
+                                           CLUTTER_FILL) for s in scores]
+        heads = interpret.head_ablation(model, X, y)
+        pairs = interpret.pair_ablation(model, X, y)
+    return {"in_x_grad": in_x_grad.astype(np.float32),
+            "occlusion": drop.astype(np.float32),
+            "occluded_label": label.astype(np.int8),
+            "removal": np.array(removal, dtype=np.int64),
+            "rankings": np.array(CLUTTER_RANKINGS),
+            "blanked": np.array(blanked), "fill": np.float64(CLUTTER_FILL),
+            "heads": np.round(heads * N).astype(np.int64),
+            "pairs": np.round(pairs * N).astype(np.int64)}
 
 
 # ---------------------------------------------------------------- detection

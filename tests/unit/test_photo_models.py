@@ -252,3 +252,56 @@ def test_a_loaded_clutter_model_reads_its_test_scenes_as_stored(name):
         logits = out if kind == "cnn" else out[0]
         right = int((logits.argmax(1).numpy() == test.labels[:, 0]).sum())
         assert abs(right - stored) <= 3, dtype   # trained in float32
+
+
+# ------------------------------------------- what ch-misconceptions reads
+@pytest.fixture(scope="module")
+def clutter_measured():
+    from selfattention import trained
+    return trained.load("clutter-vit-misconceptions")
+
+
+def test_the_clutter_measures_fit_together(clutter_measured):
+    from selfattention_training.photographs import (CLUTTER_FILL,
+                                                    CLUTTER_RANKINGS)
+    m = clutter_measured
+    N, n = m["occlusion"].shape
+    assert (N, n) == (1000, 64) and m["in_x_grad"].shape == (N, n)
+    assert tuple(m["rankings"]) == CLUTTER_RANKINGS
+    assert float(m["fill"]) == CLUTTER_FILL
+    assert m["removal"].shape == (len(CLUTTER_RANKINGS), len(m["blanked"]))
+    assert m["heads"].shape == (4, 4) and m["pairs"].shape == (4, 6)
+    for key in ("removal", "heads", "pairs"):
+        assert np.all((0 <= m[key]) & (m[key] <= N)), key
+    # Each random control comes in two orders.
+    rows = {}
+    for name, row in zip(m["rankings"], m["removal"]):
+        rows.setdefault(str(name), []).append(row)
+    assert all(len(r) == 2 for k, r in rows.items() if "random" in k)
+
+
+@pytest.mark.slow
+def test_the_clutter_measures_are_the_clutter_models(clutter_measured):
+    # Two scenes recomputed in float64: occlusion to mid-grey and input ×
+    # gradient (stored in float32). And a scene that stays right whichever
+    # single patch turns grey stays right with occlusion's first patch grey.
+    from selfattention import photo_vit
+    from selfattention_training.photographs import (CLUTTER_FILL,
+                                                    CLUTTER_RANKINGS)
+    m = clutter_measured
+    model = photo_vit.load_clutter_model("clutter-vit")
+    test = photo_vit.clutter_test_scenes()
+    few = [0, 500]
+    X = photo_vit.clutter_inputs("vit", test.images[few],
+                                 dtype=torch.float64).numpy()
+    drop, label = interpret.occlusion(model, X, CLUTTER_FILL)
+    np.testing.assert_allclose(drop, m["occlusion"][few], rtol=1e-6,
+                               atol=1e-7)
+    assert np.array_equal(label, m["occluded_label"][few])
+    ixg = (X * interpret.logit_gradient(model, X)).sum(-1)
+    np.testing.assert_allclose(ixg, m["in_x_grad"][few], rtol=1e-6,
+                               atol=1e-7)
+    y = test.labels[:, 0]
+    survive = (m["occluded_label"] == y[:, None]).all(axis=1)
+    first = CLUTTER_RANKINGS.index("occlusion")
+    assert survive.sum() <= m["removal"][first, 0]

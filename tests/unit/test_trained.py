@@ -99,6 +99,7 @@ def test_every_recipe_reads_only_recipes_that_exist():
         assert set(entry.after) <= set(RECIPES) - {name}, name
     assert RECIPES["vit-mnist-ablation"].after == ("vit-mnist",)
     assert RECIPES["vit-mnist-misconceptions"].after == ("vit-mnist",)
+    assert RECIPES["clutter-vit-misconceptions"].after == ("clutter-vit",)
     assert RECIPES["stereo-matcher"].after == ("stereo-encoder",)
     assert RECIPES["vit-mnist"].threads == 2
 
