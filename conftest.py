@@ -110,8 +110,6 @@ KNOWN_FAILURES = {
     "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
     "[chapters/07_photographs.html]": "new chapter's page length (#38, #40)",
     "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
-    "[chapters/11_matching/matcher.html]": "page length (#40)",
-    "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
     "[chapters/12_misconceptions.html]": "page length (#40)",
     "tests/e2e/test_pdf.py::test_the_pdf_has_every_title_and_number_of_the"
     "_html_book[course]": "course PDF misses numbers (#42)",
