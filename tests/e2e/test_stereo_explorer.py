@@ -23,6 +23,16 @@ DATA_JS = """figure => {
   const start = text.indexOf("var D = ") + 8;
   return text.slice(start, text.indexOf(";\\n", start));
 }"""
+CLICK_JS = """(cv, at) => {
+  cv.scrollIntoView({block: "center"});
+  const b = cv.getBoundingClientRect(), per = cv.clientWidth / at.W;
+  const x = b.left + cv.clientLeft + at.x * per;
+  const y = b.top + cv.clientTop + at.y * per;
+  const hit = document.elementFromPoint(x, y);
+  if (hit !== cv) throw new Error("the image is covered at the pixel");
+  cv.dispatchEvent(new MouseEvent("click", {clientX: x, clientY: y,
+                                            bubbles: true}));
+}"""
 BOXES_JS = """figure => {
   const box = e => { const b = e.getBoundingClientRect();
                      return [b.left, b.top, b.width, b.height]; };
@@ -72,12 +82,12 @@ def test_stereo_explorer_reads_and_answers_taps(visit, size):
     assert 0 <= row < held_rows and image_row == D["imageRows"][row]
     assert row in D["rows"] and col in D["cols"]
 
-    # a click (a tap) on the left image picks the nearest query
+    # a click (a tap) on the left image picks the nearest query; sent at
+    # the pixel's place on the screen, the canvas centred in the window
     for image_y, x in ((D["imageRows"][D["rows"][-1]], D["W"] - 1),
                        (D["imageRows"][D["rows"][1]], D["cols"][2] + 1)):
-        scale = pick[2] / D["W"]                  # CSS px per image pixel
-        figure.locator("canvas.sa-pick").click(position={
-            "x": (x + 0.5) * scale, "y": (image_y + 0.5) * scale})
+        figure.locator("canvas.sa-pick").evaluate(CLICK_JS, {
+            "x": x + 0.5, "y": image_y + 0.5, "W": D["W"]})
         row, image_row, col = said(figure)
         assert image_row == image_y, (image_y, image_row)
         assert col == min(D["cols"], key=lambda c: abs(c - x))
