@@ -104,10 +104,7 @@ def pytest_xdist_make_scheduler(config, log):
 #: Cases of the sweeps that fail on main today, each with its open work: they
 #: still run in `make sweep` and report as xfailed (or xpassed once fixed);
 #: remove an entry when its cause is fixed.
-KNOWN_FAILURES = {
-    "tests/e2e/test_layout.py::test_page_fits_laptop_and_phone"
-    "[chapters/11_matching/matcher.html]": "page length (#40)",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _mark_known_failures(items) -> None:

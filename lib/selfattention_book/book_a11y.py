@@ -21,6 +21,11 @@ in its script) so that it can be scrolled with the keyboard. A focusable
 element needs a role (axe: focus-order-semantics): here each container is
 a ``region`` named after its section and its column headers.
 
+The printed tables of the chapters (``selfattention.tables.Table``) are
+HTML outputs, ``div.output.text_html``, which the theme makes tab stops
+when they overflow (a phone): each such output is a ``region`` too, named
+the same way.
+
 **Titles with maths in cross-references.** A ``:ref:`` or ``{doc}`` link
 without its own text takes the target's title as plain text (Sphinx 7.4's
 std domain, ``clean_astext``): "Scaling by $\\sqrt{d_k}$" becomes the raw
@@ -36,6 +41,13 @@ pages has sections in the navigation; pydata-sphinx-theme 0.17.1
 ``<summary>`` holds only a decorative chevron, so it has no name (axe:
 summary-name). Each one here is named after its chapter: "Pages of
 chapter <n>", n its number.
+
+**Folded code named by its words.** MyST-NB 1.4 folds a cell tagged
+``hide-input`` in a ``<details>`` whose ``<summary>`` carries
+``aria-label="Toggle hidden content"`` over the visible words "Show code
+cell source": a name that does not contain the visible text (axe:
+label-content-name-mismatch, serious), so a speech user saying what they
+see cannot open it. Here the label goes, and the words name the summary.
 """
 
 from __future__ import annotations
@@ -86,20 +98,30 @@ def _table_name(before: str, table_html: str) -> str:
     return name + (f": {', '.join(columns)}" if columns else "")
 
 
+#: A printed table of a chapter, as MyST-NB writes the cell's output.
+OUTPUT_TABLE = '<div class="output text_html"><table class="sa-table">'
+
+
 def name_table_regions(body: str) -> str:
-    """Give each scrollable table container a role and a name of its own
-    (landmarks must differ by name: axe's landmark-unique)."""
-    parts = body.split(CONTAINER)
+    """Give each scrollable table container, and each printed table, a role
+    and a name of its own (landmarks must differ by name: axe's
+    landmark-unique)."""
     seen: dict[str, int] = {}
-    out = parts[0]
-    for part in parts[1:]:
-        name = _table_name(out, part)
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1:
-            name += f" ({seen[name]})"
-        out += (f'<div class="pst-scrollable-table-container" role="region" '
-                f'aria-label="{html.escape(name, quote=True)}">') + part
-    return out
+    for opening, before, after in (
+            (CONTAINER, '<div class="pst-scrollable-table-container"', ">"),
+            (OUTPUT_TABLE, '<div class="output text_html"',
+             '><table class="sa-table">')):
+        parts = body.split(opening)
+        out = parts[0]
+        for part in parts[1:]:
+            name = _table_name(out, part)
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                name += f" ({seen[name]})"
+            out += (f'{before} role="region" aria-label='
+                    f'"{html.escape(name, quote=True)}"{after}') + part
+        body = out
+    return body
 
 
 def name_summaries(soup) -> None:
@@ -116,6 +138,16 @@ def name_summaries(soup) -> None:
                                  f"Pages of {link.get_text(' ', strip=True)}")
 
 
+#: The summary of a folded cell as MyST-NB 1.4 writes it
+#: (``visit_HideCellInput`` in myst_nb/sphinx_.py).
+FOLDED = '<summary aria-label="Toggle hidden content">'
+
+
+def name_folds_by_their_words(body: str) -> str:
+    """Drop the label of each folded cell's summary (see the module)."""
+    return body.replace(FOLDED, "<summary>")
+
+
 def _named_toctree(generate):
     def generate_toctree_html(*args, **kwargs):
         out = generate(*args, **kwargs)   # a BeautifulSoup in 0.17.1
@@ -127,7 +159,8 @@ def _named_toctree(generate):
 
 def _on_page(app, pagename, templatename, context, doctree) -> None:
     if "body" in context:
-        context["body"] = name_table_regions(context["body"])
+        context["body"] = name_folds_by_their_words(
+            name_table_regions(context["body"]))
     if callable(context.get("generate_toctree_html")):
         context["generate_toctree_html"] = _named_toctree(
             context["generate_toctree_html"])

@@ -234,6 +234,29 @@ def test_scrollable_tables_become_named_regions():
     assert re.sub(r' role="region" aria-label="[^"]*"', "", out) == body
 
 
+def test_printed_tables_become_named_regions():
+    printed = ('<div class="output text_html"><table class="sa-table"><thead>'
+               '<tr><th scope="col">patches</th><th scope="col">mask</th>'
+               '</tr></thead><tbody></tbody></table></div>')
+    body = '<section><h2>Padding</h2>' + printed + printed
+    out = a11y.name_table_regions(body)
+    names = re.findall(r'role="region" aria-label="([^"]*)"', out)
+    assert names == ["table in Padding: patches, mask",
+                     "table in Padding: patches, mask (2)"]
+    assert re.sub(r' role="region" aria-label="[^"]*"', "", out) == body
+
+
+def test_a_folded_cell_is_named_by_its_visible_words():
+    fold = ('<details class="admonition hide above-input">\n<summary '
+            'aria-label="Toggle hidden content">\n<p class="collapsed '
+            'admonition-title">Show code cell source</p>\n</summary>')
+    out = a11y.name_folds_by_their_words(fold + "<p>text</p>" + fold)
+    assert "aria-label" not in out
+    assert out.count("<summary>\n<p class=\"collapsed") == 2
+    assert a11y.name_folds_by_their_words("<summary>x</summary>") \
+        == "<summary>x</summary>"
+
+
 def test_no_figure_text_is_set_below_8_points():
     """Figures show at their size (tests/e2e/test_layout.py checks it at
     1366 px), so a font size set in code is the size a reader sees."""

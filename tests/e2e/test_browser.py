@@ -289,7 +289,8 @@ FOCUSED_JS = """() => {
             style.outlineStyle !== "none"
             && parseFloat(style.outlineWidth) >= 2)};
 }"""
-PATCH = re.compile(r"patch \((\d+), (\d+)\)|pixel: row (\d+), column (\d+)")
+PATCH = re.compile(r"patch \((\d+), (\d+)\)|pixel: held-out row (\d+) "
+                   r"\(image row \d+\), column (\d+)")
 
 
 def where(text: str) -> tuple[int, int] | None:

@@ -226,43 +226,66 @@ def test_soft_targets_split_the_truth_over_two_disparities():
 
 
 # ------------------------------------------------------------ explorer
-def band(rng, h=6, W=20, D=5):
+def band(rng, H=12, W=20, D=5, rows=(2, 3, 4, 8, 9, 10)):
+    """A pair (H, W), and weights and truth for its ``rows``."""
+    h = len(rows)
     P = rng.random((h, W, D + 1))
     truth = rng.uniform(0, D, (h, W))
     truth[0, 0] = np.nan
-    return (rng.random((h, W)), rng.random((h, W)),
-            P / P.sum(-1, keepdims=True), truth)
+    return (rng.random((H, W)), rng.random((H, W)),
+            P / P.sum(-1, keepdims=True), truth, np.array(rows))
 
 
 def test_stereo_explorer_is_stable_and_says_what_it_shows():
     rng = np.random.default_rng(8)
-    args = band(rng)
-    rows = np.arange(90, 96)
+    *args, rows = band(rng)
     a = interactive.stereo_explorer(*args, step=2, query=(2, 7),
                                     image_rows=rows).data
     b = interactive.stereo_explorer(*args, step=2, query=(2, 7),
                                     image_rows=rows).data
     assert a == b and 'data-testid="stereo-explorer"' in a
-    assert "left pixel: row 92, column 6;" in a      # nearest query
+    # the nearest query, named by its held-out row and its image row
+    assert "left pixel: held-out row 2 (image row 4), column 6;" in a
     assert "true disparity" in a and "http" not in a
-    first = interactive.stereo_explorer(*args, step=2, query=(0, 0)).data
+    first = interactive.stereo_explorer(*args, step=2, query=(0, 0),
+                                        image_rows=rows).data
     assert "true disparity unknown" in first
-    clipped = interactive.stereo_explorer(*args, vmax=0.1).data
+    clipped = interactive.stereo_explorer(*args, vmax=0.1,
+                                          image_rows=rows).data
     assert "Weights above 0.1 are drawn in the colour of 0.1" in clipped
+    # every row of the pair, when no rows are named
+    left, right, P, truth = args
+    whole = interactive.stereo_explorer(left[:6], right[:6], P, truth,
+                                        step=1, query=(3, 4)).data
+    assert "held-out row 3 (image row 3), column 4;" in whole
+
+
+def test_stereo_explorer_blocks_are_the_runs_of_consecutive_rows():
+    from selfattention.interactive.stereo import _blocks
+    assert _blocks(np.array([2, 3, 4, 8, 9, 20])) == [0, 0, 0, 3, 3, 5]
+    assert _blocks(np.arange(4)) == [0, 0, 0, 0]
 
 
 def test_stereo_explorer_refuses_mismatched_inputs():
     rng = np.random.default_rng(9)
-    left, right, P, truth = band(rng)
+    left, right, P, truth, rows = band(rng)
     with pytest.raises(ValueError, match="weights"):
-        interactive.stereo_explorer(left, right, P[:, :5], truth)
+        interactive.stereo_explorer(left, right, P[:, :5], truth,
+                                    image_rows=rows)
     with pytest.raises(ValueError, match="share one shape"):
-        interactive.stereo_explorer(left, right[:, :5], P, truth)
+        interactive.stereo_explorer(left, right[:, :5], P, truth,
+                                    image_rows=rows)
     with pytest.raises(ValueError, match="query"):
-        interactive.stereo_explorer(left, right, P, truth, query=(6, 0))
+        interactive.stereo_explorer(left, right, P, truth, query=(6, 0),
+                                    image_rows=rows)
+    with pytest.raises(ValueError, match="truth"):
+        interactive.stereo_explorer(left, right, P, truth[:3],
+                                    image_rows=rows)
     with pytest.raises(ValueError, match="image_rows"):
         interactive.stereo_explorer(left, right, P, truth,
-                                    image_rows=np.arange(3))
+                                    image_rows=np.array([2, 3, 4, 8, 9, 12]))
+    with pytest.raises(ValueError, match="truth"):
+        interactive.stereo_explorer(left, right, P, truth)   # 12 rows, not 6
 
 
 # ------------------------------------------------------------ the pair

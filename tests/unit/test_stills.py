@@ -5,6 +5,7 @@ interactive is there only while the script has not run."""
 
 import base64
 import io
+import re
 
 import numpy as np
 import pytest
@@ -35,24 +36,37 @@ def _figures():
         "bars": interactive.bar_explorer(
             rng.random((3, 2, 10)), ["a", "b", "c"], ["raw", "scaled"],
             choice=1),
+        "stereo": interactive.stereo_explorer(
+            rng.random((16, 40)), rng.random((16, 40)), rows(10 * 40, 6)
+            .reshape(10, 40, 6), rng.uniform(0, 5, (10, 40)), step=3,
+            query=(4, 20), image_rows=np.r_[2:7, 9:14]),
     }
 
 
 FIGURES = _figures()
 
 
-def _canvases(page):
+def _canvases(page, html):
+    """Each canvas as its script drew it, and its still. A canvas whose
+    still has two layers (the stereo explorer's images) is transparent but
+    for the marks the script draws: it is compared, as RGBA, with the
+    still's upper layer, the marks, which the script removes."""
     drawn = page.evaluate(
         "() => Array.from(document.querySelectorAll('canvas')).map(cv => "
         "[cv.width, cv.height, Array.from(cv.getContext('2d')"
-        ".getImageData(0, 0, cv.width, cv.height).data), "
-        "cv.style.backgroundImage])")
+        ".getImageData(0, 0, cv.width, cv.height).data)])")
+    styles = re.findall(r'<canvas [^>]*style="([^"]*)"', html)
     out = []
-    for width, height, pixels, css in drawn:
-        data = css.split("base64,", 1)[1].rstrip('")')
+    for (width, height, pixels), css in zip(drawn, styles, strict=True):
+        data = css.split("base64,", 1)[1].split(")", 1)[0]
         still = Image.open(io.BytesIO(base64.b64decode(data)))
         rgba = np.asarray(pixels, dtype=np.uint8).reshape(height, width, 4)
-        out.append((rgba[..., :3], np.asarray(still.convert("RGB"))))
+        if css.count("url(") == 2:
+            marks = np.asarray(still.convert("RGBA")).copy()
+            marks[marks[..., 3] == 0] = 0       # transparent is (0, 0, 0, 0)
+            out.append((rgba, marks))
+        else:
+            out.append((rgba[..., :3], np.asarray(still.convert("RGB"))))
     return out
 
 
@@ -61,7 +75,7 @@ def test_the_still_is_what_the_script_draws_first(browser, name):
     page = browser.new_page()
     try:
         page.set_content(f"<html><body>{FIGURES[name].data}</body></html>")
-        canvases = _canvases(page)
+        canvases = _canvases(page, FIGURES[name].data)
         assert canvases, name
         for drawn, still in canvases:
             assert drawn.shape == still.shape

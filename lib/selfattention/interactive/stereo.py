@@ -1,9 +1,12 @@
 """The stereo explorer: a pixel of the left image of a rectified pair, and the
-weights its row of the right image receives, disparity by disparity
-(:ref:`ch-matching`).
+weights it gives the candidates on its row of the right image, disparity by
+disparity (:ref:`ch-matching`).
 """
 
 from __future__ import annotations
+
+import base64
+import io
 
 import numpy as np
 
@@ -12,8 +15,21 @@ from ..stereo import DISPARITIES as _DISPARITIES
 from .._validate import (boundary, floats, integer, ints, optional, pair,
                          positive, positive_int, require)
 from ._figure import (_OWN_KEYS, _TOP, _colour_scale, _grey_levels, _html,
-                      _legend, _payload, _script, _shell, _strongest, _uid,
-                      _viridis_stops)
+                      _legend, _payload, _script, _shell, _strongest,
+                      _uid, _viridis_stops)
+
+#: Screen pixels per image pixel in the enlarged strips, and the height of
+#: the bars of weights.
+_ZOOM, _BARS = 10, 90
+#: This figure's own styles (the others' are in ``static/figure.css``):
+#: buttons large enough to tap, strips as wide as the column allows.
+_STYLE = ("<style>.sa-stereo .sa-move{margin:4px 0 0 0}.sa-stereo .sa-move "
+          "button{min-width:44px;min-height:44px;font-size:1.2em}"
+          ".sa-stereo .sa-zoom{max-width:330px}.sa-stereo .sa-zoom canvas"
+          "{width:100%}.sa-stereo .sa-zoom p{font-size:0.85em;margin:2px 0 "
+          "6px 0}.sa-stereo .sa-axis{display:flex;justify-content:"
+          "space-between;gap:8px}.sa-stereo .sa-axis span:nth-child(2)"
+          "{text-align:center}</style>\n")
 
 
 def _hex_rows(levels, chunk: int = 32) -> list[str]:
@@ -27,68 +43,106 @@ def _hex_rows(levels, chunk: int = 32) -> list[str]:
     return rows
 
 
-def _stereo_caption(levels, truth, row: int, c: int) -> str:
+def _stereo_caption(levels, truth, row: int, image_row: int, c: int) -> str:
     """The caption the script writes, for weights stored as ``levels``
     (0 … 255) and the truth rounded to 0.1 (None: unknown)."""
     w = [v / 255 for v in levels]
     best = ", ".join(f"disparity {d} ({w[d]:.2f})" for d in _strongest(w))
     told = ("unknown" if truth is None else f"{truth:.1f}, right column "
             f"{c - truth:.1f}")
-    return (f"left pixel: row {row}, column {c}; most weight on "
-            f"{best}; true disparity {told}")
+    return (f"left pixel: held-out row {row} (image row {image_row}), column "
+            f"{c}; most weight on {best}; true disparity {told}")
 
 
-def _stereo_band_fits(left, right, weights, truth, query,
-                      image_rows=None) -> None:
-    """A band of the pair, its weights (h, W, D + 1) and a query inside."""
-    require(left.shape == right.shape == truth.shape, f"left, right and truth "
-            f"must share one shape (h, W), got {left.shape}, {right.shape} "
-            f"and {truth.shape}")
-    require(weights.shape[:2] == left.shape, f"weights must have shape (h, W, "
-            f"D + 1) = {left.shape + ('D + 1',)}, got {weights.shape}")
-    require(image_rows is None or len(image_rows) == left.shape[0],
-            f"image_rows must name the {left.shape[0]} rows of the band, got "
-            f"{0 if image_rows is None else len(image_rows)}")
+def _stereo_fits(left, right, weights, truth, query, image_rows=None) -> None:
+    """The pair (H, W), the weights (h, W, D + 1) and truth (h, W) of its
+    rows ``image_rows``, and a query among them."""
+    require(left.shape == right.shape, f"left and right must share one shape "
+            f"(H, W), got {left.shape} and {right.shape}")
+    rows = np.arange(left.shape[0]) if image_rows is None else image_rows
+    require(rows.size > 0 and 0 <= rows.min() and rows.max() < left.shape[0],
+            f"image_rows must name rows 0 … {left.shape[0] - 1} of the pair")
+    band = (len(rows), left.shape[1])
+    require(truth.shape == band, f"truth must have shape (h, W) = {band}, "
+            f"one row per entry of image_rows, got {truth.shape}")
+    require(weights.shape[:2] == band, f"weights must have shape (h, W, "
+            f"D + 1) = {band + ('D + 1',)}, got {weights.shape}")
     r, c = query
-    require(0 <= r < left.shape[0] and 0 <= c < left.shape[1], f"query must "
-            f"be a pixel of the (h, W) = {left.shape} band, got {(r, c)}")
+    require(r < band[0] and c < band[1], f"query must be a pixel (row of "
+            f"image_rows, column) of the {band} rows, got {(r, c)}")
+
+
+def _blocks(image_rows) -> list[int]:
+    """For each row of the band, the first row of its block: the run of
+    consecutive image rows it belongs to."""
+    first = [0]
+    for k in range(1, len(image_rows)):
+        same = image_rows[k] == image_rows[k - 1] + 1
+        first.append(first[-1] if same else k)
+    return first
+
+
+def _marks(shape, x, y, w, h) -> np.ndarray:
+    """The two-pen frame of :func:`_stills.frame` alone, as RGBA (shape
+    (H, W, 4)), transparent elsewhere."""
+    drawn = _stills.frame(np.full(shape + (3,), 7, np.uint8), x, y, w, h)
+    seen = (drawn != 7).any(-1)
+    return np.dstack([np.where(seen[..., None], drawn, 0),
+                      255 * seen]).astype(np.uint8)
+
+
+def _layers(marks: np.ndarray, image: np.ndarray) -> str:
+    """A ``style`` value with two backgrounds: the RGBA ``marks`` over the
+    RGB ``image``; the script keeps the image and draws its own marks."""
+    def png(rgb, mode):
+        from PIL import Image
+
+        out = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8), mode).save(
+            out, format="PNG", optimize=False, compress_level=9)
+        return base64.b64encode(out.getvalue()).decode("ascii")
+    return (f"background-image:url(data:image/png;base64,{png(marks, 'RGBA')})"
+            f",url(data:image/png;base64,{png(image, 'RGB')});"
+            "background-size:100% 100%")
 
 
 @boundary(left=floats(ndim=2), right=floats(ndim=2),
           weights=floats(ndim=3), truth=_DISPARITIES,
           step=positive_int(), query=pair(integer(0), ("row", "column")),
           image_rows=optional(ints(ndim=1)), scale=positive_int(),
-          vmax=optional(positive()), checks=(_stereo_band_fits,))
+          vmax=optional(positive()), checks=(_stereo_fits,))
 def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
-                    image_rows=None, title="", scale=2, vmax=None):
+                    image_rows=None, title="", scale=1, vmax=None):
     """A kernel-free figure: pick a left pixel, see its weights on the
-    right row (:ref:`ch-matching`).
+    candidates of its right row (:ref:`ch-matching`).
 
     Parameters
     ----------
-    left, right : array_like, shape (h, W)
-        A band of rows of the two images, grey values roughly in [0, 1].
+    left, right : array_like, shape (H, W)
+        The two images, grey values roughly in [0, 1].
     weights : array_like, shape (h, W, D + 1)
-        For each left pixel, its weights on the right pixels ``x − d`` of
-        its row, ``d = 0 … D`` (each row sums to 1).
+        For each left pixel of the rows ``image_rows``, its weights on the
+        right pixels ``x − d`` of its row, ``d = 0 … D`` (each sums to 1).
     truth : array_like, shape (h, W)
-        True disparity of each left pixel, NaN where unknown.
+        True disparity of those pixels, NaN where unknown.
     step : int
-        Queries are every ``step``-th row and column of the band.
+        Queries are every ``step``-th of those rows and every ``step``-th
+        column.
     query : (int, int)
-        Pixel (row, column) of the band selected when the page loads;
-        moved to the nearest query.
+        Row (0 … h − 1, a row of ``image_rows``) and column of the query
+        selected when the page loads; moved to the nearest query.
     image_rows : array_like of int, shape (h,), optional
-        The row of the whole image that each row of the band shows (for
-        the caption; a band may stack several blocks of rows). Default
-        ``0 … h - 1``.
+        The image rows that ``weights`` and ``truth`` describe, such as the
+        held-out rows (runs of consecutive rows are shown as blocks).
+        Default: every row, ``h = H``.
     title : str
         Title above the figure, and the name of its group.
     scale : int
-        Screen pixels per image pixel.
+        Screen pixels per image pixel of the two images.
     vmax : float, optional
-        Top of the colour scale (larger weights get its colour); by default
-        the first round number at or above the largest weight.
+        Top of the colour scale and of the bars (larger weights are drawn
+        at it); by default the first round number at or above the largest
+        weight.
 
     Returns
     -------
@@ -97,79 +151,118 @@ def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
         stored as levels 0 … 255 (weights to 1/255), so the HTML is byte for
         byte stable for the same inputs.
     """
-    h, W = left.shape
+    H, W = left.shape
+    image_rows = np.arange(H) if image_rows is None else image_rows
+    h, D1 = len(image_rows), weights.shape[2]
     rows, cols = np.arange(0, h, step), np.arange(0, W, step)
     P = weights[rows][:, cols]                          # (h', W', D + 1)
     lo, hi, ticks = _colour_scale(P, vmax)
     levels = np.clip(np.round(255 * P), 0, 255).astype(int) \
         .reshape(-1, P.shape[-1])
-    t = truth[rows][:, cols]
-    named = (np.arange(h) if image_rows is None else image_rows)[rows]
-    qr = int(np.argmin(np.abs(rows - query[0])))
-    qc = int(np.argmin(np.abs(cols - query[1])))
-    data = {"left": _hex_rows(_grey_levels(left)),
-            "right": _hex_rows(_grey_levels(right)),
+    first = _blocks(image_rows)
+    tall = max(first[k:].count(first[k]) for k in range(h))   # rows/block
+    grey_l, grey_r = np.array(_grey_levels(left)), np.array(_grey_levels(right))
+    data = {"left": _hex_rows(grey_l[image_rows]),
+            "right": _hex_rows(grey_r[image_rows]),
             "weights": _hex_rows(levels), "rows": rows.tolist(),
-            "cols": cols.tolist(), "W": W, "h": h, "scale": scale,
+            "cols": cols.tolist(), "W": W, "scale": scale, "zoom": _ZOOM,
+            "tall": tall, "first": first, "imageRows": image_rows.tolist(),
             "truth": [[None if not np.isfinite(v) else round(float(v), 1)
-                       for v in row] for row in t],
-            "imageRows": named.tolist(), "query": [qr, qc],
-            "lut": _viridis_stops(),
-            "lo": lo, "hi": hi, "top": _TOP}
+                       for v in truth[r][cols]] for r in rows],
+            "query": [int(np.argmin(np.abs(rows - query[0]))),
+                      int(np.argmin(np.abs(cols - query[1])))],
+            "lut": _viridis_stops(), "lo": lo, "hi": hi, "top": _TOP}
     payload = _payload(data)
     uid = _uid("sa-stereo-", payload, str(title))
-    w_px, h_px = W * scale, h * scale
-    help_text = ("Click a pixel of the left image, or focus it and press the "
-                 "arrow keys, to move the query; the strip under the right "
-                 "image colours the right pixels of the query's row by the "
-                 "query's weight, and the white tick marks the true match.")
-    # What the script draws first, as each canvas's background (_stills):
-    # the images with the query's mark, and the strip of its weights.
+    qr, qc = data["query"]
     r0, c0, t0 = int(rows[qr]), int(cols[qc]), data["truth"][qr][qc]
-    mark = 4
+    shown = levels[qr * len(cols) + qc]
 
-    def marked(rgb, x):
-        return _stills.frame(rgb, (x + 0.5) * scale - mark,
-                             (r0 + 0.5) * scale - mark, 2 * mark, 2 * mark)
-    pick_still = marked(_stills.grey(_grey_levels(left), scale), c0)
-    key_still = _stills.grey(_grey_levels(right), scale)
-    key_still[int((r0 + 0.5) * scale)] = 255           # the query's row
+    # The first state, as the script draws it (_stills): the two images,
+    # the rows without queries paled on the left one, under the marks.
+    s, z = scale, _ZOOM
+    pale = np.ones(H, bool)
+    pale[image_rows] = False
+    left_rgb = _stills.grey(np.where(pale[:, None], 102 + 3 * grey_l // 5,
+                                     grey_l), s)
+    y0 = int(image_rows[r0]) * s + s // 2
+    marks_l = _marks((H * s, W * s), c0 * s + s // 2 - 6, y0 - 6, 12, 12)
+    x0 = max(c0 - D1 + 1, 0) * s
+    marks_r = _marks((H * s, W * s), x0, y0 - 6, (c0 + 1) * s - 1 - x0, 12)
+    strips = []
+    a = first[r0]
+    for band in (grey_l[image_rows], grey_r[image_rows]):
+        block = np.full((tall, D1), 255)
+        n = first.count(a)
+        lo_c = c0 - D1 + 1
+        for j in range(D1):
+            if lo_c + j >= 0:
+                block[:n, j] = band[a:a + n, lo_c + j]
+        strips.append(_stills.grey(block, z))
+    strips[0] = _stills.frame(strips[0], (D1 - 1) * z, (r0 - a) * z, z, z)
+    bars = np.full((_BARS, D1 * z, 3), 255, np.uint8)
+    for d in range(min(D1, c0 + 1)):
+        height = int(round(min(1.0, shown[d] / 255 / hi) * (_BARS - 8)))
+        x = (D1 - 1 - d) * z
+        if height:
+            bars[_BARS - height:, x + 1:x + z - 1] = _stills.colour(
+                shown[d] / 255, lo, hi, data["lut"])
     if t0 is not None:
-        key_still = marked(key_still, c0 - t0)
-    strip = np.full((24, w_px, 3), 255, dtype=np.uint8)
-    shown = levels[qr * len(cols) + qc] / 255
-    for d in range(min(len(shown), c0 + 1)):
-        strip[:18, (c0 - d) * scale:(c0 - d + 1) * scale] = _stills.colour(
-            shown[d], lo, hi, data["lut"])
-    if t0 is not None:
-        x = int(round((c0 - t0 + 0.5) * scale))
-        strip[14:24, max(x - 2, 0):x + 2] = 0
-        strip[16:24, max(x - 1, 0):x + 1] = 255
+        x = int(round((D1 - 1 - t0 + 0.5) * z))
+        for pen, value in ((4, 0), (2, 255)):
+            bars[:, max(x - pen // 2, 0):x + pen // 2] = value
+            strips[1][(r0 - a) * z:(r0 - a + 1) * z,
+                      max(x - pen // 2, 0):x + pen // 2] = value
+
+    def canvas(cls, w, hgt, style, extra):
+        return (f'<canvas class="{cls}" width="{w}" height="{hgt}" '
+                f'style="{style}" {extra}></canvas>')
+    picture = (f'{_OWN_KEYS} tabindex="0" role="application" '
+               f'aria-describedby="{uid}-help" aria-label="left image: the '
+               f'held-out rows are unpaled; arrow keys move the query"')
+    move = "".join(
+        f'<button type="button" {_OWN_KEYS} data-move="{k}" aria-label='
+        f'"move the query {name} by {step} pixels">{sign}</button>'
+        for k, (sign, name) in enumerate((("◀", "left"), ("▶", "right"),
+                                          ("▲", "up"), ("▼", "down"))))
     body = (
-        f'<div class="sa-row">\n<figure><canvas class="sa-pick" '
-        f'width="{w_px}" height="{h_px}" '
-        f'style="{_stills.background(pick_still)}" '
-        f'tabindex="0" role="application" {_OWN_KEYS} '
-        f'aria-describedby="{uid}-help" aria-label="left image, {h} rows: '
-        f'arrow keys move the query">'
-        f'</canvas><figcaption>left image (queries)</figcaption></figure>\n'
-        f'<figure><canvas class="sa-key" width="{w_px}" height="{h_px}" '
-        f'style="{_stills.background(key_still)}" '
-        f'role="img" aria-label="right image, the same rows"></canvas>'
-        f'<canvas class="sa-map" width="{w_px}" height="24" '
-        f'style="{_stills.background(strip)}" role="img" '
-        f'aria-describedby="{uid}-cap" aria-label="weights of the query on '
-        f'the right pixels of its row"></canvas>'
-        f'<figcaption>right image (keys) and the weights on the query\'s '
-        f'row</figcaption></figure>\n</div>\n')
-    body += _legend(lo, hi, ticks, "the weight of the query pixel on each "
-                    "right pixel of its row", clipped=float(P.max()) > hi)
-    caption = _stereo_caption(levels[qr * len(cols) + qc],
-                              data["truth"][qr][qc], int(named[qr]),
-                              int(cols[qc]))
+        _STYLE + '<div class="sa-row">\n<figure>'
+        + canvas("sa-pick", W * s, H * s, _layers(marks_l, left_rgb)
+                 + f";width:{W * s}px", picture)
+        + '<figcaption>left image (queries)</figcaption>\n'
+        f'<div class="sa-buttons sa-move" role="group" aria-label="move the '
+        f'query">{move}</div></figure>\n<figure>'
+        + canvas("sa-key", W * s, H * s, _layers(marks_r, _stills.grey(
+            grey_r, s)) + f";width:{W * s}px", 'role="img" aria-label="right '
+            'image: the query\'s row, its candidates framed"')
+        + '<figcaption>right image (keys)</figcaption></figure>\n</div>\n'
+        '<div class="sa-zoom">'
+        + canvas("sa-zoom-left", D1 * z, tall * z, _stills.background(
+            strips[0]), 'role="img" aria-label="left image enlarged: the '
+            'query\'s block, the query framed at the right end"')
+        + '<p>left image, the query\'s block, enlarged; the query framed</p>'
+        + canvas("sa-zoom-right", D1 * z, tall * z, _stills.background(
+            strips[1]), 'role="img" aria-label="right image enlarged: the '
+            'same rows, at the query\'s candidates"')
+        + "<p>right image, the same rows: the query's candidates</p>"
+        + canvas("sa-map", D1 * z, _BARS, _stills.background(bars),
+                 f'role="img" aria-describedby="{uid}-cap" aria-label='
+                 f'"weight of the query on each candidate"')
+        + f'<p class="sa-axis"><span>disparity {D1 - 1}</span>'
+        f"<span>weight on each candidate (bars, 0 to {hi:g}); the true match "
+        f"a white line</span><span>0</span></p></div>\n")
+    body += _legend(lo, hi, ticks, "the weight of the query on each "
+                    "candidate", clipped=float(P.max()) > hi)
+    help_text = ("Click or tap a pixel in the unpaled rows of the left image, "
+                 "or focus it and press the arrow keys, or use the buttons, "
+                 f"to move the query (every {step}th row and column). The "
+                 "enlarged strips show the query's block on both images, "
+                 f"over the {D1} candidates of its row; the bars give the "
+                 "query's weight on each.")
+    caption = _stereo_caption(shown, t0, r0, int(image_rows[r0]), c0)
     return _html(_shell(
         uid=uid, css_class="sa-stereo", testid="stereo-explorer",
-        title=title or "Matching along the row", max_width=w_px + 30,
+        title=title or "Matching along the row", max_width=2 * W * s + 50,
         body=body, caption=caption, caption_testid="stereo-caption",
         help_text=help_text, payload=payload, script=_STEREO_JS))
 
