@@ -11,6 +11,14 @@
 
 The PDFs are made after the site, by ``make pdf``
 (:mod:`selfattention_book.pdf`), which copies them into ``<site>/pdf/``.
+
+* ``builder-inited`` (``singlehtml``, which ``make pdf`` prints): every node
+  that an extension taught the HTML builder is taught to the single-page
+  one too. Sphinx 7.4 (``SphinxComponentRegistry.create_translator``) looks
+  up a builder's node handlers by its name and falls back to its format
+  only when no extension registered any for that name; sphinx-exercise
+  registers some for ``singlehtml``, so myst-nb's folded cells
+  (``HideCodeCellNode``) would have none.
 """
 
 from __future__ import annotations
@@ -85,7 +93,18 @@ def write_site_decks(app, exception) -> None:
     logger.info(f"[book_editions] {len(pages)} slide decks in {DECKS}/")
 
 
+def teach_single_page(app) -> None:
+    """Give the ``singlehtml`` builder the HTML handlers it lacks."""
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for node, pair in handlers.get("html", {}).items():
+        single.setdefault(node, pair)
+
+
 def setup(app):
+    app.connect("builder-inited", teach_single_page)
     app.connect("doctree-read", add_edition_links)
     app.connect("build-finished", write_site_decks)
     return {"version": "1.0", "env_version": 1, "parallel_read_safe": True,

@@ -1,4 +1,5 @@
-"""Bookmarks that Chromium wrote twice, read back as meant
+"""The single-page build that make pdf prints, and bookmarks that Chromium
+wrote twice, read back as meant
 (``selfattention_book.pdf.undoubled``, which ``make pdf`` applies to the
 outline of each PDF it prints)."""
 
@@ -35,3 +36,29 @@ def test_no_title_of_the_book_reads_as_doubled():
     assert len(titles) > 50
     for title in titles + numbered + ["", "x", "aa", "Bonbons", "Noon"]:
         assert undoubled(title) is None, title
+
+
+def test_the_single_page_builder_renders_every_node_the_html_builder_does():
+    # make pdf prints Jupyter Book's singlehtml build. Sphinx 7.4 looks up a
+    # builder's node handlers by its name before its format, and
+    # sphinx-exercise registers some for "singlehtml", so without this step
+    # myst-nb's folded cells (HideCodeCellNode) stop that build.
+    from types import SimpleNamespace
+
+    from selfattention_book.book_editions import teach_single_page
+
+    def visit(self, node):
+        pass
+
+    handlers = {"html": {"HideCodeCellNode": (visit, None),
+                         "exercise_node": (visit, visit)},
+                "singlehtml": {"exercise_node": (visit, None)}}
+    app = SimpleNamespace(registry=SimpleNamespace(
+        translation_handlers=handlers),
+        builder=SimpleNamespace(name="html"))
+    teach_single_page(app)
+    assert "HideCodeCellNode" not in handlers["singlehtml"]
+    app.builder.name = "singlehtml"
+    teach_single_page(app)
+    assert handlers["singlehtml"] == {"HideCodeCellNode": (visit, None),
+                                      "exercise_node": (visit, None)}
