@@ -411,7 +411,7 @@ def mend_outline(path: Path) -> int:
 
     writer = PdfWriter(str(path), incremental=True)
     mended = 0
-    stack = [writer._root_object["/Outlines"].get_object()]
+    stack = [writer.root_object["/Outlines"].get_object()]
     while stack:
         item = stack.pop().get("/First")
         while item is not None:
