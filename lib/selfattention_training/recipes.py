@@ -160,8 +160,9 @@ def retrain_all(names, jobs: int = 2, done=None, executor=None) -> None:
 
     ``done(name, arrays, seconds)`` runs in this process as each recipe
     finishes (``make train`` writes the file there). Ready recipes start
-    in the order of ``names``, those that others wait for first; one that
-    needs more slots than are free holds back those after it.
+    widest first (most ``threads``), then those that others wait for,
+    then in the order of ``names``; one that needs more slots than are
+    free holds back those after it.
     ``executor`` replaces the process pool (the tests pass threads).
     """
     known = recipes()
@@ -173,7 +174,12 @@ def retrain_all(names, jobs: int = 2, done=None, executor=None) -> None:
         raise KeyError(f"unknown recipe(s) {unknown}")
     waits = {n: {a for a in known[n].after if a in names} for n in names}
     awaited = {a for w in waits.values() for a in w}
-    todo = sorted(names, key=lambda n: (n not in awaited, names.index(n)))
+    slots = {n: min(max(known[n].threads, 1), jobs) for n in names}
+    # Wider recipes first: one that takes every slot then runs at the start,
+    # while the pool is empty, instead of holding back the others while a
+    # slot it waits for stands idle.
+    todo = sorted(names, key=lambda n: (-slots[n], n not in awaited,
+                                        names.index(n)))
     if executor is None:
         import multiprocessing
 
@@ -183,7 +189,6 @@ def retrain_all(names, jobs: int = 2, done=None, executor=None) -> None:
         executor = concurrent.futures.ProcessPoolExecutor(
             jobs, mp_context=multiprocessing.get_context("spawn"),
             max_tasks_per_child=1)
-    slots = {n: min(max(known[n].threads, 1), jobs) for n in names}
     running: dict = {}
     with executor:
         while todo or running:

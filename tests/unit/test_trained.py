@@ -161,3 +161,15 @@ def test_a_recipe_on_two_threads_runs_alone(monkeypatch):
                         ThreadPoolExecutor(2))
     start, end = events.index(("start", "c")), events.index(("end", "c"))
     assert end == start + 1, events
+
+
+def test_a_recipe_on_two_threads_starts_while_the_pool_is_empty(monkeypatch):
+    """c takes both slots and comes last among names: it starts first, so
+    that no slot stands idle while it waits for the other to free."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    events = []
+    _fake_recipes(monkeypatch, events, {}, {"c": 2})
+    recipes.retrain_all(["a", "b", "d", "c"], 2, None,
+                        ThreadPoolExecutor(2))
+    assert events[:2] == [("start", "c"), ("end", "c")], events
