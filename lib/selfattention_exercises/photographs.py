@@ -108,6 +108,7 @@ check_detection_counts = Exercise(
     answers=("detection_counts",), run=_counts_run,
     references=("selfattention.detection.precision_recall",
                 "selfattention.detection.box_iou",
+                "selfattention.detection._iou_terms",
                 "selfattention.detection.generalized_box_iou"),
     seed=74,
     written="Why may each digit be found only once, and what would a "
