@@ -1,6 +1,5 @@
 """The tiny ViT on photographs (:ref:`ch-photographs`): a masked-patch version,
-a version with register tokens, the crops and scenes they are measured on, and
-the loaders of their weights.
+the crops and scenes it is measured on, and the loaders of the weights.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ SCENE, DIGIT, DIGIT_PATCH = 56, 28, 7  # clutter: 8 × 8 patches of 7 px
 GRID = (8, 8)                        # both: 64 tokens
 SIZES = dict(n=64, d=64, h=4, depth=4, d_mlp=128)
 
-__all__ = ["MaskedViT", "RegisterViT", "photo_tokens", "masked_patch_loss",
+__all__ = ["MaskedViT", "photo_tokens", "masked_patch_loss",
            "hide_half", "photo_model", "held_out_crops", "load_photo_vit",
            "clutter_split", "clutter_scenes", "clutter_test_scenes",
            "clutter_model", "clutter_inputs", "load_clutter_model",
@@ -64,35 +63,6 @@ class MaskedViT(TinyViT):
         """Pixels (B, n, p²) predicted for every patch, and the weights."""
         z, maps = self.encode(x, hidden)
         return self.pixels(z[:, 1:]), maps
-
-
-class RegisterViT(TinyViT):
-    """A :class:`~selfattention.vit.TinyViT` with ``registers`` learned
-    tokens after the patches, without position, that nothing reads: room
-    for computation that would otherwise take over background patches
-    (Darcet et al. 2024).
-    Its weights are (B, L, h, 1+n+k, 1+n+k)."""
-
-    def __init__(self, registers=4, **sizes):
-        super().__init__(**sizes)
-        d = self.embed.out_features
-        self.registers = nn.Parameter(0.02 * torch.randn(1, registers, d))
-
-    def tokens(self, x, keep=None):
-        """Output tokens (B, 1+n+k, d) before the last norm, and weights."""
-        z = self.embed(x)                        # (B, n, d)
-        z = torch.cat([self.cls.expand(len(z), -1, -1), z], dim=1) + self.pos
-        z = torch.cat([z, self.registers.expand(len(z), -1, -1)], dim=1)
-        maps = []
-        for i, block in enumerate(self.blocks):
-            z, A = block(z, None if keep is None else keep[i])
-            maps.append(A)                       # (B, h, m, m)
-        return z, torch.stack(maps, dim=1)
-
-    def forward(self, x, keep=None):
-        """Logits (B, classes) from the class token, and the weights."""
-        z, maps = self.tokens(x, keep)
-        return self.head(self.ln(z[:, 0])), maps
 
 
 @boundary(crops=floats(ndim=3), patch=positive_int(),
@@ -154,7 +124,7 @@ def held_out_crops(n=500, seed=1000):
 
 PHOTO_MODELS = tuple(f"photos-{objective}-{seed}"
                      for objective in ("mim", "which") for seed in range(3))
-CLUTTER_MODELS = ("clutter-vit", "clutter-vit-registers", "clutter-cnn")
+CLUTTER_MODELS = ("clutter-vit", "clutter-cnn")
 
 
 @boundary(name=one_of(*PHOTO_MODELS))
@@ -191,16 +161,14 @@ def clutter_test_scenes(n=1000, seed=2000):
     return clutter_scenes(np.random.default_rng(seed), n, test=True)
 
 
-@boundary(kind=one_of("vit", "cnn"), registers=integer(0))
-def clutter_model(kind, registers=0, dtype=torch.float32):
-    """An untrained clutter model: ``"vit"`` (with ``registers`` register
-    tokens if any) or ``"cnn"`` (:class:`selfattention.mnist.SmallCNN`)."""
+@boundary(kind=one_of("vit", "cnn"))
+def clutter_model(kind, dtype=torch.float32):
+    """An untrained clutter model: ``"vit"`` or ``"cnn"``
+    (:class:`selfattention.mnist.SmallCNN`)."""
     if kind == "cnn":
         from .mnist import SmallCNN
         return SmallCNN().to(dtype)
-    sizes = dict(d_in=DIGIT_PATCH ** 2, **SIZES)
-    model = RegisterViT(registers, **sizes) if registers else TinyViT(**sizes)
-    return model.to(dtype)
+    return TinyViT(d_in=DIGIT_PATCH ** 2, **SIZES).to(dtype)
 
 
 @boundary(kind=one_of("vit", "cnn"), images=floats(ndim=3),
@@ -217,14 +185,11 @@ def clutter_inputs(kind, images, dtype=torch.float32, patch=DIGIT_PATCH):
 
 @boundary(name=one_of(*CLUTTER_MODELS))
 def load_clutter_model(name):
-    """The trained clutter model ``name`` (``clutter-vit``,
-    ``clutter-vit-registers``, ``clutter-cnn``), float64, in evaluation
-    mode."""
+    """The trained clutter model ``name`` (``clutter-vit``, ``clutter-cnn``),
+    float64, in evaluation mode."""
     arrays = trained.load(name)
     kind = "cnn" if "w/features.0.weight" in arrays else "vit"
-    registers = arrays["w/registers"].shape[1] if "w/registers" in arrays \
-        else 0
-    return load_weight_arrays(clutter_model(kind, registers), arrays)
+    return load_weight_arrays(clutter_model(kind), arrays)
 
 
 # ------------------------------------------------------------ detection

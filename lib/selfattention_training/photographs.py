@@ -13,11 +13,10 @@ on photographs by two objectives, and on digits pasted on photographs.
   distance of every head on 500 crops of the 4 held-out photographs,
   unmasked (``distance``) and with half of the patches hidden
   (``distance_hidden``).
-* ``clutter-vit``, ``clutter-vit-registers`` and ``clutter-cnn``: one
-  28-pixel digit pasted on a 56 × 56 crop
-  (:func:`selfattention.scenes.digit_scenes`), 7 × 7-pixel patches for the
-  ViTs; ``test_correct`` counts the right answers on 1,000 scenes of
-  held-out photographs and held-out digits.
+* ``clutter-vit`` and ``clutter-cnn``: one 28-pixel digit pasted on a
+  56 × 56 crop (:func:`selfattention.scenes.digit_scenes`), 7 × 7-pixel
+  patches for the ViT; ``test_correct`` counts the right answers on 1,000
+  scenes of held-out photographs and held-out digits.
 * ``clutter-vit-misconceptions``: no training; what
   :ref:`ch-misconceptions` measures on ``clutter-vit`` over those 1,000
   scenes (occlusion, input × gradient, blanking, head removal).
@@ -158,7 +157,7 @@ def _logits(out):
     return out[0] if isinstance(out, tuple) else out
 
 
-def train_clutter(kind, seed, steps, registers=0, batch=128, lr=2e-3,
+def train_clutter(kind, seed, steps, batch=128, lr=2e-3,
                   dtype=torch.float32, threads=1, test_scenes=1000):
     """Train ``kind`` to name the digit of
     :func:`~selfattention.photo_vit.clutter_scenes`; returns
@@ -167,7 +166,7 @@ def train_clutter(kind, seed, steps, registers=0, batch=128, lr=2e-3,
     rng = np.random.default_rng(seed)
     with trained.torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = clutter_model(kind, registers, dtype)
+        model = clutter_model(kind, dtype)
         opt = torch.optim.AdamW(model.parameters(), lr, weight_decay=0.05)
         sched = _schedule(opt, steps)
         losses = np.empty(steps, np.float32)
@@ -195,12 +194,6 @@ def clutter_vit():
     return train_clutter("vit", 0, steps=2500)
 
 
-@recipe("clutter-vit-registers")
-def clutter_vit_registers():
-    """The clutter ViT with four register tokens: 2,500 steps."""
-    return train_clutter("vit", 0, steps=2500, registers=4)
-
-
 @recipe("clutter-cnn")
 def clutter_cnn():
     """The CNN of :ref:`ch-transformer` on the clutter task: 2,500 steps."""
@@ -210,10 +203,10 @@ def clutter_cnn():
 @recipe("clutter-vit-tiny", rtol=0.0, atol=1e-6,
                 retrained_by_test=True)
 def clutter_vit_tiny():
-    """Ten float64 steps of 16 scenes of the clutter recipe, with two
-    registers, its losses and count kept: what ``make test`` retrains to
-    check that :func:`train_clutter` still gives the same numbers."""
-    return _curves(train_clutter("vit", 0, steps=10, registers=2, batch=16,
+    """Ten float64 steps of 16 scenes of the clutter recipe, its losses and
+    count kept: what ``make test`` retrains to check that
+    :func:`train_clutter` still gives the same numbers."""
+    return _curves(train_clutter("vit", 0, steps=10, batch=16,
                                  dtype=torch.float64, test_scenes=100))
 
 
