@@ -73,26 +73,6 @@ def test_masked_patch_loss_refuses_a_mask_that_does_not_fit(hidden):
         photo_vit.masked_patch_loss(pred, pred, hidden)
 
 
-def test_register_vit_is_the_tiny_vit_blocks_on_appended_tokens():
-    torch.manual_seed(0)
-    sizes = dict(n=16, d_in=4, d=8, h=2, depth=2, d_mlp=16)
-    model = photo_vit.RegisterViT(3, **sizes).double()
-    x = torch.randn(2, 16, 4, dtype=torch.float64)
-    with torch.no_grad():
-        logits, maps = model(x)
-        z = torch.cat([model.cls.expand(2, -1, -1), model.embed(x)], 1)
-        z = torch.cat([z + model.pos, model.registers.expand(2, -1, -1)], 1)
-        for block in model.blocks:
-            z = block(z)[0]
-        ref = model.head(model.ln(z[:, 0]))
-    assert maps.shape == (2, 2, 2, 20, 20)
-    torch.testing.assert_close(logits, ref)
-    # the registers change what the class token reads
-    with torch.no_grad():
-        model.registers.add_(torch.randn_like(model.registers))
-        assert not torch.allclose(model(x)[0], logits)
-
-
 def test_photo_tokens_standardise_each_crop_and_keep_its_pixels():
     crops = np.random.default_rng(0).random((3, 8, 8)) * 5 + 2
     tokens = photo_vit.photo_tokens(crops, 4)
@@ -233,16 +213,13 @@ def test_a_loaded_photo_vit_gives_back_the_distances_its_recipe_stored(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["clutter-vit", "clutter-vit-registers",
-                                  "clutter-cnn"])
+@pytest.mark.parametrize("name", ["clutter-vit", "clutter-cnn"])
 def test_a_loaded_clutter_model_reads_its_test_scenes_as_stored(name):
-    # The chapter prints the CNN's stored count and the ViTs' counts in
+    # The chapter prints the CNN's stored count and the ViT's count in
     # float32: each loaded model reads the test scenes as its recipe did.
     from selfattention import photo_vit, trained
     model = photo_vit.load_clutter_model(name)
     kind = "cnn" if name == "clutter-cnn" else "vit"
-    if name == "clutter-vit-registers":
-        assert model.registers.shape[1] == 4
     test = photo_vit.clutter_test_scenes()
     stored = int(trained.load(name)["test_correct"])
     for dtype in (torch.float64, torch.float32):
