@@ -434,6 +434,20 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
      "from torch.autograd.functional import vhp\n"
      "def my_gate_gradients(x, F, W_g, W_z, gamma, target):\n"
      "    return vhp"),
+    ("07_photographs", "ex-photographs-uniform",
+     "import math\nfrom selfattention.position import relative_offsets\n"
+     "def uniform_distance(H, W, p):\n"
+     "    D2 = (relative_offsets((H, W)) ** 2).sum(-1)\n"
+     "    return p * math.sqrt(D2.mean())"),
+    ("07_photographs", "ex-photographs-uniform",
+     "import math\nimport torch\ndef uniform_distance(H, W, p):\n"
+     "    X = torch.cartesian_prod(torch.arange(H), torch.arange(W))\n"
+     "    return p * math.sqrt((torch.cdist(X, X) ** 2).mean())"),
+    ("07_photographs", "ex-photographs-uniform",
+     "import numpy as np\nfrom scipy import spatial\n"
+     "def uniform_distance(H, W, p):\n"
+     "    X = np.argwhere(np.ones((H, W)))\n"
+     "    return p * np.sqrt((spatial.distance_matrix(X, X) ** 2).mean())"),
     ("07_photographs", "ex-photographs-counts",
      "from selfattention import detection\n"
      "def detection_counts(classes, boxes, labels, true_boxes):\n"
