@@ -131,6 +131,9 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
      "dynamic"),
     ("from sys import setprofile\nsetprofile(None)", "dynamic"),
     ("from sys import _getframe", "dynamic"),
+    # the source lines the tripwire reads a shown cell's copy by
+    ("import linecache\nlinecache.clearcache()", "dynamic"),
+    ("from linecache import cache\ncache.clear()", "dynamic"),
     ("from operator import attrgetter", "dynamic"),
     # the grader's kernel told apart from the student's by its environment
     ("import os\nif os.getenv('SELFATTENTION_GRADING'):\n    pass",
@@ -652,6 +655,53 @@ def test_the_chapter_s_own_function_is_named_by_what_it_is(built):
     whats = [f.what for f in found["ex-definition-tempered"]]
     assert whats and all("torch.nn.attention" not in w for w in whats)
     assert any("selfattention.attention.attention" in w for w in whats)
+
+
+#: Answers of 7.1 that reach the copy of ``photo_vit.masked_patch_loss``
+#: that chapter 7 shows on its page under the answer's own name, kept
+#: under another name before the answer replaces it.
+SHOWN_UNDER_THE_ANSWER_S_NAME = [
+    ("chapter_loss = masked_patch_loss",
+     "def masked_patch_loss(pred, target, hidden):\n"
+     "    return float(chapter_loss(torch.from_numpy(pred),\n"
+     "                              torch.from_numpy(target),\n"
+     "                              torch.from_numpy(hidden)))"),
+    ("", "def masked_patch_loss(pred, target, hidden,\n"
+         "                      shown=masked_patch_loss):\n"
+         "    return float(shown(torch.tensor(pred), torch.tensor(target),\n"
+         "                       torch.tensor(hidden)))"),
+    ("class Kept:\n    loss = staticmethod(masked_patch_loss)",
+     "def masked_patch_loss(pred, target, hidden):\n"
+     "    t = torch.from_numpy\n"
+     "    return float(Kept.loss(t(pred), t(target), t(hidden)))"),
+]
+
+
+@pytest.mark.parametrize("kept, answer", SHOWN_UNDER_THE_ANSWER_S_NAME)
+def test_the_shown_copy_kept_under_another_name_is_a_reference(
+        built, kept, answer):
+    """Chapter 7 shows ``masked_patch_loss``, the answer's own name: a
+    wrapper around that copy (kept by an alias, a default, a class) is the
+    reference, although the chapter's cell is left as it is. (The
+    tripwire recognises that copy by its cell's first line, which
+    ``linecache.clearcache()`` erases: only the review can tell.)"""
+    out, chapters = built
+    nb = nbformat.read(out / "student" / "07_photographs.ipynb",
+                       as_version=4)
+    shown = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                 and c.source.startswith("# lib/selfattention/photo_vit.py")
+                 and "def masked_patch_loss(" in c.source)
+    stub = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                and c.source.startswith("def masked_patch_loss("))
+    nb.cells[stub].source = answer
+    if kept:
+        nb.cells.insert(shown + 1, nbformat.v4.new_code_cell(kept))
+    found = flagged(nb, chapters["07_photographs"])
+    loss = found["ex-photographs-loss"]
+    assert loss and loss[0].kind == "reference", loss
+    assert any("selfattention.photo_vit.masked_patch_loss" in f.what
+               for f in loss), loss
+    assert not found["ex-photographs-counts"], found
 
 
 # ------------------------------------------------ honest habits, and twins

@@ -57,6 +57,8 @@ DYNAMIC_MODULES = {
     "copyreg": "changes how objects are rebuilt",
     "types": "builds code or function objects",
     "inspect": "reaches frames and source code",
+    "linecache": "rewrites the source lines by which the tripwire knows "
+                 "the code a chapter shows",
     "ctypes": "changes the interpreter's memory",
     "cffi": "changes the interpreter's memory",
     "gc": "reaches every live object",
