@@ -437,6 +437,17 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
      "from torch.autograd.functional import vhp\n"
      "def my_gate_gradients(x, F, W_g, W_z, gamma, target):\n"
      "    return vhp"),
+    # the library's functions as the training recipes import them
+    ("07_photographs", "ex-photographs-loss",
+     "import torch\n"
+     "from selfattention_training.photographs import masked_patch_loss as f\n"
+     "def masked_patch_loss(pred, target, hidden):\n"
+     "    t = torch.from_numpy\n"
+     "    return float(f(t(pred), t(target), t(hidden)))"),
+    ("07_photographs", "ex-photographs-counts",
+     "from selfattention_training import photographs\n"
+     "def detection_counts(classes, boxes, labels, true_boxes):\n"
+     "    return photographs.detr_counts(None, None, None)"),
     ("07_photographs", "ex-photographs-uniform",
      "import math\nfrom selfattention.position import relative_offsets\n"
      "def uniform_distance(H, W, p):\n"
