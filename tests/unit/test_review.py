@@ -134,6 +134,11 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
     # the source lines the tripwire reads a shown cell's copy by
     ("import linecache\nlinecache.clearcache()", "dynamic"),
     ("from linecache import cache\ncache.clear()", "dynamic"),
+    # a flagged module read as another module's attribute
+    ("import traceback\ntraceback.linecache.clearcache()", "dynamic"),
+    ("from traceback import linecache\nlinecache.clearcache()", "dynamic"),
+    ("import os\nos.sys.modules['numpy'] = None", "dynamic"),
+    ("import os as o\nhooks = o.sys.meta_path", "dynamic"),
     ("from operator import attrgetter", "dynamic"),
     # the grader's kernel told apart from the student's by its environment
     ("import os\nif os.getenv('SELFATTENTION_GRADING'):\n    pass",

@@ -45,8 +45,10 @@ process; nothing here runs a line of them) and flags, per exercise:
   the course does not install (one written by the notebook itself),
   modules that compile, evaluate or locate code named by a string
   (``torch.jit``, ``torch.compile``, ``torch.fx``, ``sympy``, ``pydoc``,
-  ``numexpr``, ``unittest.mock``...: a list, not an allow list), and a
-  module object used as a value (kept in a container or an attribute,
+  ``numexpr``, ``unittest.mock``...: a list, not an allow list), any of
+  those modules read as another module's attribute (``os.sys.modules``,
+  ``traceback.linecache``; known from the modules the grader has
+  imported), and a module object used as a value (kept in a container or an attribute,
   passed as an argument, returned), through which nothing can be read.
   ``getattr(x, "name")`` and ``hasattr`` with a constant name read as
   ``x.name`` for every check, references included;
