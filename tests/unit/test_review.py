@@ -134,6 +134,12 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
     # the source lines the tripwire reads a shown cell's copy by
     ("import linecache\nlinecache.clearcache()", "dynamic"),
     ("from linecache import cache\ncache.clear()", "dynamic"),
+    # IPython's output cache: what an earlier cell showed, kept
+    ("kept = Out[3]", "dynamic"),
+    ("kept = _", "dynamic"),
+    ("def my_tempered_attention(Q, K, V, tau):\n    return _12(Q, K, V)",
+     "dynamic"),
+    ("kept = next(v for v in _oh.values())", "dynamic"),
     # a flagged module read as another module's attribute
     ("import traceback\ntraceback.linecache.clearcache()", "dynamic"),
     ("from traceback import linecache\nlinecache.clearcache()", "dynamic"),
@@ -686,6 +692,11 @@ SHOWN_UNDER_THE_ANSWER_S_NAME = [
          "                      shown=masked_patch_loss):\n"
          "    return float(shown(torch.tensor(pred), torch.tensor(target),\n"
          "                       torch.tensor(hidden)))"),
+    ("masked_patch_loss",         # shown by a cell, then read from Out
+     "def masked_patch_loss(pred, target, hidden):\n"
+     "    f = next(v for v in Out.values() if callable(v))\n"
+     "    return float(f(torch.tensor(pred), torch.tensor(target),\n"
+     "                   torch.tensor(hidden)))"),
     ("class Kept:\n    loss = staticmethod(masked_patch_loss)",
      "def masked_patch_loss(pred, target, hidden):\n"
      "    t = torch.from_numpy\n"
@@ -698,7 +709,8 @@ def test_the_shown_copy_kept_under_another_name_is_a_reference(
         built, kept, answer):
     """Chapter 7 shows ``masked_patch_loss``, the answer's own name: a
     wrapper around that copy (kept by an alias, a default, a class) is the
-    reference, although the chapter's cell is left as it is. (The
+    reference, although the chapter's cell is left as it is; read back
+    from IPython's output cache, it is dynamic code. (The
     tripwire recognises that copy by its cell's first line, which
     ``linecache.clearcache()`` erases: only the review can tell.)"""
     out, chapters = built
@@ -714,10 +726,9 @@ def test_the_shown_copy_kept_under_another_name_is_a_reference(
         nb.cells.insert(shown + 1, nbformat.v4.new_code_cell(kept))
     found = flagged(nb, chapters["07_photographs"])
     loss = found["ex-photographs-loss"]
-    assert loss and loss[0].kind == "reference", loss
-    assert any("selfattention.photo_vit.masked_patch_loss" in f.what
-               for f in loss), loss
-    assert not found["ex-photographs-counts"], found
+    assert loss and loss[0].kind in ("reference", "dynamic"), loss
+    assert loss[0].kind == "dynamic" or \
+        "selfattention.photo_vit.masked_patch_loss" in loss[0].what, loss
 
 
 # ------------------------------------------------ honest habits, and twins

@@ -48,8 +48,10 @@ process; nothing here runs a line of them) and flags, per exercise:
   ``numexpr``, ``unittest.mock``...: a list, not an allow list), any of
   those modules read as another module's attribute (``os.sys.modules``,
   ``traceback.linecache``; known from the modules the grader has
-  imported), and a module object used as a value (kept in a container or an attribute,
-  passed as an argument, returned), through which nothing can be read.
+  imported), IPython's output cache (``Out``, ``_``, ``_3``: what earlier
+  cells showed) read as a global, and a module object used as a value
+  (kept in a container or an attribute, passed as an argument, returned),
+  through which nothing can be read.
   ``getattr(x, "name")`` and ``hasattr`` with a constant name read as
   ``x.name`` for every check, references included;
 * **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input

@@ -21,6 +21,7 @@ from .rules import (
     DYNAMIC_NAMES,
     MODULE_ATTRS,
     MODULE_REASONS,
+    OUTPUT_CACHE,
     PLAIN_DUNDERS,
     PLATFORM_PLAIN,
     SHADOWABLE,
@@ -63,6 +64,7 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
     called = {id(n.func) for n in ast.walk(cell.tree)
               if isinstance(n, ast.Call)}
     magics = _magic_nodes(cell.tree)
+    outer = {id(n) for n in _global_loads(cell.tree)}
     printed = _stream_reads(cell.tree) if streams else set()
     helped = _plain_help(cell.tree, names)
     for node in ast.walk(cell.tree):
@@ -72,6 +74,12 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
                 id(node) not in asked:
             found.append(_finding(cell, node, "dynamic",
                                   f"{DYNAMIC_NAMES[node.id]} ({node.id})"))
+        elif isinstance(node, ast.Name) and id(node) in outer and \
+                OUTPUT_CACHE.fullmatch(node.id):
+            found.append(_finding(cell, node, "dynamic",
+                                  f"reads IPython's output cache "
+                                  f"({node.id}), which keeps what earlier "
+                                  f"cells showed"))
         elif isinstance(node, ast.Name) and node.id in ATTRIBUTE_BUILTINS \
                 and id(node) not in called:
             found.append(_finding(cell, node, "dynamic",

@@ -29,6 +29,12 @@ DYNAMIC_NAMES = {
 }
 
 
+#: IPython's output cache: the values earlier cells showed (``Out[3]``,
+#: ``_``, ``_3``), among them functions and modules whose names the
+#: notebook never reads again. Read as a global, it is dynamic code.
+OUTPUT_CACHE = re.compile(r"Out|_oh|_{1,3}|_\d+")
+
+
 #: Builtins that reach attributes by a computed name: flagged when passed
 #: on or renamed (``g = getattr``), not only when called with a name.
 ATTRIBUTE_BUILTINS = ("getattr", "setattr", "delattr", "hasattr")
