@@ -371,9 +371,9 @@ def _shown_answers(names: _Names, answers, refs) -> dict:
     """Answer names that a cell of the chapter's own code defines as the
     copy of a reference it shows (``masked_patch_loss`` of
     :ref:`ch-photographs`): ``{name: reference}``. The answer's own def
-    replaces that copy, so
-    code the answer reaches that still reads the name (an alias made
-    before, a default, a class attribute) holds the reference."""
+    replaces that copy, so code the answer reaches that still reads the
+    name (an alias made before, a default, a class attribute) holds the
+    reference."""
     shown = {}
     for name in answers:
         for cell, node, _ in names.bound.get(name, ()):
