@@ -76,10 +76,16 @@ check_uniform_distance = Exercise(
     # with the grid are read (1).
     "ex-photographs-uniform", kind="Derive", points=2,
     answers=("uniform_distance",), run=_uniform_run,
+    # the library's, PyTorch's and SciPy's lists of distances or offsets
+    # between points: the root mean square measured, not derived
     references=("selfattention.interpret.patch_distances",
                 "selfattention.interpret.mean_attention_distance",
+                "selfattention.position.relative_offsets",
                 "scipy.spatial.distance.cdist",
-                "scipy.spatial.distance.pdist"),
+                "scipy.spatial.distance.pdist",
+                "scipy.spatial.distance_matrix",
+                "scipy.spatial.minkowski_distance",
+                "torch.cdist", "torch.pdist", "torch.pairwise_distance"),
     seed=73,
     written="Why is the mean distance of uniform attention below the root "
             "mean square you derived, and how does either grow when the "

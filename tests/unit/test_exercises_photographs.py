@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from exercise_answers import hidden, verdict
+from exercise_answers import hidden, run, verdict
 from selfattention import detection as photo_detection
-from selfattention import interpret, photo_vit
+from selfattention import interpret, photo_vit, position
 from selfattention_exercises import photographs as checks
 
 
@@ -188,9 +188,21 @@ def measured(H, W, p):
     return math.sqrt((interpret.patch_distances((H, W), p) ** 2).mean())
 
 
+def by_offsets(H, W, p):          # the library's list of query-key offsets
+    return p * math.sqrt((position.relative_offsets((H, W)) ** 2).sum(-1)
+                         .mean())
+
+
+def by_torch(H, W, p):            # PyTorch's distances between points
+    X = torch.cartesian_prod(torch.arange(H), torch.arange(W)).double()
+    return p * math.sqrt((torch.cdist(X, X) ** 2).mean().item())
+
+
 @pytest.mark.parametrize("answer, status, code", [
     (uniform_distance, "correct", None),
     (measured, "for review", "for-review"),
+    (by_offsets, "for review", "for-review"),
+    (by_torch, "for review", "for-review"),
     (None, "not done", "not-done"),
     (lambda H, W, p: [1.0, 2.0], "wrong", "not-one-number"),
     (lambda H, W, p: p * math.sqrt((H * H - 1) / 12 + (W * W - 1) / 12),
@@ -382,3 +394,54 @@ def test_detection_counts_check(answer, status, code):
 def test_detection_counts_get_full_marks_on_hidden_cases():
     hidden(checks.check_detection_counts, counts)
     hidden(checks.check_detection_counts, by_permutations)
+
+
+def _moved_alike(classes, boxes, labels, true_boxes):
+    """What moving, flipping, transposing a scene and renaming its classes
+    leave alone: how many report and are present, the areas of the
+    reported boxes and of the digits' boxes, how many (report, digit)
+    pairs name one class."""
+    def areas(b):
+        return tuple(sorted(((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]))
+                            .tolist()))
+    shown = classes != 10
+    same = int((classes[shown][:, None] == labels[None]).sum())
+    return int(shown.sum()), len(labels), areas(boxes[shown]), \
+        areas(true_boxes), same
+
+
+def memorised_by_scene():
+    """An answer that learnt the public case: the right counts of the
+    public scene that a scene looks like once moved, none found else."""
+    case = checks.check_detection_counts.public_cases()[0]
+    scenes = zip(case["classes"], case["boxes"], case["labels"],
+                 case["true_boxes"])
+    table = {_moved_alike(*s): counts(*s) for s in scenes}
+
+    def detection_counts(classes, boxes, labels, true_boxes):
+        key = _moved_alike(classes, boxes, labels, true_boxes)
+        return table.get(key, (0,) + key[:2])
+    return detection_counts
+
+
+def memorised_by_order():
+    """An answer that replays the public case's counts call after call."""
+    case = checks.check_detection_counts.public_cases()[0]
+    said = [counts(*s) for s in zip(case["classes"], case["boxes"],
+                                     case["labels"], case["true_boxes"])]
+    calls = []
+
+    def detection_counts(classes, boxes, labels, true_boxes):
+        calls.append(1)
+        return said[(len(calls) - 1) % len(said)]
+    return detection_counts
+
+
+@pytest.mark.parametrize("make", [memorised_by_scene, memorised_by_order])
+def test_counts_learnt_from_the_public_case_fail_hidden_cases(make):
+    """The hidden scenes are not the public ones moved: an answer that
+    only replays what the public check showed scores nothing."""
+    verdict(checks.check_detection_counts, [make()], "correct")
+    for seed in range(1000, 1005):
+        fb = run(checks.check_detection_counts, make(), seed)
+        assert fb.status == "wrong", (seed, fb.code)

@@ -131,6 +131,20 @@ def test_every_route_of_the_tripwire_s_gaps_is_flagged(built, route):
      "dynamic"),
     ("from sys import setprofile\nsetprofile(None)", "dynamic"),
     ("from sys import _getframe", "dynamic"),
+    # the source lines the tripwire reads a shown cell's copy by
+    ("import linecache\nlinecache.clearcache()", "dynamic"),
+    ("from linecache import cache\ncache.clear()", "dynamic"),
+    # IPython's output cache: what an earlier cell showed, kept
+    ("kept = Out[3]", "dynamic"),
+    ("kept = _", "dynamic"),
+    ("def my_tempered_attention(Q, K, V, tau):\n    return _12(Q, K, V)",
+     "dynamic"),
+    ("kept = next(v for v in _oh.values())", "dynamic"),
+    # a flagged module read as another module's attribute
+    ("import traceback\ntraceback.linecache.clearcache()", "dynamic"),
+    ("from traceback import linecache\nlinecache.clearcache()", "dynamic"),
+    ("import os\nos.sys.modules['numpy'] = None", "dynamic"),
+    ("import os as o\nhooks = o.sys.meta_path", "dynamic"),
     ("from operator import attrgetter", "dynamic"),
     # the grader's kernel told apart from the student's by its environment
     ("import os\nif os.getenv('SELFATTENTION_GRADING'):\n    pass",
@@ -434,6 +448,31 @@ LIMITS = "def my_limits(Q, K, V):\n    return "
      "from torch.autograd.functional import vhp\n"
      "def my_gate_gradients(x, F, W_g, W_z, gamma, target):\n"
      "    return vhp"),
+    # the library's functions as the training recipes import them
+    ("07_photographs", "ex-photographs-loss",
+     "import torch\n"
+     "from selfattention_training.photographs import masked_patch_loss as f\n"
+     "def masked_patch_loss(pred, target, hidden):\n"
+     "    t = torch.from_numpy\n"
+     "    return float(f(t(pred), t(target), t(hidden)))"),
+    ("07_photographs", "ex-photographs-counts",
+     "from selfattention_training import photographs\n"
+     "def detection_counts(classes, boxes, labels, true_boxes):\n"
+     "    return photographs.detr_counts(None, None, None)"),
+    ("07_photographs", "ex-photographs-uniform",
+     "import math\nfrom selfattention.position import relative_offsets\n"
+     "def uniform_distance(H, W, p):\n"
+     "    D2 = (relative_offsets((H, W)) ** 2).sum(-1)\n"
+     "    return p * math.sqrt(D2.mean())"),
+    ("07_photographs", "ex-photographs-uniform",
+     "import math\nimport torch\ndef uniform_distance(H, W, p):\n"
+     "    X = torch.cartesian_prod(torch.arange(H), torch.arange(W))\n"
+     "    return p * math.sqrt((torch.cdist(X, X) ** 2).mean())"),
+    ("07_photographs", "ex-photographs-uniform",
+     "import numpy as np\nfrom scipy import spatial\n"
+     "def uniform_distance(H, W, p):\n"
+     "    X = np.argwhere(np.ones((H, W)))\n"
+     "    return p * np.sqrt((spatial.distance_matrix(X, X) ** 2).mean())"),
     ("07_photographs", "ex-photographs-counts",
      "from selfattention import detection\n"
      "def detection_counts(classes, boxes, labels, true_boxes):\n"
@@ -638,6 +677,58 @@ def test_the_chapter_s_own_function_is_named_by_what_it_is(built):
     whats = [f.what for f in found["ex-definition-tempered"]]
     assert whats and all("torch.nn.attention" not in w for w in whats)
     assert any("selfattention.attention.attention" in w for w in whats)
+
+
+#: Answers of 7.1 that reach the copy of ``photo_vit.masked_patch_loss``
+#: that chapter 7 shows on its page under the answer's own name, kept
+#: under another name before the answer replaces it.
+SHOWN_UNDER_THE_ANSWER_S_NAME = [
+    ("chapter_loss = masked_patch_loss",
+     "def masked_patch_loss(pred, target, hidden):\n"
+     "    return float(chapter_loss(torch.from_numpy(pred),\n"
+     "                              torch.from_numpy(target),\n"
+     "                              torch.from_numpy(hidden)))"),
+    ("", "def masked_patch_loss(pred, target, hidden,\n"
+         "                      shown=masked_patch_loss):\n"
+         "    return float(shown(torch.tensor(pred), torch.tensor(target),\n"
+         "                       torch.tensor(hidden)))"),
+    ("masked_patch_loss",         # shown by a cell, then read from Out
+     "def masked_patch_loss(pred, target, hidden):\n"
+     "    f = next(v for v in Out.values() if callable(v))\n"
+     "    return float(f(torch.tensor(pred), torch.tensor(target),\n"
+     "                   torch.tensor(hidden)))"),
+    ("class Kept:\n    loss = staticmethod(masked_patch_loss)",
+     "def masked_patch_loss(pred, target, hidden):\n"
+     "    t = torch.from_numpy\n"
+     "    return float(Kept.loss(t(pred), t(target), t(hidden)))"),
+]
+
+
+@pytest.mark.parametrize("kept, answer", SHOWN_UNDER_THE_ANSWER_S_NAME)
+def test_the_shown_copy_kept_under_another_name_is_a_reference(
+        built, kept, answer):
+    """Chapter 7 shows ``masked_patch_loss``, the answer's own name: a
+    wrapper around that copy (kept by an alias, a default, a class) is the
+    reference, although the chapter's cell is left as it is; read back
+    from IPython's output cache, it is dynamic code. (The
+    tripwire recognises that copy by its cell's first line, which
+    ``linecache.clearcache()`` erases: only the review can tell.)"""
+    out, chapters = built
+    nb = nbformat.read(out / "student" / "07_photographs.ipynb",
+                       as_version=4)
+    shown = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                 and c.source.startswith("# lib/selfattention/photo_vit.py")
+                 and "def masked_patch_loss(" in c.source)
+    stub = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                and c.source.startswith("def masked_patch_loss("))
+    nb.cells[stub].source = answer
+    if kept:
+        nb.cells.insert(shown + 1, nbformat.v4.new_code_cell(kept))
+    found = flagged(nb, chapters["07_photographs"])
+    loss = found["ex-photographs-loss"]
+    assert loss and loss[0].kind in ("reference", "dynamic"), loss
+    assert loss[0].kind == "dynamic" or \
+        "selfattention.photo_vit.masked_patch_loss" in loss[0].what, loss
 
 
 # ------------------------------------------------ honest habits, and twins

@@ -271,13 +271,21 @@ COUNT_SCENES = {
 COUNT_SIDE = 56
 
 
+#: How many scenes of 7.4 are drawn at random besides those of
+#: :data:`COUNT_SCENES`: the hidden cases are not the public case's scenes
+#: moved, so that counts fitted to those scenes do not answer them.
+COUNT_DRAWN = 6
+
+
 def _counts_cases(rng):
     """Every scene of :data:`COUNT_SCENES`, moved, flipped and transposed
     at random (whole pixels, so each IoU stays exact), with fresh classes
-    and random boxes for the queries that report nothing."""
+    and random boxes for the queries that report nothing, then
+    :data:`COUNT_DRAWN` scenes drawn at random (:func:`_drawn_scene`); all
+    in a random order."""
     from selfattention.detection import NO_OBJECT
 
-    out = {"classes": [], "boxes": [], "labels": [], "true_boxes": []}
+    scenes = []
     for digits, queries in COUNT_SCENES.values():
         a, b = (int(c) for c in rng.choice(10, 2, replace=False))
         named = {"a": a, "b": b}
@@ -291,20 +299,78 @@ def _counts_cases(rng):
         q_boxes, q_classes = [], []
         for q in queries:
             if q is None:
-                t, l = rng.integers(0, COUNT_SIDE - 24, size=2)
-                h, w = rng.integers(8, 24, size=2)
-                q_boxes.append([t, l, t + h, l + w])
+                q_boxes.append(_stray_box(rng))
                 q_classes.append(NO_OBJECT)
             else:
                 q_boxes.append(_place(q[1], *move))
                 q_classes.append(named[q[0]])
-        out["classes"].append(np.array(q_classes))
-        out["boxes"].append(np.array(q_boxes, float))
-        out["labels"].append(np.array([named[c] for c, _ in digits], int))
-        out["true_boxes"].append(
-            np.array([_place(box, *move) for _, box in digits],
-                     float).reshape(-1, 4))
-    return [out]
+        scenes.append((np.array(q_classes), np.array(q_boxes, float),
+                       np.array([named[c] for c, _ in digits], int),
+                       np.array([_place(box, *move) for _, box in digits],
+                                float).reshape(-1, 4)))
+    scenes += [_drawn_scene(rng) for _ in range(COUNT_DRAWN)]
+    order = rng.permutation(len(scenes))
+    return [{key: [scenes[i][k] for i in order] for k, key in enumerate(
+        ("classes", "boxes", "labels", "true_boxes"))}]
+
+
+def _stray_box(rng):
+    """A box of 8 to 23 pixels a side, its top left corner in the
+    scene's first 32 rows and columns."""
+    t, l = rng.integers(0, COUNT_SIDE - 24, size=2)
+    h, w = rng.integers(8, 24, size=2)
+    return [t, l, t + h, l + w]
+
+
+def _drawn_scene(rng):
+    """A scene of one to three digits of two classes and four queries:
+    most report a digit's box moved by a few pixels (now and then under
+    the other class), the others nothing or a stray box. Drawn again while
+    two pairings of the largest total IoU would count different digits
+    found (the count would hang on a tie)."""
+    from itertools import permutations
+
+    from selfattention.detection import NO_OBJECT
+
+    while True:
+        a, b = (int(c) for c in rng.choice(10, 2, replace=False))
+        k = int(rng.integers(1, 4))
+        labels = rng.choice([a, b], k)
+        sides = rng.integers(14, 23, size=(k, 2))
+        corner = rng.integers(0, COUNT_SIDE - sides + 1)
+        true_boxes = np.hstack([corner, corner + sides]).astype(float)
+        classes, boxes = [], []
+        for _ in range(4):
+            j, roll = int(rng.integers(k)), rng.random()
+            if roll < 0.7:                   # a digit's box, moved a little
+                box = np.clip(true_boxes[j] + rng.integers(-5, 6, size=4),
+                              0, COUNT_SIDE)
+                if box[2] - box[0] < 4 or box[3] - box[1] < 4:
+                    box = true_boxes[j].copy()
+                boxes.append(box)
+                same = rng.random() < 0.8
+                classes.append(int(labels[j]) if same else
+                               (b if labels[j] == a else a))
+            else:
+                boxes.append(np.array(_stray_box(rng), float))
+                classes.append(NO_OBJECT if roll < 0.9 else
+                               int(rng.choice([a, b])))
+        classes, boxes = np.array(classes), np.array(boxes)
+        shown = classes != NO_OBJECT
+        if not shown.any():
+            return classes, boxes, labels, true_boxes
+        iou = _pair_iou(boxes[shown], true_boxes)
+        iou = np.where(classes[shown][:, None] == labels[None], iou, 0.0)
+        m = len(iou)
+        pairings = ([list(zip(p, range(k))) for p in permutations(range(m), k)]
+                    if k <= m else
+                    [list(zip(range(m), p)) for p in permutations(range(k), m)])
+        totals = [sum(iou[i, j] for i, j in pairs) for pairs in pairings]
+        best = max(totals)
+        if len({sum(iou[i, j] >= 0.5 for i, j in pairs)
+                for pairs, total in zip(pairings, totals)
+                if total > best - 1e-9}) == 1:
+            return classes, boxes, labels, true_boxes
 
 
 def _place(box, dy, dx, flip, swap):

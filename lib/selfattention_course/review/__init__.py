@@ -10,8 +10,11 @@ process; nothing here runs a line of them) and flags, per exercise:
   are followed through ``import ... as``, ``from ... import``, attributes
   of imported modules and plain assignments (``f = sa.attention``); a
   function the chapter shows on its page (an unchanged cell that defines a
-  reference's name) counts as the reference, and so does a student's
-  function whose code is the reference's own, retyped or pasted; so does
+  reference's name) counts as the reference, also where it bears the
+  answer's own name and the answer reaches it under another (an alias
+  kept before the answer's def, a default, a class attribute); so does a
+  student's function whose code is the reference's own, retyped or
+  pasted; so does
   building or calling a class or function of PyTorch's modules or of the
   library that holds a reference inside (``nn.TransformerEncoderLayer``,
   whose ``self_attn`` is an ``nn.MultiheadAttention``). The code
@@ -34,16 +37,21 @@ process; nothing here runs a line of them) and flags, per exercise:
 * **dynamic code**, anywhere in a cell the student wrote or changed:
   ``exec``, ``eval``, ``compile``, ``__import__``, ``globals()``,
   ``importlib``, ``marshal``, ``pickle``, ``types`` (building code or
-  function objects), ``inspect``, ``ctypes``, attribute access by a
+  function objects), ``inspect``, ``linecache`` (the source lines by which
+  the tripwire knows a shown cell's copy), ``ctypes``, attribute access by a
   computed name (``getattr(x, name)``), dunder and frame attributes
   (``__code__``, ``co_filename``, ``f_back``...), PyTorch's private parts
   (``torch._C``, ``torch._scaled_dot_product_attention_math``), a module
   the course does not install (one written by the notebook itself),
   modules that compile, evaluate or locate code named by a string
   (``torch.jit``, ``torch.compile``, ``torch.fx``, ``sympy``, ``pydoc``,
-  ``numexpr``, ``unittest.mock``...: a list, not an allow list), and a
-  module object used as a value (kept in a container or an attribute,
-  passed as an argument, returned), through which nothing can be read.
+  ``numexpr``, ``unittest.mock``...: a list, not an allow list), any of
+  those modules read as another module's attribute (``os.sys.modules``,
+  ``traceback.linecache``; known from the modules the grader has
+  imported), IPython's output cache (``Out``, ``_``, ``_3``: what earlier
+  cells showed) read as a global, and a module object used as a value
+  (kept in a container or an attribute, passed as an argument, returned),
+  through which nothing can be read.
   ``getattr(x, "name")`` and ``hasattr`` with a constant name read as
   ``x.name`` for every check, references included;
 * **hooks**: ``sys.setprofile``/``settrace`` and their kin, IPython's input
@@ -359,6 +367,25 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
     return found
 
 
+def _shown_answers(names: _Names, answers, refs) -> dict:
+    """Answer names that a cell of the chapter's own code defines as the
+    copy of a reference it shows (``masked_patch_loss`` of
+    :ref:`ch-photographs`): ``{name: reference}``. The answer's own def
+    replaces that copy, so code the answer reaches that still reads the
+    name (an alias made before, a default, a class attribute) holds the
+    reference."""
+    shown = {}
+    for name in answers:
+        for cell, node, _ in names.bound.get(name, ()):
+            if cell.trusted and isinstance(node, (ast.FunctionDef,
+                                                  ast.AsyncFunctionDef)):
+                for ref in refs:
+                    if ref.short == node.name and not isinstance(
+                            ref.obj, types.ModuleType):
+                        shown[name] = ref
+    return shown
+
+
 #: What a copy of a reference or a helper can be written as: a def (a
 #: method, an inner one) or a lambda (read as a def returning its body).
 _COPYABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -496,12 +523,19 @@ def _review(nb, exercises, book_cells):
             helpers = _helpers(label, judge[0]) if judge and \
                 judge[0] is not None else ()
             found = _odd_bindings(cells, set(answers))
+            shown = _shown_answers(names, answers, refs)
             reached = set()
             for cell, node in _reach(names, answers, filled):
                 where = cell
                 reached.add(id(node))
                 found += _uses(cell, node, names, refs, set(answers),
                                helpers)
+                found += [_finding(
+                    cell, inner, "reference",
+                    f"reaches {shown[inner.id].dotted}, the copy the "
+                    f"chapter shows under the name `{inner.id}`, which "
+                    f"this exercise asks you to write yourself")
+                    for inner in _global_loads(node) if inner.id in shown]
             # copies are looked for in every function the student wrote,
             # reached or not (a dict, a registry, an object may hold it)
             for cell in own:

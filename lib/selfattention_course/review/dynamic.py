@@ -21,6 +21,7 @@ from .rules import (
     DYNAMIC_NAMES,
     MODULE_ATTRS,
     MODULE_REASONS,
+    OUTPUT_CACHE,
     PLAIN_DUNDERS,
     PLATFORM_PLAIN,
     SHADOWABLE,
@@ -63,6 +64,7 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
     called = {id(n.func) for n in ast.walk(cell.tree)
               if isinstance(n, ast.Call)}
     magics = _magic_nodes(cell.tree)
+    outer = {id(n) for n in _global_loads(cell.tree)}
     printed = _stream_reads(cell.tree) if streams else set()
     helped = _plain_help(cell.tree, names)
     for node in ast.walk(cell.tree):
@@ -72,6 +74,12 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
                 id(node) not in asked:
             found.append(_finding(cell, node, "dynamic",
                                   f"{DYNAMIC_NAMES[node.id]} ({node.id})"))
+        elif isinstance(node, ast.Name) and id(node) in outer and \
+                OUTPUT_CACHE.fullmatch(node.id):
+            found.append(_finding(cell, node, "dynamic",
+                                  f"reads IPython's output cache "
+                                  f"({node.id}), which keeps what earlier "
+                                  f"cells showed"))
         elif isinstance(node, ast.Name) and node.id in ATTRIBUTE_BUILTINS \
                 and id(node) not in called:
             found.append(_finding(cell, node, "dynamic",
@@ -409,13 +417,12 @@ def _imports(cell: _Cell, node) -> list[Finding]:
                 name.startswith(m + ".") for m in ALLOWED_MODULES):
             continue
         top = name.split(".")[0]
-        parts = name.split(".")
-        for cut in range(len(parts), 0, -1):
-            mod = ".".join(parts[:cut])
-            if mod in DYNAMIC_MODULES and DYNAMIC_MODULES[mod]:
-                found.append(_finding(cell, node, "dynamic",
-                                      f"{DYNAMIC_MODULES[mod]} ({mod})"))
-                break
+        real = _module_named(name)
+        flagged = _flagged_module(name) or (_flagged_module(real) if real
+                                            else None)
+        if flagged:
+            found.append(_finding(cell, node, "dynamic",
+                                  f"{flagged[1]} ({flagged[0]})"))
         else:
             if top == "selfattention_course":
                 found.append(_finding(cell, node, "checks",
@@ -459,6 +466,13 @@ def _attribute(node: ast.Attribute, names: _Names,
         return f"reaches code objects, frames or hooks ({attr})"
     if attr in WRITE_ATTRS:
         return f"writes a file (code a later import could run) ({attr})"
+    # a module read as another module's attribute is that module
+    meanings |= {real for real in map(_module_named, meanings) if real}
+    for meaning in sorted(meanings):
+        real = _module_named(f"{meaning}.{attr}")
+        flagged = _flagged_module(real) if real else None
+        if flagged:
+            return f"{flagged[1]} ({flagged[0]}, read as {meaning}.{attr})"
     for meaning in meanings:
         if stream and meaning == "sys" and attr in STREAMS:
             continue
@@ -469,6 +483,39 @@ def _attribute(node: ast.Attribute, names: _Names,
         if _private_torch(f"{meaning}.{attr}"):
             return (f"reaches PyTorch's private internals "
                     f"({meaning}.{attr})")
+    return None
+
+
+def _module_named(dotted: str) -> str | None:
+    """The name of the module that ``dotted`` stands for where it reads a
+    module as another module's attribute (``os.sys`` is ``sys``,
+    ``traceback.linecache`` is ``linecache``), or None: read from the
+    modules the grader has imported, by their namespaces (no import, no
+    module ``__getattr__`` runs)."""
+    import sys
+
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        obj = sys.modules.get(".".join(parts[:cut]))
+        if not isinstance(obj, types.ModuleType):
+            continue
+        for attr in parts[cut:]:
+            obj = vars(obj).get(attr) if isinstance(
+                obj, types.ModuleType) else None
+        name = getattr(obj, "__name__", None) if isinstance(
+            obj, types.ModuleType) else None
+        return name if isinstance(name, str) and name != dotted else None
+    return None
+
+
+def _flagged_module(name: str) -> tuple[str, str] | None:
+    """``(module, why)`` when ``name`` or a package of it is one of
+    :data:`DYNAMIC_MODULES` flagged on import."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        mod = ".".join(parts[:cut])
+        if DYNAMIC_MODULES.get(mod):
+            return mod, DYNAMIC_MODULES[mod]
     return None
 
 
