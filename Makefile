@@ -106,7 +106,7 @@ XDIST = -n 2 --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS)
 unit test sweep: export OMP_NUM_THREADS = 1
 unit test sweep: export OPENBLAS_NUM_THREADS = 1
 
-test: lint book  ## Every kind of check, the long sweeps on a sample (6 min)
+test: lint book  ## Every kind of check, the long sweeps on a sample (about 7 min)
 	$(PY) -m pytest tests chapters appendices $(XDIST) -m "not sweep" \
 	  --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg; $(NO_TEST)
