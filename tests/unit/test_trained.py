@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from selfattention import trained
+from selfattention_models import trained
 from selfattention_training import recipes
 
 RECIPES = recipes.recipes()
@@ -80,18 +80,6 @@ def test_a_retrain_reproduces_the_committed_file(name):
         assert again[key].dtype == stored[key].dtype, key
         np.testing.assert_allclose(again[key], stored[key], rtol=recipe.rtol,
                                    atol=recipe.atol, err_msg=key)
-
-
-def test_torch_threads_are_put_back_even_after_an_error():
-    import torch
-
-    before = torch.get_num_threads()
-    with trained.torch_threads(1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
-    with pytest.raises(KeyError), trained.torch_threads(1):
-        raise KeyError("x")
-    assert torch.get_num_threads() == before
 
 
 def test_every_recipe_reads_only_recipes_that_exist():
