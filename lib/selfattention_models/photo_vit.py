@@ -1,5 +1,6 @@
 """The tiny ViT on photographs (:ref:`ch-photographs`): a masked-patch version,
-the crops and scenes it is measured on, and the loaders of the weights.
+the crops and scenes it is measured on, the detector's query decoder over its
+tokens, and the loaders of the weights.
 """
 
 from __future__ import annotations
