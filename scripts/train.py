@@ -1,6 +1,6 @@
 """``make train``: retrain every model of the book (or those named) from its
 recipe (``lib/selfattention_training/``), write the weights and curves into
-``lib/selfattention/trained/`` with their checksums, and print the time.
+``lib/selfattention_models/trained/`` with their checksums, and print the time.
 
     python scripts/train.py            # every recipe
     python scripts/train.py NAME ...   # only these

@@ -14,7 +14,7 @@ from torch import nn
 from ._validate import (agree, boundary, floats, ints, number, positive_int,
                         require)
 
-__all__ = ["CrossAttention", "DecoderLayer", "QueryDecoder", "box_iou",
+__all__ = ["CrossAttention", "DecoderLayer", "box_iou",
            "generalized_box_iou", "matching_cost", "match_queries",
            "detections", "precision_recall", "box_shares", "encoder_tokens"]
 
@@ -63,37 +63,6 @@ class DecoderLayer(nn.Module):
         y, A = self.cross_attn(self.ln2(z), memory + key_pos, memory)
         z = z + y                                # each query reads the image
         return z + self.mlp(self.ln3(z)), A
-
-
-class QueryDecoder(nn.Module):
-    """``queries`` learned vectors decoded against ``tokens`` encoder
-    tokens of width ``d``; returns class logits (B, N, classes + 1, the
-    last one *no object*), boxes (B, N, 4) as fractions of the image side,
-    and each layer's cross-attention (B, L, h, N, n)."""
-
-    def __init__(self, queries=4, tokens=64, d=64, h=4, d_mlp=128, depth=2,
-                 classes=10):
-        super().__init__()
-        self.queries = nn.Parameter(torch.randn(1, queries, d))
-        self.key_pos = nn.Parameter(0.02 * torch.randn(1, tokens, d))
-        self.layers = nn.ModuleList(DecoderLayer(d, h, d_mlp)
-                                    for _ in range(depth))
-        self.ln = nn.LayerNorm(d)
-        self.classify = nn.Linear(d, classes + 1)
-        self.box = nn.Sequential(nn.Linear(d, d), nn.ReLU(),
-                                 nn.Linear(d, 4))
-
-    def forward(self, memory):
-        z = self.queries.expand(len(memory), -1, -1)
-        maps = []
-        for layer in self.layers:
-            z, A = layer(z, memory, self.key_pos)
-            maps.append(A)
-        z = self.ln(z)
-        centre_size = self.box(z).sigmoid()      # (cy, cx, h, w) in [0, 1]
-        centre, size = centre_size[..., :2], centre_size[..., 2:]
-        boxes = torch.cat([centre - size / 2, centre + size / 2], -1)
-        return self.classify(z), boxes, torch.stack(maps, 1)
 
 
 # ------------------------------------------------------------------ boxes

@@ -1,13 +1,17 @@
-"""Crossing into PyTorch: weights (PyTorch stores ``W.T``) and masks, True =
-blocked in ``nn.MultiheadAttention`` (:ref:`ch-multihead`, :ref:`ch-masks`).
+"""Crossing into PyTorch: weights (PyTorch stores ``W.T``), masks (True =
+blocked in ``nn.MultiheadAttention``; :ref:`ch-multihead`, :ref:`ch-masks`)
+and the threads a reproducible run pins.
 """
+
+import contextlib
 
 import numpy as np
 
 from ._validate import (boundary, bools, divides, floats, instance,
                         positive_int, require)
 
-__all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights"]
+__all__ = ["mask_for_mha", "mask_for_sdpa", "multihead_from_weights",
+           "torch_threads"]
 
 
 @boundary(mask=bools())
@@ -55,3 +59,18 @@ def multihead_from_weights(W_q, W_k, W_v, W_o, h, bias=False):
             mha.in_proj_bias.zero_()
             mha.out_proj.bias.zero_()
     return mha
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """PyTorch's intra-op threads set to ``n`` inside the block and put
+    back after it: a training run pins its threads, so that running it
+    again gives the same numbers."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -12,17 +12,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import trained
 from ._validate import (boundary, divides, floats, generator, instance,
-                        integer, ints, number, one_of, one_per_image, optional,
+                        integer, ints, number, one_per_image, optional,
                         positive, positive_int, require)
 from .patches import patchify
 from .position import relative_position_index
+from .torch_bridge import torch_threads
 
 __all__ = ["DigitSplit", "digit_split", "shuffle_patches", "RelativeBias",
-           "Block", "TinyViT", "train", "TRAINED_DIGITS", "trained_digits_vit",
-           "load_weight_arrays", "forward", "predict",
-           "accuracy"]
+           "Block", "TinyViT", "train", "forward", "predict", "accuracy"]
 
 
 @dataclass(frozen=True)
@@ -156,7 +154,7 @@ def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
     X = _tensor(data.X_train)
     y = torch.from_numpy(np.asarray(data.y_train, dtype=np.int64))
     rng = np.random.default_rng(seed)
-    with trained.torch_threads(threads):
+    with torch_threads(threads):
         with torch.random.fork_rng(devices=[]):     # the caller's stream
             torch.manual_seed(seed)                  # stays untouched
             model = TinyViT(X.shape[1], X.shape[2], d, h, depth, d_mlp,
@@ -179,39 +177,6 @@ def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
                 sched.step()
                 model.losses[-1] += loss.item() * len(idx) / len(X)
     return model.eval()
-
-
-# The models that chapters 5, 6 and 11 show, each trained once by ``make
-# train``: recipe name -> the arguments of :func:`train` (seed 0). float64
-# on one thread from fixed seeds repeats bit for bit on one machine; another
-# CPU's kernels round float64 products differently, which atol allows.
-TRAINED_DIGITS = {
-    "vit-digits": {},                                # chapters 6 and 11
-    "vit-digits-10": {"epochs": 10},                 # chapter 5
-    "vit-digits-10-no-position": {"epochs": 10, "position": False},
-}
-
-
-def load_weight_arrays(model, arrays):
-    """Load the ``w/<name>`` arrays a recipe saved into
-    ``model`` (float64) and return it in evaluation mode."""
-    model.double().load_state_dict(
-        {k[2:]: torch.from_numpy(np.asarray(v, dtype=np.float64))
-         for k, v in arrays.items() if k.startswith("w/")})
-    return model.eval()
-
-
-@boundary(name=one_of(*TRAINED_DIGITS))
-def trained_digits_vit(name="vit-digits"):
-    """The :class:`TinyViT` that ``make train`` trained as ``name`` (a key
-    of ``TRAINED_DIGITS``), from its checked file, in evaluation mode,
-    with ``losses`` as :func:`train` sets it (:ref:`ch-position`,
-    :ref:`ch-transformer`, :ref:`ch-misconceptions`)."""
-    arrays = trained.load(name)
-    position = TRAINED_DIGITS[name].get("position", True)
-    model = load_weight_arrays(TinyViT(position=position), arrays)
-    model.losses = arrays["losses"].tolist()      # train's default sizes
-    return model
 
 
 # ------------------------------------------------------------------ use

@@ -23,7 +23,7 @@ check_masked_patch_loss = Exercise(
     # the hidden patches count is read (1).
     "ex-photographs-loss", kind="Implement", points=2,
     answers=("masked_patch_loss",), run=_loss_run,
-    references=("selfattention.photo_vit.masked_patch_loss",
+    references=("selfattention_models.photo_vit.masked_patch_loss",
                 "selfattention_training.photographs.train_photos"),
     seed=71,
     written="What would the model learn if the shown patches counted in "

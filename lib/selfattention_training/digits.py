@@ -1,11 +1,12 @@
 """The ``make train`` recipes of the tiny ViT on 8 × 8 digits
 (:func:`selfattention.vit.train` with the arguments of
-:data:`selfattention.vit.TRAINED_DIGITS`).
+:data:`selfattention_models.digits.TRAINED_DIGITS`).
 """
 
 import numpy as np
 
-from selfattention.vit import TRAINED_DIGITS, digit_split, train
+from selfattention.vit import digit_split, train
+from selfattention_models.digits import TRAINED_DIGITS
 
 from .recipes import recipe, weight_arrays
 

@@ -1,22 +1,28 @@
-"""The ``make train`` recipes of the MNIST models (:mod:`selfattention.mnist`):
-the vision transformer of the chapter on the transformer and its variants, the
-head ablations, the measurements of the chapter on misconceptions, and the
-comparison of a small ViT with a CNN of its size.
+"""The ``make train`` recipes of the MNIST models
+(:mod:`selfattention_models.mnist`) and their training loop (:func:`fit`, with
+:func:`shift` augmentation): the vision transformer of the chapter on the
+transformer and its variants, the head ablations, the measurements of the
+chapter on misconceptions, and the comparison of a small ViT with a CNN of its
+size.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 
 import numpy as np
 import torch
+from torch import nn
 
-from selfattention import interpret, trained
-from selfattention.mnist import (CONFIG_KEYS, NORMS, PAIR_VIT, STEPS,
-                                 SmallCNN, _vit, correct, fit, load_vit,
-                                 mnist_split, multiply_adds, parameters)
+from selfattention import interpret
+from selfattention.torch_bridge import torch_threads
 from selfattention.vit import accuracy, forward
+from selfattention_models.mnist import (CONFIG_KEYS, NORMS, PAIR_VIT, STEPS,
+                                        SmallCNN, _logits, _vit, correct,
+                                        load_vit, mnist_split, multiply_adds,
+                                        parameters)
 
 from .recipes import recipe, weight_arrays
 
@@ -44,6 +50,51 @@ SEEDS = (0, 1, 2)
 #: stretches of its steps.
 LOSS_POINTS = 20
 
+
+# ------------------------------------------------------------------ recipe
+def shift(images, rng, pixels=2):
+    """Each image (B, 28, 28) moved by its own random offset."""
+    B, H, W = images.shape
+    padded = nn.functional.pad(images, (pixels,) * 4)     # (B, H+2p, W+2p)
+    off = torch.from_numpy(rng.integers(0, 2 * pixels + 1, size=(B, 2)))
+    rows = off[:, :1] + torch.arange(H)                   # (B, H)
+    cols = off[:, 1:] + torch.arange(W)                   # (B, W)
+    return padded[torch.arange(B)[:, None, None], rows[:, :, None],
+                  cols[:, None, :]]                       # (B, H, W)
+
+
+def fit(model, images, labels, seed, epochs, batch_size=100, lr=2e-3,
+        weight_decay=0.05, warmup=0.1, pixels=2):
+    """Train a TinyViT or SmallCNN in place; the loss of every step."""
+    dtype = next(model.parameters()).dtype
+    X = torch.from_numpy(np.asarray(images)).to(dtype)    # (N, 28, 28)
+    y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
+    rng = np.random.default_rng(seed)
+    steps = epochs * math.ceil(len(X) / batch_size)
+    warm = round(warmup * steps)
+
+    def rate(step):                              # multiplies lr
+        if step < warm:
+            return (step + 1) / warm
+        return 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
+    opt = torch.optim.AdamW(model.parameters(), lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, rate)
+    losses = []
+    model.train()
+    for _ in range(epochs):
+        for idx in torch.from_numpy(rng.permutation(len(X))).split(
+                batch_size):
+            batch = shift(X[idx], rng, pixels)
+            loss = nn.functional.cross_entropy(_logits(model, batch), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+    model.eval()
+    return np.array(losses)
+
+
 def _weights(model, config):
     arrays = weight_arrays(model)
     arrays["config"] = np.array([int(config[k]) for k in CONFIG_KEYS])
@@ -54,7 +105,7 @@ def _weights(model, config):
 def _train_vit(seed, n_train=4000, epochs=20, threads=2, warmup=0.1,
                dtype=torch.float32, **model_args):
     split = mnist_split(n_train)
-    with trained.torch_threads(threads):
+    with torch_threads(threads):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model, cfg = _vit(**model_args)
@@ -105,7 +156,7 @@ def vit_mnist_ablation():
     the file of ``vit-mnist`` (which ``make train`` writes first)."""
     model, split = load_vit("vit-mnist"), mnist_split()
     N = len(split.y_test)
-    with trained.torch_threads(1):              # no waiting at barriers
+    with torch_threads(1):              # no waiting at barriers
         heads = interpret.head_ablation(model, split.X_test, split.y_test)
         L, h = heads.shape
         layers = []
@@ -138,7 +189,7 @@ def vit_mnist_misconceptions():
     model, split = load_vit("vit-mnist"), mnist_split()
     X, y = split.X_test, split.y_test
     N = len(y)
-    with trained.torch_threads(1):              # no waiting at barriers
+    with torch_threads(1):              # no waiting at barriers
         maps = forward(model, X)[1]              # (N, L, h, 1+n, 1+n)
         in_x_grad = (X * interpret.logit_gradient(model, X)).sum(-1)
         drop, label = interpret.occlusion(model, X)
@@ -184,7 +235,7 @@ def vit_mnist_norms():
 
 def _train_cnn(seed, n_train, epochs, threads=1):
     split = mnist_split(n_train)
-    with trained.torch_threads(threads):
+    with torch_threads(threads):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = SmallCNN(PAIR_CNN)

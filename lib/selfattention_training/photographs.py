@@ -2,28 +2,28 @@
 on photographs by two objectives, and on digits pasted on photographs.
 
 * ``photos-mim-<seed>`` and ``photos-which-<seed>`` (seeds 0, 1, 2): a
-  :class:`~selfattention.photo_vit.MaskedViT` (width 64, 4 blocks of 4
+  :class:`~selfattention_models.photo_vit.MaskedViT` (width 64, 4 blocks of 4
   heads) sees 32 × 32 grey crops of the 17 training photographs
   (:func:`selfattention.photos.split_photographs`), each resized to 384
   pixels on its shorter side, cut into 4 × 4-pixel patches (64 tokens). It
   learns either to fill in half of the patches, hidden behind the mask token
-  (``mim``, :func:`~selfattention.photo_vit.masked_patch_loss`), or to say
-  which of the 17 photographs a crop comes from (``which``). Each file
+  (``mim``, :func:`~selfattention_models.photo_vit.masked_patch_loss`), or
+  to say which of the 17 photographs a crop comes from (``which``). Each file
   holds the weights, the loss of every step and the mean attention
   distance of every head on 500 crops of the 4 held-out photographs,
   unmasked (``distance``) and with half of the patches hidden
   (``distance_hidden``).
 * ``clutter-vit`` and ``clutter-cnn``: one 28-pixel digit pasted on a
-  56 × 56 crop (:func:`selfattention.scenes.digit_scenes`), 7 × 7-pixel
+  56 × 56 crop (:func:`selfattention_models.scenes.digit_scenes`), 7 × 7-pixel
   patches for the ViT; ``test_correct`` counts the right answers on 1,000
   scenes of held-out photographs and held-out digits.
 * ``clutter-vit-misconceptions``: no training; what
   :ref:`ch-misconceptions` measures on ``clutter-vit`` over those 1,000
   scenes (occlusion, input × gradient, blanking, head removal).
 * ``clutter-detr``: four object queries
-  (:class:`~selfattention.detection.QueryDecoder`) over the tokens of
+  (:class:`~selfattention_models.photo_vit.QueryDecoder`) over the tokens of
   ``clutter-vit``, both trained on scenes of one to three digits of 16 to
-  22 pixels (:func:`selfattention.photo_vit.detection_scenes`);
+  22 pixels (:func:`selfattention_models.photo_vit.detection_scenes`);
   ``test_counts`` holds the true positives at IoU 0.5, the digits reported
   and the digits present on 500 held-out scenes; the encoder's weights are
   ``e/<name>``.
@@ -41,14 +41,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from selfattention import interpret, trained
-from selfattention.photo_vit import (CROP, GRID, PATCH, ZOOM,
-                                     clutter_inputs, clutter_model,
-                                     clutter_scenes, clutter_test_scenes,
-                                     hide_half, held_out_crops,
-                                     masked_patch_loss, photo_model,
-                                     photo_tokens)
+from selfattention import interpret
 from selfattention.photos import random_crops, split_photographs
+from selfattention.torch_bridge import torch_threads
+from selfattention_models.photo_vit import (CROP, GRID, PATCH, ZOOM,
+                                            clutter_inputs, clutter_model,
+                                            clutter_scenes,
+                                            clutter_test_scenes, hide_half,
+                                            held_out_crops, masked_patch_loss,
+                                            photo_model, photo_tokens)
 
 from .recipes import recipe, weight_arrays
 
@@ -85,14 +86,14 @@ def _distances(model, crops, hidden=None):
 
 def train_photos(objective, seed, steps, batch=128, lr=2e-3,
                  dtype=torch.float32, threads=1, held_out=500):
-    """Train a :class:`~selfattention.photo_vit.MaskedViT` on crops of the
-    training photographs:
+    """Train a :class:`~selfattention_models.photo_vit.MaskedViT` on crops of
+    the training photographs:
     ``objective`` ``"mim"`` fills in the hidden half of the patches,
     ``"which"`` names the photograph. Returns the recipe's arrays, with
     the distances measured on ``held_out_crops(held_out)``."""
     names = list(split_photographs()[0])
     rng = np.random.default_rng(seed)
-    with trained.torch_threads(threads), torch.random.fork_rng(devices=[]):
+    with torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = photo_model(len(names)).to(dtype)
         opt = torch.optim.AdamW(model.parameters(), lr, weight_decay=0.05)
@@ -160,11 +161,11 @@ def _logits(out):
 def train_clutter(kind, seed, steps, batch=128, lr=2e-3,
                   dtype=torch.float32, threads=1, test_scenes=1000):
     """Train ``kind`` to name the digit of
-    :func:`~selfattention.photo_vit.clutter_scenes`; returns
+    :func:`~selfattention_models.photo_vit.clutter_scenes`; returns
     the recipe's arrays, with the right answers on
     ``clutter_test_scenes(test_scenes)``."""
     rng = np.random.default_rng(seed)
-    with trained.torch_threads(threads), torch.random.fork_rng(devices=[]):
+    with torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = clutter_model(kind, dtype)
         opt = torch.optim.AdamW(model.parameters(), lr, weight_decay=0.05)
@@ -222,7 +223,7 @@ CLUTTER_FILL = 0.5        # a blanked patch of a scene: mid-grey
 @recipe("clutter-vit-misconceptions", after=("clutter-vit",))
 def clutter_vit_misconceptions():
     """:func:`clutter_measures` on the 1,000 scenes of
-    :func:`~selfattention.photo_vit.clutter_test_scenes`."""
+    :func:`~selfattention_models.photo_vit.clutter_test_scenes`."""
     return clutter_measures(1000)
 
 
@@ -242,15 +243,16 @@ def clutter_measures(n_scenes):
     right with one head, or two heads of one layer, removed.
     """
     from selfattention.object_attention import patch_shares
-    from selfattention.photo_vit import (DIGIT_PATCH, clutter_test_scenes,
-                                         load_clutter_model)
     from selfattention.vit import forward
+    from selfattention_models.photo_vit import (DIGIT_PATCH,
+                                                clutter_test_scenes,
+                                                load_clutter_model)
     model = load_clutter_model("clutter-vit")
     test = clutter_test_scenes(n_scenes)
     X = clutter_inputs("vit", test.images, dtype=torch.float64).numpy()
     y, N = test.labels[:, 0], len(test.labels)
     blanked = (1, 2, 4, 8, 16)
-    with trained.torch_threads(1):
+    with torch_threads(1):
         maps = forward(model, X)[1]              # (N, L, h, 1+n, 1+n)
         in_x_grad = (X * interpret.logit_gradient(model, X)).sum(-1)
         drop, label = interpret.occlusion(model, X, CLUTTER_FILL)
@@ -331,20 +333,21 @@ def detr_counts(vit, decoder, scenes, dtype=torch.float64):
 
 def train_detector(seed, steps, batch=64, lr=1e-3, dtype=torch.float32,
                    threads=1, test_scenes=500, tune_encoder=False):
-    """Train a :func:`~selfattention.photo_vit.detector_model` on the
+    """Train a :func:`~selfattention_models.photo_vit.detector_model` on the
     clutter ViT's tokens (frozen unless ``tune_encoder``) of
-    :func:`~selfattention.photo_vit.detection_scenes`; returns its weights,
-    losses and counts (true positives, reported, objects) on
+    :func:`~selfattention_models.photo_vit.detection_scenes`; returns its
+    weights, losses and counts (true positives, reported, objects) on
     ``detection_test_scenes(test_scenes)``. With ``tune_encoder`` the
     clutter ViT trains too, and its weights are kept as ``e/<name>``."""
     from selfattention.detection import encoder_tokens
-    from selfattention.photo_vit import (detection_scenes,
-                                         detection_test_scenes,
-                                         detector_model, load_clutter_model)
+    from selfattention_models.photo_vit import (detection_scenes,
+                                                detection_test_scenes,
+                                                detector_model,
+                                                load_clutter_model)
     vit = load_clutter_model("clutter-vit").to(dtype)
     vit.requires_grad_(tune_encoder)
     rng = np.random.default_rng(seed)
-    with trained.torch_threads(threads), torch.random.fork_rng(devices=[]):
+    with torch_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         decoder = detector_model(dtype)
         params = list(decoder.parameters()) + (

@@ -4,8 +4,9 @@ A *recipe* is a function of no arguments that trains one model from fixed
 seeds and returns its weights and curves as a flat ``dict`` of NumPy arrays.
 It is registered with :func:`recipe`; ``make train`` (``scripts/train.py``)
 runs every recipe, two at a time (:func:`retrain_all`), and :func:`write`
-saves ``<name>.npz`` into the readers' package (``selfattention/trained/``,
-where :func:`selfattention.trained.load` finds it) with its SHA-256 in
+saves ``<name>.npz`` into the models' package
+(``selfattention_models/trained/``, where
+:func:`selfattention_models.trained.load` finds it) with its SHA-256 in
 ``MANIFEST.json``; a recipe that reads another's file names it in ``after``,
 and starts only once that file is written.
 """
@@ -23,7 +24,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from selfattention import trained
+from selfattention_models import trained
 
 __all__ = ["Recipe", "Seconds", "recipe", "recipes", "retrain", "retrain_all",
            "write", "weight_arrays"]
@@ -92,7 +93,8 @@ def recipes() -> dict[str, Recipe]:
 def weight_arrays(model) -> dict[str, np.ndarray]:
     """A model's ``state_dict`` as NumPy arrays named ``w/<name>``, the
     form in which the recipes save weights
-    (:func:`selfattention.vit.load_weight_arrays` reads them back)."""
+    (:func:`selfattention_models.trained.load_weight_arrays` reads them
+    back)."""
     return {f"w/{k}": v.detach().numpy().copy()
             for k, v in model.state_dict().items()}
 

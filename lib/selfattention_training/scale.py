@@ -1,5 +1,5 @@
 """The ``make train`` recipe ``scale-training``: the model of
-:mod:`selfattention.scale_training` trained with each divisor of the scores
+:mod:`selfattention_models.scale` trained with each divisor of the scores
 from a few seeds, measured along the way.
 """
 
@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from selfattention import data, patches
-from selfattention.scale_training import D_K, PATCH, ScaleModel, entropy
+from selfattention_models.scale import D_K, PATCH, ScaleModel, entropy
 
 from .recipes import recipe
 

@@ -1,7 +1,7 @@
 """The ``make train`` recipes of the stereo models of
-:mod:`selfattention.stereo_matcher`: their loss, their training loop on crops
-of the Motorcycle pair's training rows, and the recipes ``stereo-encoder`` and
-``stereo-matcher``.
+:mod:`selfattention_models.stereo_matcher`: their loss, their training loop
+on crops of the Motorcycle pair's training rows, and the recipes
+``stereo-encoder`` and ``stereo-matcher``.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from selfattention import trained
 from selfattention.stereo import MAX_DISP, half_resolution_pair
-from selfattention.stereo_matcher import (Encoder, Matcher, band_scores,
-                                          load_encoder)
+from selfattention.torch_bridge import torch_threads
+from selfattention_models.stereo_matcher import (Encoder, Matcher,
+                                                 band_scores, load_encoder)
 
 from .recipes import recipe
 
@@ -109,7 +109,7 @@ def _state(model) -> dict:
 @recipe("stereo-encoder")
 def train_encoder(steps: int = 300) -> dict:
     """The convolutional encoder: ``steps`` steps of 8-row crops, float64."""
-    with trained.torch_threads(1):
+    with torch_threads(1):
         torch.manual_seed(0)
         model = Encoder().double()
         losses = train_model(model, steps=steps, rows_per_crop=8, lr=3e-3,
@@ -121,7 +121,7 @@ def train_encoder(steps: int = 300) -> dict:
 def train_matcher() -> dict:
     """The self-/cross-attention matcher, its encoder started from the
     trained ``stereo-encoder``: 600 steps, float32, one thread."""
-    with trained.torch_threads(1):
+    with torch_threads(1):
         torch.manual_seed(1)
         model = Matcher()
         model.encoder.load_state_dict(load_encoder().float().state_dict())

@@ -56,7 +56,7 @@ MUST_SHOW = {
                     "selfattention.stereo.epipolar_mask",
                     "selfattention.stereo.disparity_volume",
                     "selfattention.stereo.soft_argmax",
-                    "selfattention.stereo_matcher.match_rows"],
+                    "selfattention_models.stereo_matcher.match_rows"],
 }
 
 

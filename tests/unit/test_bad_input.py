@@ -1,4 +1,5 @@
-"""Every public function of the library refuses every kind of bad argument.
+"""Every public function of the library (the readers' package and the trained
+models') refuses every kind of bad argument.
 
 The cases are not written here: they come from the constraints each function
 declares with ``@boundary`` (``fn.constraints``), each of which names values
@@ -18,13 +19,17 @@ import re
 import pytest
 
 import selfattention
+import selfattention_models
+
+PACKAGES = (selfattention, selfattention_models)
 
 
 def _modules():
-    for info in pkgutil.walk_packages(selfattention.__path__,
-                                      "selfattention."):
-        if not info.name.rsplit(".", 1)[-1].startswith("_"):
-            yield importlib.import_module(info.name)
+    for package in PACKAGES:
+        for info in pkgutil.walk_packages(package.__path__,
+                                          package.__name__ + "."):
+            if not info.name.rsplit(".", 1)[-1].startswith("_"):
+                yield importlib.import_module(info.name)
 
 
 def _declared(obj):
@@ -67,7 +72,8 @@ def _good_arguments(fn) -> dict:
 def test_the_library_declares_constraints_in_every_area():
     modules = {label.rsplit(".", 2)[-2] for label, _, _ in FUNCTIONS}
     assert {"attention", "masks", "windows", "blockwise", "cost",
-            "position", "patches", "interactive"} <= modules
+            "position", "patches", "interactive", "mnist", "photo_vit",
+            "scenes", "digits", "scale"} <= modules
     assert len(CASES) > 150
 
 

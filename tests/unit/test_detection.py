@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from selfattention import photo_vit, trained
 from selfattention.detection import (NO_OBJECT, CrossAttention, box_iou,
                                      box_shares, encoder_tokens,
                                      generalized_box_iou, match_queries,
                                      matching_cost, precision_recall)
 from selfattention.object_attention import weight_inside
 from selfattention.vit import TinyViT
+from selfattention_models import photo_vit, trained
 
 
 def _random_boxes(rng, k, side=20):

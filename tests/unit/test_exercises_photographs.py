@@ -9,7 +9,8 @@ import torch
 
 from exercise_answers import hidden, run, verdict
 from selfattention import detection as photo_detection
-from selfattention import interpret, photo_vit, position
+from selfattention import interpret, position
+from selfattention_models import photo_vit
 from selfattention_exercises import photographs as checks
 
 

@@ -8,7 +8,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from exercise_answers import expect, hidden, run, verdict
-from selfattention import interpret, mnist, patches, vit
+from selfattention import interpret, patches, vit
+from selfattention_models import mnist
 from selfattention_exercises import transformer as checks
 
 # ------------------------------------------------------------ counts

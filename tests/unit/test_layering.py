@@ -4,13 +4,17 @@ Each package serves one audience, a room: the readers' library
 (``selfattention``), the students' checks (``selfattention_exercises``;
 ``selfattention.exercises`` while it lives inside the readers' package),
 the instructors' grader (``selfattention_course``), and beside them the
-book's tooling (``selfattention_book``) and the training recipes
-(``selfattention_training``). Readers <- students <- instructors: a room
-imports its own and the rooms below it, never one above. The book's
-tooling imports the readers' and the students' packages (it never runs the
-grader: the course edition reads what ``selfattention-assign`` wrote), and
-training the readers'. The grader converts chapters into student notebooks
-with the book's plain conversion, the one arrow into the tooling.
+trained models (``selfattention_models``: their architectures, data sets,
+weights and loader), the book's tooling (``selfattention_book``) and the
+training recipes (``selfattention_training``). Readers <- students <-
+instructors: a room imports its own and the rooms below it, never one
+above. The models import the readers' library alone, and the readers never
+import the models; students, instructors, the book's tooling and training
+may import them. The book's tooling imports the readers' and the students'
+packages (it never runs the grader: the course edition reads what
+``selfattention-assign`` wrote), and training the readers'. The grader
+converts chapters into student notebooks with the book's plain conversion,
+the one arrow into the tooling.
 
 Every import counts, also one inside a function.
 """
@@ -31,15 +35,17 @@ ROOMS = {
     "selfattention_course": "instructors",
     "selfattention_book": "book",
     "selfattention_training": "training",
+    "selfattention_models": "models",
     "selfattention": "readers",
 }
 #: The rooms each room may import.
 MAY_IMPORT = {
     "readers": {"readers"},
-    "students": {"readers", "students"},
-    "instructors": {"readers", "students", "instructors", "book"},
-    "book": {"readers", "students", "book"},
-    "training": {"readers", "training"},
+    "models": {"readers", "models"},
+    "students": {"readers", "models", "students"},
+    "instructors": {"readers", "models", "students", "instructors", "book"},
+    "book": {"readers", "models", "students", "book"},
+    "training": {"readers", "models", "training"},
 }
 #: Arrows against the rooms that are known and on their way out: each is
 #: removed by the change that removes its import (a stale entry fails).
@@ -129,7 +135,17 @@ def test_an_arrow_against_the_rooms_is_found(tmp_path):
             "from selfattention import attention\nfrom . import pages\n"
             "def f():\n    from selfattention_course.assign import g\n",
         "selfattention_training/recipes.py":
-            "from selfattention_exercises import checks\n",
+            "from selfattention_exercises import checks\n"
+            "from selfattention_models import trained\n",
+        "selfattention/vit.py": "from selfattention_models import trained\n",
+        "selfattention_models/trained.py": "import numpy\n",
+        "selfattention_models/mnist.py":
+            "from selfattention.vit import TinyViT\nfrom . import trained\n"
+            "def f():\n    import selfattention_exercises.core\n",
+        "selfattention_models/photo_vit.py":
+            "from selfattention_training.recipes import weight_arrays\n",
+        "selfattention_exercises/photographs.py":
+            "from selfattention_models import photo_vit\n",
         "selfattention_course/judges.py":
             "from selfattention_exercises import checks\n"
             "from selfattention_book import pages\n"
@@ -143,6 +159,10 @@ def test_an_arrow_against_the_rooms_is_found(tmp_path):
         ("selfattention_book.build", "selfattention_course.assign"),
         ("selfattention_training.recipes",
          "selfattention_exercises.checks"),
+        ("selfattention.vit", "selfattention_models.trained"),
+        ("selfattention_models.mnist", "selfattention_exercises.core"),
+        ("selfattention_models.photo_vit",
+         "selfattention_training.recipes"),
     }
 
 
@@ -153,6 +173,8 @@ def test_an_arrow_against_the_rooms_is_found(tmp_path):
     ("selfattention_course.judges.definition", "instructors"),
     ("selfattention_book.plain", "book"),
     ("selfattention_training.mnist", "training"),
+    ("selfattention_models.trained", "models"),
+    ("selfattention_modelsx", None),
     ("selfattentionx", None), ("numpy", None),
 ])
 def test_each_package_has_its_room(module, room):

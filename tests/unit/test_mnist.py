@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from selfattention import (data, interpret, mnist, patches, position, trained,
-                           vit)
-from selfattention_training.mnist import BLANKED, _weights
+from selfattention import data, interpret, patches, position, vit
+from selfattention_models import mnist, trained
+from selfattention_training.mnist import BLANKED, _weights, fit, shift
 from selfattention_course.judges.transformer import (block_macs,
                                                    block_parameters)
 
@@ -71,12 +71,12 @@ def test_shift_moves_each_image_by_its_own_offset():
     images = rng.random((6, 28, 28))
     images[:, :2], images[:, -2:], images[:, :, :2], images[:, :, -2:] = 0, \
         0, 0, 0                                   # ink away from the border
-    out = mnist.shift(torch.from_numpy(images), np.random.default_rng(4))
+    out = shift(torch.from_numpy(images), np.random.default_rng(4))
     offsets = np.random.default_rng(4).integers(0, 5, size=(6, 2)) - 2
     for img, got, (dr, dc) in zip(images, out.numpy(), offsets):
         # out[r, c] = img[r + dr, c + dc]: a shift by (-dr, -dc)
         assert np.array_equal(got, np.roll(img, (-dr, -dc), axis=(0, 1)))
-    same = mnist.shift(torch.from_numpy(images), np.random.default_rng(4), 0)
+    same = shift(torch.from_numpy(images), np.random.default_rng(4), 0)
     assert np.array_equal(same.numpy(), images)
 
 
@@ -103,9 +103,9 @@ def test_fit_is_deterministic_and_learns(split):
         old = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            loss = mnist.fit(model, split.images_train[:300],
-                             split.y_train[:300], seed=0, epochs=2,
-                             batch_size=50, lr=5e-3)
+            loss = fit(model, split.images_train[:300],
+                       split.y_train[:300], seed=0, epochs=2,
+                       batch_size=50, lr=5e-3)
         finally:
             torch.set_num_threads(old)
         return model, loss

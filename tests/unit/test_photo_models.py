@@ -1,13 +1,14 @@
-"""The photographs' models (selfattention.photo_vit) and the measurements of
-attention on objects (selfattention.object_attention), against reference
-constructions."""
+"""The photographs' models (selfattention_models.photo_vit) and the
+measurements of attention on objects (selfattention.object_attention),
+against reference constructions."""
 
 import numpy as np
 import pytest
 import torch
 
-from selfattention import interpret, object_attention, photo_vit, vit
+from selfattention import interpret, object_attention, vit
 from selfattention.patches import patchify, unpatchify
+from selfattention_models import photo_vit
 
 
 def _masked_vit(seed=0):
@@ -177,7 +178,7 @@ def test_bad_input_is_refused(call):
 @pytest.fixture(scope="module")
 def held_out_tokens():
     """The recipes' held-out crops as tokens, and the half they hide."""
-    from selfattention import photo_vit
+    from selfattention_models import photo_vit
     crops = photo_vit.held_out_crops()
     x = torch.from_numpy(photo_vit.photo_tokens(crops, photo_vit.PATCH))
     hidden = photo_vit.hide_half(np.random.default_rng(1001), len(x),
@@ -187,7 +188,7 @@ def held_out_tokens():
 
 def _photo_models():
     # make test checks one objective of each kind; make sweep the others.
-    from selfattention import photo_vit
+    from selfattention_models import photo_vit
     sample = ("photos-mim-0", "photos-which-0")
     return [n if n in sample else pytest.param(n, marks=pytest.mark.sweep)
             for n in photo_vit.PHOTO_MODELS]
@@ -199,7 +200,7 @@ def test_a_loaded_photo_vit_gives_back_the_distances_its_recipe_stored(
         name, held_out_tokens):
     # The chapter prints the stored distances: each loaded model, in
     # float64, must give them back, shown and half hidden as in the recipe.
-    from selfattention import photo_vit, trained
+    from selfattention_models import photo_vit, trained
     x, hidden = held_out_tokens
     model = photo_vit.load_photo_vit(name)                # float64 now
     stored = trained.load(name)                           # float32 then
@@ -217,7 +218,7 @@ def test_a_loaded_photo_vit_gives_back_the_distances_its_recipe_stored(
 def test_a_loaded_clutter_model_reads_its_test_scenes_as_stored(name):
     # The chapter prints the CNN's stored count and the ViT's count in
     # float32: each loaded model reads the test scenes as its recipe did.
-    from selfattention import photo_vit, trained
+    from selfattention_models import photo_vit, trained
     model = photo_vit.load_clutter_model(name)
     kind = "cnn" if name == "clutter-cnn" else "vit"
     test = photo_vit.clutter_test_scenes()
@@ -234,7 +235,7 @@ def test_a_loaded_clutter_model_reads_its_test_scenes_as_stored(name):
 # ------------------------------------------- what ch-misconceptions reads
 @pytest.fixture(scope="module")
 def clutter_measured():
-    from selfattention import trained
+    from selfattention_models import trained
     return trained.load("clutter-vit-misconceptions")
 
 
@@ -262,7 +263,7 @@ def test_the_clutter_measures_are_the_clutter_models(clutter_measured):
     # Two scenes recomputed in float64: occlusion to mid-grey and input ×
     # gradient (stored in float32). And a scene that stays right whichever
     # single patch turns grey stays right with occlusion's first patch grey.
-    from selfattention import photo_vit
+    from selfattention_models import photo_vit
     from selfattention_training.photographs import (CLUTTER_FILL,
                                                     CLUTTER_RANKINGS)
     m = clutter_measured

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
-from selfattention import photos, scenes
+from selfattention import photos
 from selfattention.data import mnist_digits
+from selfattention_models import scenes
 
 FEW = ("astronaut", "coins", "text")          # small, quick to load
 

@@ -717,7 +717,8 @@ def test_the_shown_copy_kept_under_another_name_is_a_reference(
     nb = nbformat.read(out / "student" / "07_photographs.ipynb",
                        as_version=4)
     shown = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-                 and c.source.startswith("# lib/selfattention/photo_vit.py")
+                 and c.source.startswith(
+                     "# lib/selfattention_models/photo_vit.py")
                  and "def masked_patch_loss(" in c.source)
     stub = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
                 and c.source.startswith("def masked_patch_loss("))
@@ -728,7 +729,7 @@ def test_the_shown_copy_kept_under_another_name_is_a_reference(
     loss = found["ex-photographs-loss"]
     assert loss and loss[0].kind in ("reference", "dynamic"), loss
     assert loss[0].kind == "dynamic" or \
-        "selfattention.photo_vit.masked_patch_loss" in loss[0].what, loss
+        "selfattention_models.photo_vit.masked_patch_loss" in loss[0].what, loss
 
 
 # ------------------------------------------------ honest habits, and twins

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from selfattention import interactive, stereo
-from selfattention import stereo_matcher as sm
 from selfattention.attention import softmax
+from selfattention_models import stereo_matcher as sm
 from selfattention_training import stereo as training
 
 
@@ -318,7 +318,7 @@ def test_a_retrained_encoder_follows_the_committed_curve():
     300 do not across CPUs: the training is chaotic, and on an AMD EPYC the
     losses part from the file by 1e-12 at step 100 and 4e-3 at step 250
     (``train_encoder``'s comment), so 100 steps are compared at 1e-9."""
-    from selfattention import trained
+    from selfattention_models import trained
 
     stored = trained.load("stereo-encoder")["losses"]
     again = training.train_encoder(steps=100)["losses"]

@@ -1,5 +1,6 @@
 """Tests of selfattention.torch_bridge: the NumPy reference agrees with
-PyTorch on random shapes and masks, once weights and masks are converted."""
+PyTorch on random shapes and masks, once weights and masks are converted;
+a pinned thread count is put back."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from selfattention import torch_bridge
 from selfattention.attention import attention, multi_head_attention
 from selfattention.torch_bridge import (mask_for_mha, mask_for_sdpa,
                                         multihead_from_weights)
@@ -89,3 +91,15 @@ def test_an_unconverted_mask_attends_exactly_where_it_should_not():
 def test_bad_input_names_the_argument(call, error, name):
     with pytest.raises(error, match=f"^{name}"):
         call()
+
+
+def test_torch_threads_are_put_back_even_after_an_error():
+    import torch
+
+    before = torch.get_num_threads()
+    with torch_bridge.torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(KeyError), torch_bridge.torch_threads(1):
+        raise KeyError("x")
+    assert torch.get_num_threads() == before

@@ -1,14 +1,18 @@
 """The trained models: every file matches its checksum and its recipe (in
-``selfattention_training``), and ``make test`` retrains one recipe of each
-training function marked for it (``make sweep`` the others) and finds the
-same arrays."""
+``selfattention_training``), travels with the installed package, loads into
+its model, and ``make test`` retrains one recipe of each training function
+marked for it (``make sweep`` the others) and finds the same arrays."""
 
+import fnmatch
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from setuptools.config.pyprojecttoml import read_configuration
 
-from selfattention import trained
+from selfattention_models import trained
 from selfattention_training import recipes
 
 RECIPES = recipes.recipes()
@@ -20,6 +24,39 @@ def test_every_recipe_has_a_file_and_every_file_a_recipe():
     for name, entry in MANIFEST.items():
         assert entry["recipe"] == RECIPES[name].where
         assert trained.load(name)          # checksum verified on load
+
+
+def test_the_installed_package_carries_every_trained_file():
+    """``pip install .`` (Colab, Binder) copies the package data that
+    pyproject.toml names: every file of ``trained/`` must match it."""
+    root = Path(__file__).resolve().parents[2]
+    config = read_configuration(root / "pyproject.toml")["tool"]["setuptools"]
+    assert "selfattention_models" in config["packages"]
+    patterns = config["package-data"]["selfattention_models"]
+    package = trained.TRAINED_DIR.parent
+    files = [path.relative_to(package).as_posix()
+             for path in trained.TRAINED_DIR.iterdir()]
+    assert len(files) == len(MANIFEST) + 1              # and MANIFEST.json
+    left_out = [f for f in files
+                if not any(fnmatch.fnmatch(f, p) for p in patterns)]
+    assert left_out == []
+
+
+def test_weight_arrays_load_into_their_model_and_others_are_refused():
+    model = torch.nn.Linear(3, 2)
+    arrays = {f"w/{k}": v.detach().numpy() * 2 + 1
+              for k, v in model.state_dict().items()}
+    loaded = trained.load_weight_arrays(torch.nn.Linear(3, 2),
+                                        {**arrays, "loss": np.ones(4)})
+    assert not loaded.training
+    for key, value in loaded.state_dict().items():
+        assert value.dtype == torch.float64
+        assert np.array_equal(value.numpy(), arrays[f"w/{key}"])
+    with pytest.raises(RuntimeError):            # a weight left out
+        trained.load_weight_arrays(torch.nn.Linear(3, 2),
+                                   {"w/weight": arrays["w/weight"]})
+    with pytest.raises(RuntimeError):            # another model's shapes
+        trained.load_weight_arrays(torch.nn.Linear(4, 2), arrays)
 
 
 def test_files_stay_small():
@@ -80,18 +117,6 @@ def test_a_retrain_reproduces_the_committed_file(name):
         assert again[key].dtype == stored[key].dtype, key
         np.testing.assert_allclose(again[key], stored[key], rtol=recipe.rtol,
                                    atol=recipe.atol, err_msg=key)
-
-
-def test_torch_threads_are_put_back_even_after_an_error():
-    import torch
-
-    before = torch.get_num_threads()
-    with trained.torch_threads(1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
-    with pytest.raises(KeyError), trained.torch_threads(1):
-        raise KeyError("x")
-    assert torch.get_num_threads() == before
 
 
 def test_every_recipe_reads_only_recipes_that_exist():

@@ -222,7 +222,8 @@ def _module(name: str):
 
     if name in sys.modules:
         return sys.modules[name]
-    if name.split(".")[0] not in ("selfattention", "selfattention_exercises",
+    if name.split(".")[0] not in ("selfattention", "selfattention_models",
+                                  "selfattention_exercises",
                                   "selfattention_course"):
         return None
     try:

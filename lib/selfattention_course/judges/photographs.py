@@ -95,8 +95,9 @@ BOX_SCENES, BOX_DIGIT_SIZES = 5, (14, 28)   # 5 scenes: not L
 def _box_cases(rng):
     # Fresh scenes of held-out photographs and digits: only a measurement
     # of the model answers them.
-    from selfattention import scenes
-    from selfattention.photo_vit import DIGIT_PATCH, SCENE, clutter_split
+    from selfattention_models import scenes
+    from selfattention_models.photo_vit import (DIGIT_PATCH, SCENE,
+                                                clutter_split)
 
     _, test_photos, _, test_digits = clutter_split()
     drawn = scenes.digit_scenes(rng, BOX_SCENES, list(test_photos),
@@ -109,7 +110,7 @@ def _box_cases(rng):
 
 @functools.lru_cache(maxsize=1)
 def _box_model():
-    from selfattention.photo_vit import load_clutter_model
+    from selfattention_models.photo_vit import load_clutter_model
 
     return load_clutter_model(BOX_MODEL)
 
@@ -117,7 +118,7 @@ def _box_model():
 def _class_rows(images):
     """The class token's rows over the patches (N, L, h, n), float64."""
     import torch
-    from selfattention.photo_vit import clutter_inputs
+    from selfattention_models.photo_vit import clutter_inputs
 
     with torch.no_grad():
         A = _box_model()(clutter_inputs("vit", images,
@@ -127,7 +128,7 @@ def _class_rows(images):
 
 def _shares(masks):
     from selfattention.patches import patchify
-    from selfattention.photo_vit import DIGIT_PATCH
+    from selfattention_models.photo_vit import DIGIT_PATCH
 
     return patchify((masks != 0).astype(float), DIGIT_PATCH).mean(-1)
 

@@ -352,7 +352,7 @@ class _Measured:
 
 @functools.lru_cache(maxsize=1)
 def _test_digits():
-    from selfattention import mnist
+    from selfattention_models import mnist
 
     split = mnist.mnist_split()
     return split.images_test, split.y_test
@@ -360,7 +360,7 @@ def _test_digits():
 
 @functools.lru_cache(maxsize=len(SHIFT_MODELS))
 def _shift_model(name):
-    from selfattention import mnist
+    from selfattention_models import mnist
 
     return mnist.load_vit(name)
 
@@ -375,14 +375,15 @@ def _shift_reference(name, images, labels, how="zero"):
 
 @functools.lru_cache(maxsize=16)
 def _measured_shift(name, image_bytes, label_bytes, how):
-    from selfattention import interpret, patches, trained, vit
+    from selfattention import interpret, patches, vit
+    from selfattention.torch_bridge import torch_threads
 
     labels = np.frombuffer(label_bytes, dtype=np.int64)
     images = np.frombuffer(image_bytes, dtype=float).reshape(
         len(labels), 28, 28)
     S, N = len(SHIFTS), len(labels)
     moved = np.concatenate([_moved(images, s, how) for s in SHIFTS])
-    with trained.torch_threads(1):              # no waiting at barriers
+    with torch_threads(1):              # no waiting at barriers
         logits, maps = vit.forward(_shift_model(name),
                                    patches.patchify(moved, 4))
     right = logits.argmax(1).reshape(S, N) == labels

@@ -260,10 +260,11 @@ SAFE_MAGICS = {
 
 
 #: Top modules the grader imports to compare a name with a reference (the
-#: training recipes too: they import the library's functions, such as
-#: ``photo_vit.masked_patch_loss``, and call them).
+#: trained models' package, such as ``photo_vit.masked_patch_loss``, and the
+#: training recipes too: they import the library's functions and call them).
 TRUSTED_ROOTS = {"selfattention", "selfattention_exercises",
-                 "selfattention_training", "torch", "numpy", "scipy", "math"}
+                 "selfattention_models", "selfattention_training", "torch",
+                 "numpy", "scipy", "math"}
 
 
 #: Where the checks live: an answer may use only their student tools.

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import (boundary, generator, integer, ints, number, one_of,
-                        pair, positive_int, require, sequence)
-from .data import mnist_digits
-from .photos import NAMES, crops_fit, random_crops
+from selfattention._validate import (boundary, generator, integer, ints,
+                                     number, one_of, pair, positive_int,
+                                     require, sequence)
+from selfattention.data import mnist_digits
+from selfattention.photos import NAMES, crops_fit, random_crops
 
 __all__ = ["split_digits", "Scenes", "digit_scenes"]
 

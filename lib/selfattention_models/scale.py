@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validate import boundary, floats
+from selfattention._validate import boundary, floats
 
 __all__ = ["D_K", "ScaleAttention", "ScaleModel", "entropy"]
 

@@ -4,7 +4,6 @@ loaded only when their SHA-256 matches ``trained/MANIFEST.json``.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["load", "torch_threads", "TRAINED_DIR", "MANIFEST"]
+__all__ = ["load", "load_weight_arrays", "TRAINED_DIR", "MANIFEST"]
 
 TRAINED_DIR = Path(__file__).resolve().parent / "trained"
 MANIFEST = TRAINED_DIR / "MANIFEST.json"
@@ -39,16 +38,12 @@ def load(name: str) -> dict[str, np.ndarray]:
         return {key: npz[key] for key in npz.files}
 
 
-@contextlib.contextmanager
-def torch_threads(n: int):
-    """PyTorch's intra-op threads set to ``n`` inside the block and put
-    back after it: a training run pins its threads, so that running it
-    again gives the same numbers."""
+def load_weight_arrays(model, arrays):
+    """Load the ``w/<name>`` arrays a recipe saved into
+    ``model`` (float64) and return it in evaluation mode."""
     import torch
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    model.double().load_state_dict(
+        {k[2:]: torch.from_numpy(np.asarray(v, dtype=np.float64))
+         for k, v in arrays.items() if k.startswith("w/")})
+    return model.eval()

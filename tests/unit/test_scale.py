@@ -1,4 +1,4 @@
-"""Tests of selfattention.scale_training and its recipe (the scale in training):
+"""Tests of selfattention_models.scale and its recipe (the scale in training):
 the head against PyTorch's own attention, the premise of unit-variance
 queries and keys, runs that differ only in the divisor, the entropy, and the
 committed curves against a fresh start of their recipe."""
@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from selfattention import data, trained
-from selfattention import scale_training as sc
+from selfattention import data
 from selfattention.attention import softmax
+from selfattention_models import scale as sc
+from selfattention_models import trained
 from selfattention_training import scale
 from selfattention_training.scale import train_variant
 

@@ -5,23 +5,24 @@ pixels); :func:`load_vit` builds a trained model from ``trained.load``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from . import trained
-from ._validate import boundary, integer, one_of
-from .data import mnist_digits
-from .flops import count_flops
-from .patches import patchify
-from .vit import TinyViT, load_weight_arrays
+from selfattention._validate import boundary, integer, one_of
+from selfattention.data import mnist_digits
+from selfattention.flops import count_flops
+from selfattention.patches import patchify
+from selfattention.vit import TinyViT
 
-__all__ = ["MnistSplit", "mnist_split", "SmallCNN", "shift", "tokens",
-           "fit", "correct", "multiply_adds", "parameters", "build_vit",
-           "load_vit", "VIT", "CONFIG_KEYS"]
+from . import trained
+from .trained import load_weight_arrays
+
+__all__ = ["MnistSplit", "mnist_split", "SmallCNN", "tokens", "correct",
+           "multiply_adds", "parameters", "build_vit", "load_vit", "VIT",
+           "CONFIG_KEYS"]
 
 # The vision transformer of chapter 6: 49 tokens of 16 pixels, 4 blocks.
 VIT = dict(n=49, d_in=16, d=64, h=4, depth=4, d_mlp=128)
@@ -84,18 +85,7 @@ class SmallCNN(nn.Module):
         return self.head(self.features(x))
 
 
-# ------------------------------------------------------------------ recipe
-def shift(images, rng, pixels=2):
-    """Each image (B, 28, 28) moved by its own random offset."""
-    B, H, W = images.shape
-    padded = nn.functional.pad(images, (pixels,) * 4)     # (B, H+2p, W+2p)
-    off = torch.from_numpy(rng.integers(0, 2 * pixels + 1, size=(B, 2)))
-    rows = off[:, :1] + torch.arange(H)                   # (B, H)
-    cols = off[:, 1:] + torch.arange(W)                   # (B, W)
-    return padded[torch.arange(B)[:, None, None], rows[:, :, None],
-                  cols[:, None, :]]                       # (B, H, W)
-
-
+# ------------------------------------------------------------------- use
 def tokens(images, p=4):
     """Images (B, H·p, W·p) to tokens (B, H·W, p²), row-major."""
     B, Hp, Wp = images.shape
@@ -114,38 +104,6 @@ def _logits(model, images):
     """The logits (B, classes) of either model for images (B, 28, 28)."""
     out = model(_inputs(model, images))
     return out[0] if isinstance(out, tuple) else out
-
-
-def fit(model, images, labels, seed, epochs, batch_size=100, lr=2e-3,
-        weight_decay=0.05, warmup=0.1, pixels=2):
-    """Train a TinyViT or SmallCNN in place; the loss of every step."""
-    dtype = next(model.parameters()).dtype
-    X = torch.from_numpy(np.asarray(images)).to(dtype)    # (N, 28, 28)
-    y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
-    rng = np.random.default_rng(seed)
-    steps = epochs * math.ceil(len(X) / batch_size)
-    warm = round(warmup * steps)
-
-    def rate(step):                              # multiplies lr
-        if step < warm:
-            return (step + 1) / warm
-        return 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
-    opt = torch.optim.AdamW(model.parameters(), lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, rate)
-    losses = []
-    model.train()
-    for _ in range(epochs):
-        for idx in torch.from_numpy(rng.permutation(len(X))).split(
-                batch_size):
-            batch = shift(X[idx], rng, pixels)
-            loss = nn.functional.cross_entropy(_logits(model, batch), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
-    model.eval()
-    return np.array(losses)
 
 
 def correct(model, images, labels):

@@ -10,8 +10,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from selfattention.stereo import MAX_DISP, half_resolution_pair
+
 from . import trained
-from .stereo import MAX_DISP, half_resolution_pair
 
 __all__ = ["Encoder", "Matcher", "match_rows", "band_scores", "load_encoder",
            "load_matcher", "predict", "predict_held_out"]

@@ -1,5 +1,6 @@
 """The tiny ViT on photographs (:ref:`ch-photographs`): a masked-patch version,
-the crops and scenes it is measured on, and the loaders of the weights.
+the crops and scenes it is measured on, the detector's query decoder over its
+tokens, and the loaders of the weights.
 """
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from selfattention._validate import (boundary, divides, floats, generator,
+                                     instance, integer, one_of,
+                                     positive_int)
+from selfattention.detection import DecoderLayer
+from selfattention.patches import patchify
+from selfattention.photos import random_crops, split_photographs
+from selfattention.vit import TinyViT
+
 from . import trained
-from ._validate import (boundary, divides, floats, generator, instance,
-                        integer, one_of, positive_int)
-from .patches import patchify
-from .photos import random_crops, split_photographs
 from .scenes import digit_scenes, split_digits
-from .vit import TinyViT, load_weight_arrays
+from .trained import load_weight_arrays
 
 CROP, PATCH, ZOOM = 32, 4, 384       # photographs: 8 × 8 patches of 4 px
 SCENE, DIGIT, DIGIT_PATCH = 56, 28, 7  # clutter: 8 × 8 patches of 7 px
@@ -28,7 +33,8 @@ __all__ = ["MaskedViT", "photo_tokens", "masked_patch_loss",
            "clutter_split", "clutter_scenes", "clutter_test_scenes",
            "clutter_model", "clutter_inputs", "load_clutter_model",
            "PHOTO_MODELS", "CLUTTER_MODELS", "detection_scenes",
-           "detection_test_scenes", "detector_model", "load_detector"]
+           "detection_test_scenes", "QueryDecoder", "detector_model",
+           "load_detector"]
 
 
 class MaskedViT(TinyViT):
@@ -164,7 +170,7 @@ def clutter_test_scenes(n=1000, seed=2000):
 @boundary(kind=one_of("vit", "cnn"))
 def clutter_model(kind, dtype=torch.float32):
     """An untrained clutter model: ``"vit"`` or ``"cnn"``
-    (:class:`selfattention.mnist.SmallCNN`)."""
+    (:class:`selfattention_models.mnist.SmallCNN`)."""
     if kind == "cnn":
         from .mnist import SmallCNN
         return SmallCNN().to(dtype)
@@ -193,6 +199,37 @@ def load_clutter_model(name):
 
 
 # ------------------------------------------------------------ detection
+class QueryDecoder(nn.Module):
+    """``queries`` learned vectors decoded against ``tokens`` encoder
+    tokens of width ``d``; returns class logits (B, N, classes + 1, the
+    last one *no object*), boxes (B, N, 4) as fractions of the image side,
+    and each layer's cross-attention (B, L, h, N, n)."""
+
+    def __init__(self, queries=4, tokens=64, d=64, h=4, d_mlp=128, depth=2,
+                 classes=10):
+        super().__init__()
+        self.queries = nn.Parameter(torch.randn(1, queries, d))
+        self.key_pos = nn.Parameter(0.02 * torch.randn(1, tokens, d))
+        self.layers = nn.ModuleList(DecoderLayer(d, h, d_mlp)
+                                    for _ in range(depth))
+        self.ln = nn.LayerNorm(d)
+        self.classify = nn.Linear(d, classes + 1)
+        self.box = nn.Sequential(nn.Linear(d, d), nn.ReLU(),
+                                 nn.Linear(d, 4))
+
+    def forward(self, memory):
+        z = self.queries.expand(len(memory), -1, -1)
+        maps = []
+        for layer in self.layers:
+            z, A = layer(z, memory, self.key_pos)
+            maps.append(A)
+        z = self.ln(z)
+        centre_size = self.box(z).sigmoid()      # (cy, cx, h, w) in [0, 1]
+        centre, size = centre_size[..., :2], centre_size[..., 2:]
+        boxes = torch.cat([centre - size / 2, centre + size / 2], -1)
+        return self.classify(z), boxes, torch.stack(maps, 1)
+
+
 DETR_QUERIES, DETR_DIGIT = 4, (16, 22)   # 1-3 digits of 16-22 px
 
 
@@ -212,9 +249,8 @@ def detection_test_scenes(n=500, seed=3000):
 
 
 def detector_model(dtype=torch.float32):
-    """An untrained :class:`~selfattention.detection.QueryDecoder` of
-    four queries over the clutter ViT's 64 tokens of width 64."""
-    from .detection import QueryDecoder
+    """An untrained :class:`QueryDecoder` of four queries over the clutter
+    ViT's 64 tokens of width 64."""
     return QueryDecoder(DETR_QUERIES, GRID[0] * GRID[1], SIZES["d"],
                         SIZES["h"], SIZES["d_mlp"]).to(dtype)
 
