@@ -325,6 +325,48 @@ print(json.dumps(found))
         ["torch.nn.MultiheadAttention"]]
 
 
+@pytest.mark.slow                    # a fresh interpreter that imports torch
+def test_a_check_in_the_notebook_watches_torch_without_importing_it():
+    """Without the grader's signatures (a student's own check), attempt
+    imports nothing to arm the tripwire either; an answer that imports
+    PyTorch as it runs is run again, watched, and caught."""
+    import json
+    import subprocess
+
+    code = """
+import json, sys
+import numpy as np
+from selfattention_exercises import definition as checks
+ex = checks.check_tempered_attention
+cases = ex.public_cases()[:1]
+
+def honest(Q, K, V, tau):
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) / tau[..., None]
+    W = np.exp(S - S.max(axis=-1, keepdims=True))
+    return W / W.sum(axis=-1, keepdims=True) @ V
+
+def fused(Q, K, V, tau):
+    import torch
+    q, k, v = (torch.as_tensor(x / tau[..., None] if i == 0 else x)
+               for i, x in enumerate((Q, K, V)))
+    F = torch.nn.functional
+    return F.scaled_dot_product_attention(q, k, v, scale=1.0).numpy()
+
+def targets(Q, K, p):          # the exercise's second answer
+    return np.ones_like(p)
+
+found = [ex.attempt([honest, targets], cases)["called"],
+         "torch" in sys.modules,
+         ex.attempt([fused, targets], cases)["called"]]
+print(json.dumps(found))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [
+        [], False, ["torch.nn.functional.scaled_dot_product_attention"]]
+
+
 def test_a_crash_in_the_kernel_keeps_its_diagnosis_in_the_gradebook():
     """The kernel sends the diagnosis of a run that stopped ("raised" for
     an answer that crashed); a field that is not a code's form, which a

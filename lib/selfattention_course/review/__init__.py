@@ -95,14 +95,13 @@ from .dynamic import (
 from .findings import Finding, cell_digest, diagnosis, explain
 from .likeness import (
     SHAPE_NODES,
+    Candidate,
     _body_dump,
     _helpers,
     _holds,
     _lookup,
     _Reference,
     _reference,
-    _shape_dump,
-    _size,
 )
 from .rules import CHECKS, FILLING_METHODS, GRADER
 from .scope import TooInvolved, _global_loads, _module_level, _Names
@@ -411,20 +410,18 @@ def _copies(cell: _Cell, node, refs, helpers) -> list[Finding]:
         mine = _body_dump(node)
     except SyntaxError:
         mine = None
-    shape = None
+    theirs = Candidate(node, mine)
     for ref in refs:
-        if ref.shape is not None and shape is None and \
-                _size(node) >= SHAPE_NODES:
-            shape = _shape_dump(node)
         if ref.code is not None and mine == ref.code.replace(
                 f"'{ref.short}'", f"'{node.name}'", 1) or (
-                ref.shape is not None and shape == ref.shape):
+                ref.shape is not None and theirs.size >= SHAPE_NODES and
+                theirs.shape == ref.shape):
             found.append(_finding(
                 cell, node, "reference",
                 f"is a copy of {ref.dotted}, which this exercise asks you "
                 f"to write yourself"))
     for helper in helpers:
-        if helper.copied_by(node, mine):
+        if helper.copied_by(theirs):
             found.append(_finding(
                 cell, node, "judge",
                 f"is a copy of {helper.dotted}, with which the grader "

@@ -130,21 +130,43 @@ class _Helper:
                 if len(steps) >= MIN_STEPS:
                     self.steps = steps
 
-    def copied_by(self, node, mine: str | None) -> bool:
-        if self.code is None or mine is None:
+    def copied_by(self, theirs: "Candidate") -> bool:
+        """Whether the student's function ``theirs`` is this helper."""
+        if self.code is None or theirs.code is None:
             return False
-        if mine.replace(f"'{node.name}'", "'?'", 1) == self.code:
+        if theirs.code.replace(f"'{theirs.node.name}'", "'?'",
+                               1) == self.code:
             return True
-        if self.shape is None or _size(node) < SHAPE_NODES:
+        if self.shape is None or theirs.size < SHAPE_NODES:
             return False
-        if _shape_dump(node) == self.shape:
+        if theirs.shape == self.shape:
             return True
         if not self.steps:
             return False
-        theirs = _steps(node)
-        return _in_order(self.steps, theirs) or (
-            len(self.steps) >= FUZZY_STEPS and
-            _shared(self.steps, theirs) >= FUZZY_SHARE * len(self.steps))
+        return _in_order(self.steps, theirs.steps) or (
+            len(self.steps) >= FUZZY_STEPS and _shared(
+                self.steps, theirs.steps) >= FUZZY_SHARE * len(self.steps))
+
+
+class Candidate:
+    """A function of the student's as the comparisons read it: its code,
+    its size, its shape and its statements' shapes, each worked out once
+    (a review compares one function with every reference and helper)."""
+
+    def __init__(self, node, code: str | None):
+        self.node, self.code = node, code
+
+    @functools.cached_property
+    def size(self) -> int:
+        return _size(self.node)
+
+    @functools.cached_property
+    def shape(self) -> str:
+        return _shape_dump(self.node)
+
+    @functools.cached_property
+    def steps(self) -> list[str]:
+        return _steps(self.node)
 
 
 #: A helper of at least this many statements is also recognised when at
