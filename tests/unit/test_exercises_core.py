@@ -272,22 +272,13 @@ print(errors)
     assert done.stdout.strip() == "[]", done.stdout
 
 
-@pytest.mark.slow                    # a fresh interpreter that imports torch
-def test_a_graded_kernel_watches_torch_without_importing_it():
-    """With the grader's signatures, attempt imports nothing to arm the
-    tripwire (chapter 1's exercise lists six PyTorch references), and an
-    answer that imports PyTorch itself is still caught."""
-    import json
-    import subprocess
-
-    from selfattention_exercises import definition as checks
-    places = checks.check_tempered_attention.signatures()
-    code = """
+#: Answers to exercise 1.1 for a fresh interpreter: an honest one, and two
+#: that import PyTorch as they run to call one of the exercise's references.
+TORCH_ANSWERS = """
 import json, sys
 import numpy as np
 from selfattention_exercises import definition as checks
 ex = checks.check_tempered_attention
-places = [tuple(p) for p in json.loads(sys.stdin.read())]
 cases = ex.public_cases()[:1]
 
 def honest(Q, K, V, tau):
@@ -310,61 +301,37 @@ def module(Q, K, V, tau):
 def targets(Q, K, p):          # the exercise's second answer
     return np.ones_like(p)
 
+places = json.loads(sys.stdin.read())
+places = None if places is None else [tuple(p) for p in places]
 found = [ex.attempt([honest, targets], cases, places)["called"],
          "torch" in sys.modules]
 found += [ex.attempt([f, targets], cases, places)["called"]
           for f in (fused, module)]
 print(json.dumps(found))
 """
-    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(
-        places), capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow                    # a fresh interpreter that imports torch
+@pytest.mark.parametrize("by", ["grader", "notebook"])
+def test_a_kernel_watches_torch_without_importing_it(by):
+    """attempt imports nothing to arm the tripwire (chapter 1's exercise
+    lists six PyTorch references): in a graded kernel the grader's
+    signatures name them; in a student's own check an answer that imported
+    PyTorch as it ran is run again, watched. Either way it is caught."""
+    import json
+    import subprocess
+
+    from selfattention_exercises import definition as checks
+    places = checks.check_tempered_attention.signatures() \
+        if by == "grader" else None
+    done = subprocess.run([sys.executable, "-c", TORCH_ANSWERS],
+                          input=json.dumps(places), capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [
         [], False,
         ["torch.nn.functional.scaled_dot_product_attention"],
         ["torch.nn.MultiheadAttention"]]
-
-
-@pytest.mark.slow                    # a fresh interpreter that imports torch
-def test_a_check_in_the_notebook_watches_torch_without_importing_it():
-    """Without the grader's signatures (a student's own check), attempt
-    imports nothing to arm the tripwire either; an answer that imports
-    PyTorch as it runs is run again, watched, and caught."""
-    import json
-    import subprocess
-
-    code = """
-import json, sys
-import numpy as np
-from selfattention_exercises import definition as checks
-ex = checks.check_tempered_attention
-cases = ex.public_cases()[:1]
-
-def honest(Q, K, V, tau):
-    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) / tau[..., None]
-    W = np.exp(S - S.max(axis=-1, keepdims=True))
-    return W / W.sum(axis=-1, keepdims=True) @ V
-
-def fused(Q, K, V, tau):
-    import torch
-    q, k, v = (torch.as_tensor(x / tau[..., None] if i == 0 else x)
-               for i, x in enumerate((Q, K, V)))
-    F = torch.nn.functional
-    return F.scaled_dot_product_attention(q, k, v, scale=1.0).numpy()
-
-def targets(Q, K, p):          # the exercise's second answer
-    return np.ones_like(p)
-
-found = [ex.attempt([honest, targets], cases)["called"],
-         "torch" in sys.modules,
-         ex.attempt([fused, targets], cases)["called"]]
-print(json.dumps(found))
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [
-        [], False, ["torch.nn.functional.scaled_dot_product_attention"]]
 
 
 def test_a_crash_in_the_kernel_keeps_its_diagnosis_in_the_gradebook():
