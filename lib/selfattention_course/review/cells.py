@@ -26,11 +26,26 @@ class _Cell:
     inert: bool = False        # the kernel cannot run it (a syntax error)
 
 
+#: Cells up to this many characters have their Python kept for the next
+#: notebook (a class hands in the book's cells again and again); at most
+#: _KEPT of them, so the memory kept stays under 16 MiB.
+_KEPT_CHARS, _KEPT = 16_384, 1024
+
+
 def _python(source: str) -> str:
     """The Python IPython runs for a cell (magics become calls)."""
+    if len(source) <= _KEPT_CHARS:
+        return _kept_python(source)
+    return _transform(source)
+
+
+def _transform(source: str) -> str:
     from IPython.core.inputtransformer2 import TransformerManager
 
     return TransformerManager().transform_cell(source)
+
+
+_kept_python = functools.lru_cache(maxsize=_KEPT)(_transform)
 
 
 def _parse(nb, book_cells) -> list[_Cell]:
