@@ -94,7 +94,6 @@ from .dynamic import (
 )
 from .findings import Finding, cell_digest, diagnosis, explain
 from .likeness import (
-    SHAPE_NODES,
     Candidate,
     _body_dump,
     _helpers,
@@ -414,8 +413,7 @@ def _copies(cell: _Cell, node, refs, helpers) -> list[Finding]:
     for ref in refs:
         if ref.code is not None and mine == ref.code.replace(
                 f"'{ref.short}'", f"'{node.name}'", 1) or (
-                ref.shape is not None and theirs.size >= SHAPE_NODES and
-                theirs.shape == ref.shape):
+                ref.shape is not None and theirs.shape == ref.shape):
             found.append(_finding(
                 cell, node, "reference",
                 f"is a copy of {ref.dotted}, which this exercise asks you "

@@ -137,7 +137,7 @@ class _Helper:
         if theirs.code.replace(f"'{theirs.node.name}'", "'?'",
                                1) == self.code:
             return True
-        if self.shape is None or theirs.size < SHAPE_NODES:
+        if self.shape is None or theirs.shape is None:
             return False
         if theirs.shape == self.shape:
             return True
@@ -150,18 +150,17 @@ class _Helper:
 
 class Candidate:
     """A function of the student's as the comparisons read it: its code,
-    its size, its shape and its statements' shapes, each worked out once
-    (a review compares one function with every reference and helper)."""
+    its shape (None below SHAPE_NODES syntax nodes) and its statements'
+    shapes, each worked out once (a review compares one function with
+    every reference and helper)."""
 
     def __init__(self, node, code: str | None):
         self.node, self.code = node, code
 
     @functools.cached_property
-    def size(self) -> int:
-        return _size(self.node)
-
-    @functools.cached_property
-    def shape(self) -> str:
+    def shape(self) -> str | None:
+        if _size(self.node) < SHAPE_NODES:
+            return None
         return _shape_dump(self.node)
 
     @functools.cached_property
