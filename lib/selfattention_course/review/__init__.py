@@ -94,8 +94,10 @@ from .dynamic import (
 )
 from .findings import Finding, cell_digest, diagnosis, explain
 from .likeness import (
+    COPYABLE,
     Candidate,
-    _body_dump,
+    as_def,
+    candidate,
     _helpers,
     _holds,
     _lookup,
@@ -384,32 +386,14 @@ def _shown_answers(names: _Names, answers, refs) -> dict:
     return shown
 
 
-#: What a copy of a reference or a helper can be written as: a def (a
-#: method, an inner one) or a lambda (read as a def returning its body).
-_COPYABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-
-
-def _as_def(node):
-    """A lambda as the def that returns its body (named ``lambda_``)."""
-    if not isinstance(node, ast.Lambda):
-        return node
-    made = ast.FunctionDef(name="lambda_", args=node.args,
-                           body=[ast.Return(value=node.body)],
-                           decorator_list=[], returns=None)
-    return ast.fix_missing_locations(ast.copy_location(made, node))
-
-
-def _copies(cell: _Cell, node, refs, helpers) -> list[Finding]:
-    """A function of a cell the student wrote (any def, method or lambda,
-    whether an answer reaches it or not) that is a copy of a reference's
-    code or of a judge's helper."""
+def _copies(cell: _Cell, node, theirs: Candidate, refs,
+            helpers) -> list[Finding]:
+    """Whether the function ``node`` of a cell the student wrote (any def,
+    method or lambda read as a def, whether an answer reaches it or not),
+    read as ``theirs``, is a copy of a reference's code or of a judge's
+    helper."""
     found = []
-    node = _as_def(node)
-    try:
-        mine = _body_dump(node)
-    except SyntaxError:
-        mine = None
-    theirs = Candidate(node, mine)
+    mine = theirs.code
     for ref in refs:
         if ref.code is not None and mine == ref.code.replace(
                 f"'{ref.short}'", f"'{node.name}'", 1) or (
@@ -513,6 +497,14 @@ def _review(nb, exercises, book_cells):
         filled = _filling(cells, names)
         own = [c for c in cells if not c.trusted and c.tree is not None
                and not c.inert]
+        # every function the student wrote, read once for every exercise
+        written = []
+        for cell in own:
+            where = cell
+            for node in ast.walk(cell.tree):
+                if isinstance(node, COPYABLE):
+                    function = as_def(node)
+                    written.append((cell, function, candidate(function)))
         for label, (answers, references, *judge) in exercises.items():
             refs = [_reference(r) for r in references]
             helpers = _helpers(label, judge[0]) if judge and \
@@ -533,11 +525,9 @@ def _review(nb, exercises, book_cells):
                     for inner in _global_loads(node) if inner.id in shown]
             # copies are looked for in every function the student wrote,
             # reached or not (a dict, a registry, an object may hold it)
-            for cell in own:
+            for cell, node, theirs in written:
                 where = cell
-                for node in ast.walk(cell.tree):
-                    if isinstance(node, _COPYABLE):
-                        found += _copies(cell, node, refs, helpers)
+                found += _copies(cell, node, theirs, refs, helpers)
             # the student's own cells first, references before the rest
             result[label] = sorted(set(found + everywhere), key=lambda f: (
                 f.cell in trusted, f.kind not in ("reference", "judge"), f.cell,

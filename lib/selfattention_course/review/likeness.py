@@ -152,7 +152,7 @@ class Candidate:
     """A function of the student's as the comparisons read it: its code,
     its shape (None below SHAPE_NODES syntax nodes) and its statements'
     shapes, each worked out once (a review compares one function with
-    every reference and helper)."""
+    every reference and helper of every exercise)."""
 
     def __init__(self, node, code: str | None):
         self.node, self.code = node, code
@@ -166,6 +166,48 @@ class Candidate:
     @functools.cached_property
     def steps(self) -> list[str]:
         return _steps(self.node)
+
+
+#: What a copy of a reference or a helper can be written as: a def (a
+#: method, an inner one) or a lambda (read as a def returning its body).
+COPYABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def as_def(node):
+    """A lambda as the def that returns its body (named ``lambda_``)."""
+    if not isinstance(node, ast.Lambda):
+        return node
+    made = ast.FunctionDef(name="lambda_", args=node.args,
+                           body=[ast.Return(value=node.body)],
+                           decorator_list=[], returns=None)
+    return ast.fix_missing_locations(ast.copy_location(made, node))
+
+
+def candidate(node) -> Candidate:
+    """The student's function ``node`` (a def, or a lambda read as one) as
+    a :class:`Candidate`. Its code, shape and steps are all read from its
+    text, so a text up to :data:`_KEPT_CHARS` characters is read once per
+    process: a class hands in the same answers again and again."""
+    text = ast.unparse(node)
+    if len(text) <= _KEPT_CHARS:
+        try:
+            return _kept_candidate(text)
+        except SyntaxError:             # unparsed into what does not parse
+            pass
+    try:
+        code = _body_dump(node)
+    except SyntaxError:
+        code = None
+    return Candidate(node, code)
+
+
+_KEPT_CHARS = 16_384
+
+
+@functools.lru_cache(maxsize=2048)
+def _kept_candidate(text: str) -> Candidate:
+    node = ast.parse(text).body[0]
+    return Candidate(node, _body_dump(node))
 
 
 #: A helper of at least this many statements is also recognised when at
