@@ -46,21 +46,30 @@ def _figures():
 FIGURES = _figures()
 
 
+#: Every canvas's size and pixels (RGBA bytes, base64: a JSON array of
+#: numbers would be ten times the text to pass out of the browser).
+DRAWN_JS = """() => Array.from(document.querySelectorAll('canvas')).map(cv => {
+  const data = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+  let text = '';
+  for (let i = 0; i < data.length; i += 0x8000)
+    text += String.fromCharCode.apply(null, data.subarray(i, i + 0x8000));
+  return [cv.width, cv.height, btoa(text)];
+})"""
+
+
 def _canvases(page, html):
     """Each canvas as its script drew it, and its still. A canvas whose
     still has two layers (the stereo explorer's images) is transparent but
     for the marks the script draws: it is compared, as RGBA, with the
     still's upper layer, the marks, which the script removes."""
-    drawn = page.evaluate(
-        "() => Array.from(document.querySelectorAll('canvas')).map(cv => "
-        "[cv.width, cv.height, Array.from(cv.getContext('2d')"
-        ".getImageData(0, 0, cv.width, cv.height).data)])")
+    drawn = page.evaluate(DRAWN_JS)
     styles = re.findall(r'<canvas [^>]*style="([^"]*)"', html)
     out = []
     for (width, height, pixels), css in zip(drawn, styles, strict=True):
         data = css.split("base64,", 1)[1].split(")", 1)[0]
         still = Image.open(io.BytesIO(base64.b64decode(data)))
-        rgba = np.asarray(pixels, dtype=np.uint8).reshape(height, width, 4)
+        rgba = np.frombuffer(base64.b64decode(pixels), dtype=np.uint8
+                             ).reshape(height, width, 4)
         if css.count("url(") == 2:
             marks = np.asarray(still.convert("RGBA")).copy()
             marks[marks[..., 3] == 0] = 0       # transparent is (0, 0, 0, 0)
