@@ -4,9 +4,11 @@ Every submission below is chapter 1's student notebook, cut to what its
 answers need (support.answers_only), with one cell added (or a hostile
 file), and tries one way to score without solving anything, or to escape,
 hang or flood the grader, or to harm the instructor or the classmates
-graded beside it. They are graded in one run, two at a time, beside the
-chapter itself handed in by an honest student (full marks) and the student
-notebook left as given (0). Each hostile one must get 0 points
+graded beside it. They are graded two at a time, beside the chapter
+itself handed in by an honest student (full marks) and the student
+notebook left as given (0): ``make test`` grades one class with one or two
+routes of each kind (:data:`SWEPT` leaves out the others), ``make sweep``
+a second class with the others. Each hostile one must get 0 points
 and a row that says what happened; the instructor's checkout and session
 keyring must stay out of reach; no process of the run may survive it; a
 listener on a loopback port must receive nothing; the gradebook keeps its
@@ -55,6 +57,30 @@ BACKEND = Bubblewrap()               # its jobs run as uid_base, uid_base + 1
 # not a skip.
 NO_SANDBOX = not BACKEND.works() and not os.environ.get("CI")
 
+#: The routes that ``make sweep`` grades, in a class of their own: those of
+#: a kind that ``make test``'s class already holds (the judge's helpers
+#: reached through a dict, the library reached through a module in a list,
+#: code run from strings), and the slow ones (endless cells and answers, the
+#: processor hog, floods), whose limits tests/e2e/test_written.py and the
+#: fork bomb also meet in ``make test``.
+SWEPT = frozenset({
+    "co-filename", "computed-name", "cpu-hog", "cwd-module",
+    "endless-answer", "endless-cell", "fast-path", "huge-output",
+    "input-transformer", "judge-attribute", "judge-registry",
+    "judge-reshaped", "layer-attention", "oracle", "profile-off",
+    "pydoc-locate", "recompiled-source", "reference-dict",
+    "shifted-shown-cell", "shortcut-sdpa", "sympy-exec", "thread",
+    "torch-module-in-list", "torchscript-string"})
+
+
+def cases(students):
+    """``students`` for ``pytest.mark.parametrize``: those of
+    :data:`SWEPT` marked for ``make sweep``."""
+    return [pytest.param(*(s if isinstance(s, tuple) else (s,)),
+                         marks=pytest.mark.sweep)
+            if (s[0] if isinstance(s, tuple) else s) in SWEPT else s
+            for s in students]
+
 
 def honest_habits():
     """The chapter handed in by an honest student with the habits of one:
@@ -73,9 +99,16 @@ def honest_habits():
     return nb
 
 
-def build_submissions(tmp: Path, port: int, gradebook: Path) -> Path:
-    subs, student, hand_in = class_of_routes(tmp, CHAPTER,
-                                             routes(port, gradebook))
+def build_submissions(tmp: Path, port: int, gradebook: Path,
+                      swept: bool) -> Path:
+    """The class of ``make sweep`` (``swept``: the routes of
+    :data:`SWEPT`) or of ``make test`` (the other routes, the honest habits,
+    the hostile files and folders)."""
+    chosen = {name: source for name, source in routes(port, gradebook).items()
+              if (name in SWEPT) == swept}
+    subs, student, hand_in = class_of_routes(tmp, CHAPTER, chosen)
+    if swept:
+        return subs
     hand_in("honest-habits", honest_habits())
     semicolon = nbformat.read(CHAPTER, as_version=4)
     semicolon.cells.append(nbformat.v4.new_code_cell("shown = [1, 2];"))
@@ -174,6 +207,31 @@ def job_processes() -> list[str]:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
+    """``make test``'s class, graded."""
+    return grade_class(tmp_path_factory, swept=False)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """``make sweep``'s class (the routes of :data:`SWEPT`), graded."""
+    return grade_class(tmp_path_factory, swept=True)
+
+
+@pytest.fixture
+def run_of(request):
+    """The graded class that holds a student."""
+    return lambda student: request.getfixturevalue(
+        "swept" if student in SWEPT else "run")
+
+
+@pytest.fixture(params=["run", pytest.param("swept",
+                                            marks=pytest.mark.sweep)])
+def each_run(request):
+    """Each graded class in turn."""
+    return request.getfixturevalue(request.param)
+
+
+def grade_class(tmp_path_factory, swept: bool) -> dict:
     if NO_SANDBOX:
         pytest.skip("bubblewrap cannot run here")
     tmp = tmp_path_factory.mktemp("hostile")
@@ -200,7 +258,7 @@ def run(tmp_path_factory):
     (out / "feedback").mkdir(parents=True)
     (out / "feedback" / "ghost.md").write_text("stale")
     (out / "executed" / "ghost").mkdir(parents=True)
-    subs = build_submissions(tmp, port, out)
+    subs = build_submissions(tmp, port, out, swept)
     before = checkout_digest()
     os.environ[SECRET] = "instructor-only"
     key = instructor_key()
@@ -256,8 +314,10 @@ def test_the_untouched_notebook_scores_zero(run):
         assert row.points == 0 and row.code == "not-done"
 
 
-@pytest.mark.parametrize("student", FOR_REVIEW_ROUTES)
-def test_the_tripwire_s_gaps_are_for_review_quoting_the_line(run, student):
+@pytest.mark.parametrize("student", cases(FOR_REVIEW_ROUTES))
+def test_the_tripwire_s_gaps_are_for_review_quoting_the_line(run_of,
+                                                             student):
+    run = run_of(student)
     row = run["book"][student, LABELS[0]]
     assert row.points == 0
     # Sent for review by the grader's reading of the source, not by what
@@ -283,9 +343,10 @@ def test_the_judges_are_not_in_the_sandbox(run):
         ["judges", "ModuleNotFoundError"], ["judges", "ImportError"])
 
 
-@pytest.mark.parametrize("student", sorted(routes(0, Path("/x"))))
-def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
-    rows = rows_of(run, student)
+@pytest.mark.parametrize("student", cases(sorted(routes(0, Path("/x")))))
+def test_every_hostile_notebook_scores_zero_with_a_clear_row(run_of,
+                                                             student):
+    rows = rows_of(run_of(student), student)
     assert [r.exercise for r in rows] == ROWS
     for r in rows:
         assert r.points == 0, (student, r.feedback)
@@ -294,7 +355,7 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
         assert r.code and len(r.feedback) > 20
 
 
-@pytest.mark.parametrize("student, code, quoted", [
+@pytest.mark.parametrize("student, code, quoted", cases([
     # The line the row quotes (the first finding of the source review):
     # the library's attention taken apart, the copy the chapter shows
     # (its own cell), the signals sent to the runner, the pickles of the
@@ -323,8 +384,9 @@ def test_every_hostile_notebook_scores_zero_with_a_clear_row(run, student):
     ("sympy-exec", "review-dynamic", "from sympy.parsing"),
     ("judge-reshaped", "review-judge", "largest = lambda"),
     ("reference-retyped", "review-reference", "def attn("),
-])
-def test_the_first_row_says_what_happened(run, student, code, quoted):
+]))
+def test_the_first_row_says_what_happened(run_of, student, code, quoted):
+    run = run_of(student)
     row = run["book"][student, LABELS[0]]
     assert row.code == code, (row.code, row.feedback)
     if quoted is not None:
@@ -357,7 +419,9 @@ def test_the_instructors_keyring_is_out_of_reach(run):
     assert "instructor-only" not in text and text.startswith("key -1")
 
 
-def test_classmates_of_the_hog_are_graded_fairly(run):
+@pytest.mark.sweep
+def test_classmates_of_the_hog_are_graded_fairly(swept):
+    run = swept
     # Whoever ran beside it and was starved into a time limit was graded
     # again alone (see the test of the retry below): every notebook that
     # is not hostile still gets its expected rows (the tests above).
@@ -419,12 +483,17 @@ def test_parsing_bombs_and_floods_end_with_clear_rows(run):
     assert not (run["out"] / "executed" / "colons").exists()
 
 
-def test_runs_that_stop_are_reported_to_the_student(run):
-    graded = run["graded"]
+@pytest.mark.sweep
+def test_runs_that_stop_are_reported_to_the_student(swept):
+    graded = swept["graded"]
     codes = {p.code for p in graded["endless-cell"].problems}
     assert codes & {"cell-timeout", "notebook-deadline"}, codes
     assert any(p.code == "output-truncated"
                for p in graded["huge-output"].problems)
+
+
+def test_a_file_size_limit_stops_a_cell(run):
+    graded = run["graded"]
     # Kept on purpose: "File too large" is the error the student's own cell
     # raised (EFBIG, quoted from the kernel): the file size limit held.
     assert any(p.code == "cell-raised" and "File too large" in p
@@ -477,7 +546,8 @@ def test_stale_files_are_gone(run):
     assert (run["out"] / "feedback" / "honest.md").exists()
 
 
-def test_nothing_escapes_the_sandbox(run):
+def test_nothing_escapes_the_sandbox(each_run):
+    run = each_run
     assert not run["changed"], "the instructor's checkout changed"
     assert run["survivors"] == [], "processes of the run survived it"
     assert run["received"] == [], "the loopback listener received data"
@@ -486,7 +556,8 @@ def test_nothing_escapes_the_sandbox(run):
     assert run["csv"] == (run["out"] / "gradebook.csv").read_text()
 
 
-def test_every_notebook_ends_within_its_time_limit(run):
+def test_every_notebook_ends_within_its_time_limit(each_run):
+    run = each_run
     # Kept on purpose: a time bound, because ending every notebook within
     # its time limit (plus the harvest and the start) is what is promised.
     limit = run["limits"].notebook_seconds + 20
@@ -494,7 +565,9 @@ def test_every_notebook_ends_within_its_time_limit(run):
         assert g.seconds <= limit, (g.student, g.seconds)
 
 
-def test_a_module_written_beside_the_notebook_is_not_imported(run):
+@pytest.mark.sweep
+def test_a_module_written_beside_the_notebook_is_not_imported(swept):
+    run = swept
     # The write succeeded (the folder is the notebook's to write in); the
     # import did not find it.
     assert printed(run, "cwd-module").split() == ["cwd", "import", "refused"]
