@@ -84,7 +84,7 @@ import types
 
 from selfattention_exercises import CORE_MODULES
 
-from .cells import _Cell, _dotted, _parse
+from .cells import _Cell, _dotted, _parse, walk
 from .dynamic import (
     _binds_anywhere,
     _bound_here,
@@ -192,7 +192,7 @@ def _filling(cells: list[_Cell], names: _Names) -> tuple:
                     if isinstance(node, ast.ClassDef):
                         continue
                     outer = {id(n) for n in _global_loads(node)}
-                    for inner in ast.walk(node):
+                    for inner in walk(node):
                         root = _filled_root(inner) if isinstance(
                             inner, ast.Call) else None
                         if root is None and isinstance(
@@ -201,12 +201,12 @@ def _filling(cells: list[_Cell], names: _Names) -> tuple:
                             root = _filled_root(inner)
                         if root in data and any(
                                 isinstance(n, ast.Name) and n.id == root and
-                                id(n) in outer for n in ast.walk(inner)):
+                                id(n) in outer for n in walk(inner)):
                             writers.setdefault(root, set()).add(node.name)
                     continue
                 for inner in _global_loads(node):
                     loaders.setdefault(inner.id, []).append((cell, node))
-                for inner in ast.walk(node):
+                for inner in walk(node):
                     root = None
                     if isinstance(inner, ast.Call):
                         root = _filled_root(inner)
@@ -235,9 +235,9 @@ def _odd_bindings(cells: list[_Cell], answers) -> list[Finding]:
     def visit(cell, node):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
                              ast.Lambda)):
-            declared = {n for g in ast.walk(node) if isinstance(g, ast.Global)
+            declared = {n for g in walk(node) if isinstance(g, ast.Global)
                         for n in g.names} & answers
-            for inner in ast.walk(node):
+            for inner in walk(node):
                 if isinstance(inner, ast.Name) and inner.id in declared \
                         and not isinstance(inner.ctx, ast.Load):
                     flag(cell, inner, inner.id, "inside a function "
@@ -264,21 +264,21 @@ def _odd_bindings(cells: list[_Cell], answers) -> list[Finding]:
                         target.id in answers and node.value is not None \
                         and any(isinstance(n, ast.Name) and
                                 n.id == target.id
-                                for n in ast.walk(node.value)):
+                                for n in walk(node.value)):
                     flag(cell, node, target.id, "to itself")
                 elif not isinstance(target, ast.Name):
-                    for n in ast.walk(target):
+                    for n in walk(target):
                         if isinstance(n, ast.Name) and n.id in answers \
                                 and isinstance(n.ctx, ast.Store):
                             flag(cell, node, n.id, "by unpacking")
         elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor,
                                ast.NamedExpr)):
-            for n in ast.walk(node.target):
+            for n in walk(node.target):
                 if isinstance(n, ast.Name) and n.id in answers:
                     flag(cell, node, n.id, "by a loop, `:=` or `+=`")
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
-                for n in ast.walk(item.optional_vars) \
+                for n in walk(item.optional_vars) \
                         if item.optional_vars else ():
                     if isinstance(n, ast.Name) and n.id in answers:
                         flag(cell, node, n.id, "by `with ... as`")
@@ -308,7 +308,7 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
     copies of the references and of the judge's ``helpers``."""
     found = []
     local = _Names([], names.budget)
-    for inner in ast.walk(node):               # imports inside functions
+    for inner in walk(node):               # imports inside functions
         if isinstance(inner, (ast.Import, ast.ImportFrom)):
             local._statement(cell, inner)
             for dotted in _imported(inner):
@@ -316,7 +316,7 @@ def _uses(cell: _Cell, node, names: _Names, refs: list[_Reference],
                 if why:
                     found.append(_finding(cell, inner, *why))
     outer = {id(n) for n in _global_loads(node)}
-    for inner in ast.walk(node):
+    for inner in walk(node):
         if not isinstance(inner, (ast.Name, ast.Attribute)):
             continue
         if isinstance(inner, ast.Name) and not isinstance(inner.ctx,
@@ -501,7 +501,7 @@ def _review(nb, exercises, book_cells):
         written = []
         for cell in own:
             where = cell
-            for node in ast.walk(cell.tree):
+            for node in walk(cell.tree):
                 if isinstance(node, COPYABLE):
                     function = as_def(node)
                     written.append((cell, function, candidate(function)))

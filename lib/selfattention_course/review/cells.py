@@ -26,6 +26,16 @@ class _Cell:
     inert: bool = False        # the kernel cannot run it (a syntax error)
 
 
+def walk(node) -> list:
+    """Every node under ``node``, itself first, in :func:`ast.walk`'s
+    order. The list is kept on the node: the review's rules each read every
+    node of every cell, and none of them changes a cell's tree."""
+    found = node.__dict__.get("_walked")
+    if found is None:
+        found = node._walked = list(ast.walk(node))
+    return found
+
+
 #: Cells up to this many characters have their Python kept for the next
 #: notebook (a class hands in the book's cells again and again); at most
 #: _KEPT of them, so the memory kept stays under 16 MiB.
@@ -178,7 +188,9 @@ _TIMEIT_OPTIONS = re.compile(r"^\s*(?:(?:-[nrp]\s*\d+|-[qoct])(?:\s+|$))*")
 def _timed_code(tree) -> bool:
     """Read the code a safe magic runs (``%time f()``, a ``%%timeit``
     cell's body, the name ``%pinfo`` looks up) as part of the cell: its
-    statements join the tree, at the lines where they stand. Raises
+    statements join the tree, at the lines where they stand (so it reads
+    the tree with :func:`ast.walk`: no list of :func:`walk` may be kept
+    before the tree is whole). Raises
     SyntaxError when it is not Python. Whether the cell had any."""
     added = []
     for node in ast.walk(tree):
@@ -272,7 +284,7 @@ def _magic_nodes(tree) -> set[int]:
     ``get_ipython``, the call of it and ``run_line_magic``), which say
     nothing about the code the magic runs."""
     found = set()
-    for node in ast.walk(tree) if tree is not None else ():
+    for node in walk(tree) if tree is not None else ():
         if isinstance(node, ast.Call) and _magic(node):
             found |= {id(node.func), id(node.func.value),
                       id(node.func.value.func)}

@@ -9,7 +9,7 @@ import importlib
 import importlib.util
 import types
 
-from .cells import _automagic, _call, _Cell, _dotted, _magic_nodes
+from .cells import _automagic, _call, _Cell, _dotted, _magic_nodes, walk
 from .findings import Finding
 from .likeness import _lookup
 from .rules import (
@@ -61,13 +61,13 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
                         "tell what it does")]
     found = []
     asked = _membership_tests(cell.tree)
-    called = {id(n.func) for n in ast.walk(cell.tree)
+    called = {id(n.func) for n in walk(cell.tree)
               if isinstance(n, ast.Call)}
     magics = _magic_nodes(cell.tree)
     outer = {id(n) for n in _global_loads(cell.tree)}
     printed = _stream_reads(cell.tree) if streams else set()
     helped = _plain_help(cell.tree, names)
-    for node in ast.walk(cell.tree):
+    for node in walk(cell.tree):
         if id(node) in magics:
             continue
         if isinstance(node, ast.Name) and node.id in DYNAMIC_NAMES and \
@@ -118,7 +118,7 @@ def _dynamic(cell: _Cell, names: _Names, streams: bool = False
                                             f"`{name}`, which other code "
                                             f"of the notebook's namespace "
                                             f"calls"))
-    for node in ast.walk(cell.tree):
+    for node in walk(cell.tree):
         targets = (node.targets if isinstance(node, ast.Assign) else
                    [node.target] if isinstance(node, (ast.AugAssign,
                                                       ast.AnnAssign))
@@ -161,7 +161,7 @@ def _value_places(tree):
     item of a list, tuple, set or dict, an argument, a value stored into
     an item or an attribute, a return or yield, a default, a lambda's
     body, the value of ``:=``."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             yield from node.elts
         elif isinstance(node, ast.Dict):
@@ -299,7 +299,7 @@ def _stream_reads(tree) -> set[int]:
     ``write``/``flush`` is called. Reading them otherwise (``e =
     sys.stderr``, ``sys.stderr.session``) stays flagged."""
     found = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         fn = node.func
@@ -319,7 +319,7 @@ def _stream_reads(tree) -> set[int]:
 def _binds_anywhere(cells: list[_Cell], name: str) -> bool:
     """Whether any code of the notebook binds ``name``, in any scope."""
     for cell in cells:
-        for node in ast.walk(cell.tree) if cell.tree is not None else ():
+        for node in walk(cell.tree) if cell.tree is not None else ():
             if isinstance(node, ast.Name) and node.id == name and \
                     not isinstance(node.ctx, ast.Load):
                 return True
@@ -346,7 +346,7 @@ def _membership_tests(tree) -> set[int]:
     """``"name" in globals()``: a question about the namespace, which
     changes nothing (the ids of those ``globals`` names)."""
     found = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Compare) and all(
                 isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
                 and isinstance(node.left, ast.Constant):
@@ -373,7 +373,7 @@ def _bound_here(node) -> list[str]:
                    [i.optional_vars for i in node.items if i.optional_vars]
                    if isinstance(node, (ast.With, ast.AsyncWith)) else
                    [node.target])
-        return [n.id for t in targets for n in ast.walk(t)
+        return [n.id for t in targets for n in walk(t)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
     return []
 

@@ -11,7 +11,7 @@ import inspect
 import textwrap
 import types
 
-from .cells import _NamedAttributes
+from .cells import _NamedAttributes, walk
 from .rules import TRUSTED_ROOTS
 from .scope import _import
 
@@ -254,7 +254,7 @@ SHAPE_NODES = 25
 
 
 def _size(node) -> int:
-    return sum(1 for _ in ast.walk(node))
+    return len(walk(node))
 
 
 def _shape_dump(node) -> str:

@@ -7,7 +7,7 @@ import ast
 import importlib
 import importlib.util
 
-from .cells import _Cell, _dotted
+from .cells import _Cell, _dotted, walk
 from .rules import TRUSTED_ROOTS
 
 #: How many names deep an expression is followed, and how many expressions
@@ -54,10 +54,10 @@ class _Names:
         # names that code unbinds: ``del x``, and ``except E as x``, which
         # deletes x when its handler ends
         self.deleted = {n.id for c in cells if c.tree is not None
-                        for n in ast.walk(c.tree) if isinstance(n, ast.Name)
+                        for n in walk(c.tree) if isinstance(n, ast.Name)
                         and isinstance(n.ctx, ast.Del)} | {
             n.name for c in cells if c.tree is not None
-            for n in ast.walk(c.tree)
+            for n in walk(c.tree)
             if isinstance(n, ast.ExceptHandler) and n.name}
         for cell in cells:
             if cell.tree is None:
@@ -65,11 +65,11 @@ class _Names:
             for stmt in cell.tree.body:
                 self._statement(cell, stmt)
                 self._sure.add(id(stmt))
-            for node in ast.walk(cell.tree):      # `global x` in a function
+            for node in walk(cell.tree):      # `global x` in a function
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    declared = {n for g in ast.walk(node)
+                    declared = {n for g in walk(node)
                                 if isinstance(g, ast.Global) for n in g.names}
-                    for inner in ast.walk(node):
+                    for inner in walk(node):
                         if isinstance(inner, ast.Name) and \
                                 inner.id in declared and \
                                 isinstance(inner.ctx, ast.Store):
@@ -119,7 +119,7 @@ class _Names:
                     else [node.target]
                 for target in targets:
                     single = isinstance(target, ast.Name)
-                    for name in ast.walk(target):
+                    for name in walk(target):
                         if isinstance(name, ast.Name) and \
                                 isinstance(name.ctx, ast.Store):
                             self._add(name.id, cell, node,
@@ -131,7 +131,7 @@ class _Names:
                     [i.optional_vars for i in node.items] if isinstance(
                         node, (ast.With, ast.AsyncWith)) else [])
                 for holder in holders:
-                    for name in ast.walk(holder) if holder else ():
+                    for name in walk(holder) if holder else ():
                         if isinstance(name, ast.Name) and \
                                 isinstance(name.ctx, ast.Store):
                             self._add(name.id, cell, node, None)
