@@ -16,7 +16,8 @@ from selfattention._validate import (boundary, generator, integer, one_of,
                                      sequence)
 
 __all__ = ["Photograph", "CATALOGUE", "NAMES", "photograph",
-           "split_photographs", "random_crops", "photo_from_bytes"]
+           "split_photographs", "random_crops", "photo_from_bytes",
+           "MAX_BYTES", "MAX_PIXELS", "MAX_ASPECT"]
 
 
 @dataclass(frozen=True)
@@ -155,8 +156,12 @@ def random_crops(rng, names, n, size, short_side=128):
     return crops, source
 
 
-#: What an upload may be: bytes, pixels, and how oblong.
-MAX_BYTES, MAX_PIXELS, MAX_ASPECT = 25 * 2 ** 20, 50_000_000, 8
+#: The most bytes an uploaded file may have.
+MAX_BYTES = 25 * 2 ** 20
+#: The most pixels an uploaded image may have.
+MAX_PIXELS = 50_000_000
+#: The most times an uploaded image's longer side may be its shorter.
+MAX_ASPECT = 8
 _DEEP = ("I;16", "I;16L", "I;16B", "I;16N")      # 16-bit grey
 
 

@@ -1,6 +1,6 @@
 """The training of the tiny ViT on 8 × 8 digits (:func:`train`, deterministic:
 float64, its own seeds, one thread), and its ``make train`` recipes, with the
-arguments of :data:`selfattention_models.digits.TRAINED_DIGITS`.
+arguments of ``selfattention_models.digits.TRAINED_DIGITS``.
 """
 
 import math
