@@ -1,5 +1,6 @@
 """Small helpers that several test files share."""
 
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -141,3 +142,57 @@ def run_bpf(program: bytes, arch: int, number: int, arg0: int = 0) -> int:
             pc += 1 + (jt if hit else jf)
         else:                                      # ret
             return k
+
+
+# ------------------------------------------------------ image files
+def encoded(array, fmt="PNG"):
+    """``array`` (H, W) or (H, W, channels) as the bytes of an image file."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, fmt)
+    return buffer.getvalue()
+
+
+def png_header(width, height):
+    """A PNG file that declares ``width`` × ``height`` 8-bit grey pixels
+    and holds none: what a decompression bomb shows before it is read."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data)))
+    return (b"\x89PNG\r\n\x1a\n" +
+            chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0,
+                                       0, 0)) + chunk(b"IEND", b""))
+
+
+@functools.lru_cache(maxsize=1)
+def hostile_files():
+    """Files that no photograph can be made of, by what is wrong with them:
+    not an image, cut short, too small, too oblong, too many pixels or
+    bytes, values that are not numbers."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from selfattention_models.photos import MAX_BYTES
+
+    rng = np.random.default_rng(0)
+    jpeg = encoded((rng.random((80, 80, 3)) * 255).astype(np.uint8), "JPEG")
+    png = encoded((rng.random((80, 80)) * 255).astype(np.uint8))
+    nan = io.BytesIO()
+    Image.fromarray(np.full((40, 40), np.nan, np.float32)).save(nan, "TIFF")
+    return {"text": b"<html>not an image</html>", "empty": b"",
+            "cut-jpeg": jpeg[:300], "cut-png": png[:200],
+            "tiny": encoded(np.zeros((20, 20), np.uint8)),
+            "oblong": encoded(np.zeros((40, 1000), np.uint8)),
+            "bomb": png_header(20000, 20000),       # 400 Mpixel declared
+            "many-pixels": png_header(10000, 6000),
+            "no-pixels": png_header(200, 200),      # header, then nothing
+            "nan": nan.getvalue(),
+            "many-bytes": png + bytes(MAX_BYTES)}

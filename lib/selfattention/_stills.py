@@ -14,11 +14,12 @@ __all__ = ["background", "grey", "attention_map", "frame", "outline",
            "bars"]
 
 
-def _png(rgb: np.ndarray) -> str:
+def _png(rgb: np.ndarray, mode: str = "RGB") -> str:
+    """``rgb`` (H, W, 3), or (H, W, 4) in ``mode`` "RGBA", as base64 PNG."""
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8), "RGB").save(
+    Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8), mode).save(
         buffer, format="PNG", optimize=False, compress_level=9)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 

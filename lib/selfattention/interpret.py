@@ -11,9 +11,9 @@ import numpy as np
 import torch
 
 from . import vit
-from ._validate import (boundary, floats, grid, integer, ints, number,
-                        one_per_image, optional, positive_int, require,
-                        same_shape, sequence)
+from ._validate import (boundary, floats, grid_shape, integer, ints,
+                        number, one_per_image, optional, positive_int,
+                        require, same_shape, sequence)
 from .vit import _MODEL, _tensor, accuracy, tokens_fit
 
 __all__ = ["patch_distances", "mean_attention_distance", "cls_attention",
@@ -39,14 +39,14 @@ def _labels_fit(model, X, y) -> None:
 
 
 # ------------------------------------------------------------------ where
-@boundary(grid=grid(), patch=positive_int())
+@boundary(grid=grid_shape(), patch=positive_int())
 def patch_distances(grid, patch):
     """Distances in pixels between patch centres, shape (n, n), n = H·W."""
     r, c = np.divmod(np.arange(grid[0] * grid[1]), grid[1])
     return patch * np.hypot(r[:, None] - r, c[:, None] - c)
 
 
-@boundary(maps=_MAPS, grid=grid(), patch=positive_int(),
+@boundary(maps=_MAPS, grid=grid_shape(), patch=positive_int(),
           checks=(_maps_fit,))
 def mean_attention_distance(maps, grid, patch):
     """Attention-weighted distance from query to key patches, (L, h)."""

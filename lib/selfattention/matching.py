@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import (boundary, floats, grid, instance, integer, ints,
-                        positive_int, require, same_shape)
+from ._validate import (boundary, floats, grid_shape, instance, integer,
+                        ints, positive_int, require, same_shape)
 
 __all__ = ["normalize", "displacements", "pixel_features",
            "correlation_volume", "argmax_flow", "lookup"]
@@ -20,7 +20,7 @@ def normalize(X):
     return X / np.where(norm > 0, norm, 1.0)
 
 
-@boundary(S=floats(ndim=2), grid=grid(),
+@boundary(S=floats(ndim=2), grid=grid_shape(),
           periodic=instance(bool),
           checks=(lambda S, grid: require(
               S.shape == (grid[0] * grid[1],) * 2, f"S must have shape (n, n) "

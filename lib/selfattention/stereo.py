@@ -2,79 +2,18 @@
 (:ref:`ch-matching`): every volume is indexed ``(row, column, disparity)``.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-from functools import lru_cache
-
 import numpy as np
 
-from ._validate import (Constraint, boundary, floats, integer, ints,
-                        number, optional, positive_int, require, same_shape)
+from ._validate import (boundary, floats, integer, ints, number, optional,
+                        positive_int, require, same_shape)
 
-__all__ = ["MAX_DISP", "HELD_OUT", "MARGIN", "StereoRows",
-           "half_resolution_pair", "patch_features", "epipolar_mask",
-           "disparity_volume", "winner_take_all", "soft_argmax",
-           "disparity_scores", "masked_row_attention_scores", "occluded",
+__all__ = ["MAX_DISP", "patch_features", "epipolar_mask", "disparity_volume",
+           "winner_take_all", "soft_argmax", "disparity_scores", "occluded",
            "ambiguous", "local_contrast"]
 
 #: Largest disparity searched, in half-resolution pixels (the ground truth
 #: reaches 29.95).
 MAX_DISP = 32
-#: Held-out rows of the half-resolution pair, five blocks ``[start, stop)``
-#: spread over the image: never seen in training, scored in the chapter.
-HELD_OUT = ((20, 30), (70, 80), (120, 130), (170, 180), (220, 230))
-#: Rows on either side of each held-out block that training crops also
-#: avoid, more than the encoder's receptive field reaches (3 rows).
-MARGIN = 5
-
-
-@dataclass(frozen=True)
-class StereoRows:
-    """The pair at half resolution and its row split."""
-
-    left: np.ndarray        # (250, 370, 3) float64 in [0, 1]
-    right: np.ndarray       # (250, 370, 3)
-    disparity: np.ndarray   # (250, 370) float64 half-res pixels, NaN unknown
-    held_out: np.ndarray    # (50,) rows scored in the table
-    train_rows: np.ndarray  # rows that training crops may use
-    blocks: tuple           # the held-out rows as slices, one per block
-
-
-@lru_cache(maxsize=1)
-def _half():
-    from .data import stereo_pair
-    pair = stereo_pair()
-    H, W = pair.disparity.shape[0] // 2, pair.disparity.shape[1] // 2
-
-    def blocks(a):                       # (2H, 2W, ...) -> (H, 2, W, 2, ...)
-        a = np.asarray(a[:2 * H, :2 * W], dtype=np.float64)
-        return a.reshape(H, 2, W, 2, *a.shape[2:])
-
-    left = blocks(pair.left).mean(axis=(1, 3)) / 255.0      # (H, W, 3)
-    right = blocks(pair.right).mean(axis=(1, 3)) / 255.0
-    # A block's disparity is known only if all four of its pixels are; a
-    # half-resolution pixel moves half as far.
-    disparity = blocks(pair.disparity).mean(axis=(1, 3)) / 2.0   # NaN stays
-    rows = np.arange(H)
-    held = np.concatenate([rows[a:b] for a, b in HELD_OUT])
-    near = np.zeros(H, bool)
-    for a, b in HELD_OUT:
-        near[max(a - MARGIN, 0):b + MARGIN] = True
-    train = rows[~near]
-    for a in (left, right, disparity, held, train):
-        a.setflags(write=False)
-    return StereoRows(left, right, disparity, held, train,
-                      tuple(slice(a, b) for a, b in HELD_OUT))
-
-
-def half_resolution_pair() -> StereoRows:
-    """The Motorcycle pair averaged over 2 × 2 blocks (500 × 741 becomes
-    250 × 370, the last column dropped), its disparity halved, and the rows
-    split: the blocks :data:`HELD_OUT` for scoring, :data:`MARGIN` rows
-    either side of each unused, the rest for training. Read-only arrays,
-    shared between calls."""
-    return _half()
 
 
 @boundary(img=floats(ndim=3), k=positive_int(), rows=optional(ints(ndim=1)),
@@ -116,18 +55,6 @@ def disparity_volume(F_left, F_right, max_disp):
     return C                                            # (H, W, D + 1)
 
 
-@boundary(F_left=floats(ndim=2), F_right=floats(ndim=2),
-          max_disp=integer(0),
-          checks=(lambda F_left, F_right: same_shape(F_left=F_left,
-                                                     F_right=F_right),))
-def masked_row_attention_scores(F_left, F_right, max_disp):
-    """One row's scores as attention sees them: ``Q Kᵀ`` between the left
-    row's features ``F_left`` (W, D) and the right row's, ``-inf`` where
-    :func:`epipolar_mask` says no -> (W, W)."""
-    S = F_left @ F_right.T                              # (W, W): Q Kᵀ
-    return np.where(epipolar_mask(len(S), max_disp), S, -np.inf)
-
-
 @boundary(C=floats(min_ndim=1, neg_inf=True))
 def winner_take_all(C):
     """The disparity of each pixel's largest correlation."""
@@ -147,25 +74,8 @@ def soft_argmax(C, temperature):
     return mean, spread
 
 
-def _disparities(value, name):
-    """A real array in which NaN marks an unknown disparity."""
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be an array of real numbers (NaN = "
-                        f"unknown), got {type(value).__name__}")
-    arr = arr.astype(np.float64)
-    if np.isinf(arr).any():
-        raise ValueError(f"{name} must be finite or NaN, got "
-                         f"{int(np.isinf(arr).sum())} infinite value(s)")
-    return arr
-
-
 #: Disparities with NaN where unknown: what the ground truth holds.
-DISPARITIES = Constraint(
-    _disparities, "disparities",
-    valid=lambda: np.array([[7.5, np.nan]]),
-    invalid=lambda: [("text", TypeError),
-                     (np.array([[np.inf, 1.0]]), ValueError)])
+DISPARITIES = floats(nan=True)
 
 
 @boundary(estimate=floats(), truth=DISPARITIES,
@@ -185,8 +95,7 @@ def disparity_scores(estimate, truth, mask=None):
             "within_3": float(np.mean(err <= 3)), "pixels": int(len(err))}
 
 
-@boundary(disparity=DISPARITIES,
-          tolerance=number(0))
+@boundary(disparity=DISPARITIES, tolerance=number(0))
 def occluded(disparity, tolerance=1.0):
     """Left pixels that the right camera cannot see, from the true
     disparity (H, W) -> bool (H, W)."""

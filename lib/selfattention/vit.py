@@ -1,57 +1,22 @@
 """The tiny vision transformer (:ref:`ch-position`, :ref:`ch-transformer`,
-:ref:`ch-misconceptions`) on 8 × 8 digits in 2 × 2-pixel patches;
-:func:`train` is deterministic (float64, its own seeds, one thread).
+:ref:`ch-misconceptions`) on 8 × 8 digits in 2 × 2-pixel patches, and its
+use: the logits, weights, predictions and accuracy of a trained model.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from ._validate import (boundary, divides, floats, generator, instance,
-                        integer, ints, number, one_per_image, optional,
-                        positive, positive_int, require)
-from .patches import patchify
+from ._validate import (boundary, floats, generator, instance, ints,
+                        one_per_image, optional, require)
 from .position import relative_position_index
-from .torch_bridge import torch_threads
 
-__all__ = ["DigitSplit", "digit_split", "shuffle_patches", "RelativeBias",
-           "Block", "TinyViT", "train", "forward", "predict", "accuracy"]
-
-
-@dataclass(frozen=True)
-class DigitSplit:
-    """Digits as tokens (N, 16, 4) in [0, 1], labels (N,), test images
-    (N, 8, 8), the patch ``grid`` and the patch side ``patch`` in pixels."""
-
-    X_train: np.ndarray
-    y_train: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    images_test: np.ndarray
-    grid: tuple = (4, 4)
-    patch: int = 2
-
-
-@boundary(test_fraction=number(0, 1, strict=True), seed=integer(0))
-def digit_split(test_fraction=0.25, seed=0):
-    """The 1,797 digits as patch tokens, split reproducibly by label."""
-    # scikit-learn takes about 3 s to import: only when a split is made.
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-    digits = load_digits()
-    images, labels = digits.images / 16.0, digits.target  # (N, 8, 8), (N,)
-    train, test = train_test_split(np.arange(len(labels)),
-                                   test_size=float(test_fraction),
-                                   stratify=labels, random_state=seed)
-    train, test = np.sort(train), np.sort(test)
-    X = patchify(images, 2)                              # (N, 16, 4)
-    return DigitSplit(X[train], labels[train], X[test], labels[test],
-                      images[test])
+__all__ = ["shuffle_patches", "RelativeBias", "Block", "TinyViT", "forward",
+           "predict", "accuracy"]
 
 
 @boundary(X=floats(ndim=3), rng=generator())
@@ -139,44 +104,6 @@ class TinyViT(nn.Module):
             maps.append(A)                       # (B, h, 1+n, 1+n)
         logits = self.head(self.ln(z[:, 0]))     # (B, classes): class token
         return logits, torch.stack(maps, dim=1)  # maps: (B, L, h, 1+n, 1+n)
-
-
-# ------------------------------------------------------------------ training
-@boundary(data=instance(DigitSplit, "a DigitSplit from digit_split()"),
-          position=instance(bool), seed=integer(0), epochs=positive_int(),
-          d=positive_int(), h=positive_int(), depth=positive_int(),
-          d_mlp=positive_int(), batch_size=positive_int(), lr=positive(),
-          threads=positive_int(),
-          checks=(lambda d, h: divides("h", h, (d,), "the token width d"),))
-def train(data, position=True, seed=0, epochs=15, d=32, h=4, depth=2,
-          d_mlp=64, batch_size=64, lr=5e-3, threads=1):
-    """A :class:`TinyViT` trained on ``data``, the same on every run."""
-    X = _tensor(data.X_train)
-    y = torch.from_numpy(np.asarray(data.y_train, dtype=np.int64))
-    rng = np.random.default_rng(seed)
-    with torch_threads(threads):
-        with torch.random.fork_rng(devices=[]):     # the caller's stream
-            torch.manual_seed(seed)                  # stays untouched
-            model = TinyViT(X.shape[1], X.shape[2], d, h, depth, d_mlp,
-                            position=position).double()
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0,
-                                fused=True)
-        sched = torch.optim.lr_scheduler.OneCycleLR(
-            opt, max_lr=lr, pct_start=0.1,
-            total_steps=epochs * math.ceil(len(X) / batch_size))
-        model.train()
-        model.losses = []                        # mean loss of each epoch
-        for _ in range(epochs):
-            model.losses.append(0.0)
-            for idx in torch.from_numpy(rng.permutation(len(X))).split(
-                    batch_size):
-                loss = nn.functional.cross_entropy(model(X[idx])[0], y[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                sched.step()
-                model.losses[-1] += loss.item() * len(idx) / len(X)
-    return model.eval()
 
 
 # ------------------------------------------------------------------ use

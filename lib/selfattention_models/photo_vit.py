@@ -16,10 +16,10 @@ from selfattention._validate import (boundary, divides, floats, generator,
                                      positive_int)
 from selfattention.detection import DecoderLayer
 from selfattention.patches import patchify
-from selfattention.photos import random_crops, split_photographs
 from selfattention.vit import TinyViT
 
 from . import trained
+from .photos import random_crops, split_photographs
 from .scenes import digit_scenes, split_digits
 from .trained import load_weight_arrays
 

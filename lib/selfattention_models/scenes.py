@@ -9,16 +9,17 @@ import numpy as np
 from selfattention._validate import (boundary, generator, integer, ints,
                                      number, one_of, pair, positive_int,
                                      require, sequence)
-from selfattention.data import mnist_digits
-from selfattention.photos import NAMES, crops_fit, random_crops
+
+from .mnist import mnist_digits
+from .photos import NAMES, crops_fit, random_crops
 
 __all__ = ["split_digits", "Scenes", "digit_scenes"]
 
 
 @boundary(test_fraction=number(0, 1, strict=True), seed=integer(0))
 def split_digits(test_fraction=0.2, seed=0):
-    """Indices into :func:`~selfattention.data.mnist_digits` for training
-    and for testing, stratified by class."""
+    """Indices into :func:`~selfattention_models.mnist.mnist_digits` for
+    training and for testing, stratified by class."""
     from sklearn.model_selection import train_test_split
     labels = mnist_digits()[1]
     train, test = train_test_split(np.arange(len(labels)),

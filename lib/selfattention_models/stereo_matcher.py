@@ -10,9 +10,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from selfattention.stereo import MAX_DISP, half_resolution_pair
+from selfattention.stereo import MAX_DISP
 
 from . import trained
+from .motorcycle import half_resolution_pair
 
 __all__ = ["Encoder", "Matcher", "match_rows", "band_scores", "load_encoder",
            "load_matcher", "predict", "predict_held_out"]

@@ -8,7 +8,8 @@ with :func:`selfattention_models.trained.load`. The registry is
 after the models they train: :mod:`~selfattention_training.mnist`,
 :mod:`~selfattention_training.digits`, :mod:`~selfattention_training.scale`,
 :mod:`~selfattention_training.stereo` and
-:mod:`~selfattention_training.photographs`. This package imports the
-readers' library and the models' package (:mod:`selfattention_models`), and
-nothing else of the project.
+:mod:`~selfattention_training.photographs`. The tiny ViT's training loop,
+:func:`selfattention_training.digits.train`, is also what the chapters'
+exercises call. This package imports the readers' library and the models'
+package (:mod:`selfattention_models`), and nothing else of the project.
 """

@@ -4,8 +4,8 @@ on photographs by two objectives, and on digits pasted on photographs.
 * ``photos-mim-<seed>`` and ``photos-which-<seed>`` (seeds 0, 1, 2): a
   :class:`~selfattention_models.photo_vit.MaskedViT` (width 64, 4 blocks of 4
   heads) sees 32 × 32 grey crops of the 17 training photographs
-  (:func:`selfattention.photos.split_photographs`), each resized to 384
-  pixels on its shorter side, cut into 4 × 4-pixel patches (64 tokens). It
+  (:func:`selfattention_models.photos.split_photographs`), each resized to
+  384 pixels on its shorter side, cut into 4 × 4-pixel patches (64 tokens). It
   learns either to fill in half of the patches, hidden behind the mask token
   (``mim``, :func:`~selfattention_models.photo_vit.masked_patch_loss`), or
   to say which of the 17 photographs a crop comes from (``which``). Each file
@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from selfattention import interpret
-from selfattention.photos import random_crops, split_photographs
+from selfattention_models.photos import random_crops, split_photographs
 from selfattention.torch_bridge import torch_threads
 from selfattention_models.photo_vit import (CROP, GRID, PATCH, ZOOM,
                                             clutter_inputs, clutter_model,

@@ -11,7 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from selfattention import data, patches
+from selfattention import patches
+from selfattention_models.mnist import mnist_digits
 from selfattention_models.scale import D_K, PATCH, ScaleModel, entropy
 
 from .recipes import recipe
@@ -42,7 +43,7 @@ def digit_tokens(images):
 def _rows():
     from sklearn.model_selection import train_test_split
 
-    labels = data.mnist_digits()[1]
+    labels = mnist_digits()[1]
     return train_test_split(np.arange(len(labels)), test_size=1000,
                             stratify=labels, random_state=0)
 
@@ -55,7 +56,7 @@ def split():
     """The 5,000 MNIST digits as a stratified split, 4,000 to train and
     1,000 to test (``sklearn.model_selection.train_test_split``, seed 0):
     ``(X_train, y_train, X_test, y_test)``, tokens (N, 16, 49) in [0, 1]."""
-    images, labels = data.mnist_digits()
+    images, labels = mnist_digits()
     i_train, i_test = _rows()
     X = digit_tokens(images)
     return X[i_train], labels[i_train], X[i_test], labels[i_test]
@@ -140,7 +141,7 @@ def scale_training_recipe() -> dict:
     ``entropy``, ``max_weight``, ``score_spread`` (variants, seeds,
     measurements, 2 layers); ``cls_maps`` (variants, seeds, measurements,
     SHOWN, 2 layers, 16); ``measured_at`` (measurements,); ``shown``, the
-    rows of ``data.mnist_digits()`` of the digits in ``cls_maps``, and
+    rows of ``mnist_digits()`` of the digits in ``cls_maps``, and
     ``shown_images`` (SHOWN, 28, 28), those digits;
     ``d_k`` and ``divisor`` (variants,).
     """
@@ -163,7 +164,7 @@ def scale_training_recipe() -> dict:
         arrays[key] = arrays[key].astype(np.float32)
     arrays["measured_at"] = runs[0][0]["measured_at"]
     arrays["shown"] = _test_rows()[:SHOWN]
-    arrays["shown_images"] = data.mnist_digits()[0][arrays["shown"]].astype(
+    arrays["shown_images"] = mnist_digits()[0][arrays["shown"]].astype(
         np.float32)
     arrays["d_k"] = np.array(D_K)
     arrays["divisor"] = np.array([divisor(v) for v in VARIANTS])

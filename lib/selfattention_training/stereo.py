@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from selfattention.stereo import MAX_DISP, half_resolution_pair
+from selfattention.stereo import MAX_DISP
 from selfattention.torch_bridge import torch_threads
+from selfattention_models.motorcycle import half_resolution_pair
 from selfattention_models.stereo_matcher import (Encoder, Matcher,
                                                  band_scores, load_encoder)
 

@@ -1,5 +1,5 @@
-"""Every public function of the library (the readers' package and the trained
-models') refuses every kind of bad argument.
+"""Every public function of the library (the readers' package, the trained
+models' and the training's) refuses every kind of bad argument.
 
 The cases are not written here: they come from the constraints each function
 declares with ``@boundary`` (``fn.constraints``), each of which names values
@@ -20,8 +20,9 @@ import pytest
 
 import selfattention
 import selfattention_models
+import selfattention_training
 
-PACKAGES = (selfattention, selfattention_models)
+PACKAGES = (selfattention, selfattention_models, selfattention_training)
 
 
 def _modules():

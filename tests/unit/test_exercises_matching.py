@@ -9,8 +9,16 @@ from exercise_answers import expect, hidden, own, verdict
 from selfattention import data, patches, stereo
 from selfattention import matching as lib
 from selfattention_exercises import matching as checks
+from selfattention_models.motorcycle import half_resolution_pair
 from selfattention_course.judges import _correlation as volume
 from selfattention_course.judges import matching as judges
+
+
+def row_scores(F_left, F_right, max_disp):
+    """One row's ``Q Kᵀ`` (W, W), ``-inf`` off the epipolar band."""
+    S = F_left @ F_right.T
+    return np.where(stereo.epipolar_mask(len(S), max_disp), S, -np.inf)
+
 
 displacements = own(lib.displacements)
 lookup = own(lib.lookup)
@@ -61,7 +69,7 @@ def test_the_reference_is_mutual_matching_on_the_row_s_scores():
                                           D)[:, ::-1]
         x = np.arange(C.shape[1])
         for y in range(len(C)):
-            S = stereo.masked_row_attention_scores(F_l[y], F_r[y], D)
+            S = row_scores(F_l[y], F_r[y], D)
             key = np.argmax(S, axis=1)                  # right columns
             back = key + np.argmax(C_right[y], axis=-1)[key]
             assert np.array_equal(ref[y], np.abs(back - x) <= 1)
@@ -384,7 +392,7 @@ def test_the_windowed_mean_stays_within_the_radius_of_the_winner():
 
 
 # ------------------------------------------------------------ 10.5 window
-PAIR = stereo.half_resolution_pair()
+PAIR = half_resolution_pair()
 
 
 def window_scores(left, right, truth, k, rows, max_disp=stereo.MAX_DISP,
@@ -408,7 +416,7 @@ def by_attention(left, right, truth, k, rows):
         a, b = max(y - r, 0), min(y + r + 1, H)
         F_l, F_r = (stereo.patch_features(img[a:b], k)[y - a]
                     for img in (left, right))                 # (W, 3k²)
-        S = stereo.masked_row_attention_scores(F_l, F_r, stereo.MAX_DISP)
+        S = row_scores(F_l, F_r, stereo.MAX_DISP)
         found.append(np.arange(len(S)) - np.argmax(S, axis=1))
     s = stereo.disparity_scores(np.array(found, float), truth[rows])
     return s["epe"], s["within_1"], s["within_3"]

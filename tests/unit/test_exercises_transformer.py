@@ -10,7 +10,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from exercise_answers import expect, hidden, run, verdict
 from selfattention import interpret, patches, vit
 from selfattention_models import mnist
+from selfattention_models.digits import digit_split
 from selfattention_exercises import transformer as checks
+from selfattention_training.digits import train
 
 # ------------------------------------------------------------ counts
 def counts(n, d, h, d_mlp):
@@ -226,10 +228,10 @@ def test_no_position_judge(out, status, code):
 
 @pytest.mark.slow
 def test_no_position_right_answer_passes_on_a_hidden_seed():
-    data = vit.digit_split()
+    data = digit_split()
 
     def distance_without_position(seed):
-        model = vit.train(data, position=False, seed=seed)
+        model = train(data, position=False, seed=seed)
         _, maps = vit.forward(model, data.X_test)
         return (vit.accuracy(model, data.X_test, data.y_test),
                 interpret.mean_attention_distance(maps, data.grid,

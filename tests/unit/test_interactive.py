@@ -13,7 +13,6 @@ drives the same figures in Chromium.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from html.parser import HTMLParser
@@ -24,6 +23,8 @@ from matplotlib import colormaps
 
 from selfattention import cost, interactive
 from selfattention.interactive import photo
+from selfattention_models import photos
+from support import encoded, hostile_files
 
 
 # ------------------------------------------------------------ reading HTML
@@ -474,83 +475,6 @@ def test_live_wraps_ipywidgets_with_labelled_controls():
 
 
 # ------------------------------------------------------ the photo picker
-def encoded(array, fmt="PNG"):
-    """``array`` (H, W) or (H, W, channels) as the bytes of an image file."""
-    import io
-
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.fromarray(array).save(buffer, fmt)
-    return buffer.getvalue()
-
-
-@pytest.mark.parametrize("name", ["camera", "astronaut"])
-def test_an_uploaded_photograph_is_what_the_package_gives(name):
-    from selfattention import photos
-    from selfattention.photos import _load
-
-    got = photo.photo_from_bytes(encoded(_load(name)), 384, 32)
-    np.testing.assert_allclose(got, photos.photograph(name, 384), atol=1e-12)
-
-
-def test_transparency_lies_over_white_and_16_bits_read_as_8(rng):
-    grey = (rng.random((60, 90)) * 255).astype(np.uint8)
-    eight = photo.photo_from_bytes(encoded(grey), 64, 32)
-    sixteen = photo.photo_from_bytes(
-        encoded(grey.astype(np.uint16) * 257), 64, 32)   # 255 -> 65535
-    np.testing.assert_allclose(sixteen, eight, atol=1e-12)
-    rgba = np.dstack([np.repeat(grey[..., None], 3, 2),
-                      np.full_like(grey, 255)])
-    rgba[:, :45, 3] = 0                                    # left half clear
-    seen = photo.photo_from_bytes(encoded(rgba), 60, 32)  # not resized
-    np.testing.assert_allclose(seen[:, :45], 1.0, atol=1e-12)
-    opaque = photo.photo_from_bytes(encoded(grey), 60, 32)
-    np.testing.assert_allclose(seen[:, 45:], opaque[:, 45:], atol=1e-12)
-
-
-def png_header(width, height):
-    """A PNG file that declares ``width`` × ``height`` 8-bit grey pixels
-    and holds none: what a decompression bomb shows before it is read."""
-    import struct
-    import zlib
-
-    def chunk(kind, data):
-        return (struct.pack(">I", len(data)) + kind + data +
-                struct.pack(">I", zlib.crc32(kind + data)))
-    return (b"\x89PNG\r\n\x1a\n" +
-            chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0,
-                                       0, 0)) + chunk(b"IEND", b""))
-
-
-@functools.lru_cache(maxsize=1)
-def hostile_files():
-    import io
-
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    jpeg = encoded((rng.random((80, 80, 3)) * 255).astype(np.uint8), "JPEG")
-    png = encoded((rng.random((80, 80)) * 255).astype(np.uint8))
-    nan = io.BytesIO()
-    Image.fromarray(np.full((40, 40), np.nan, np.float32)).save(nan, "TIFF")
-    return {"text": b"<html>not an image</html>", "empty": b"",
-            "cut-jpeg": jpeg[:300], "cut-png": png[:200],
-            "tiny": encoded(np.zeros((20, 20), np.uint8)),
-            "oblong": encoded(np.zeros((40, 1000), np.uint8)),
-            "bomb": png_header(20000, 20000),       # 400 Mpixel declared
-            "many-pixels": png_header(10000, 6000),
-            "no-pixels": png_header(200, 200),      # header, then nothing
-            "nan": nan.getvalue(),
-            "many-bytes": png + bytes(photo.MAX_BYTES)}
-
-
-@pytest.mark.parametrize("kind", list(hostile_files()))
-def test_a_file_it_cannot_use_is_refused_with_a_value_error(kind):
-    with pytest.raises(ValueError):
-        photo.photo_from_bytes(hostile_files()[kind], 384, 32)
-
-
 def control(widget, description):
     """The control of ``widget`` (and its boxes) labelled ``description``."""
     todo = [widget]
@@ -581,13 +505,18 @@ def texts(widget):
     return " ".join(out)
 
 
-def test_the_picker_draws_its_first_state_then_each_change():
-    from selfattention import photos
+def picker(draw, names):
+    """The picker of the packaged photographs ``names``, as the chapter
+    builds it."""
+    return interactive.photo_picker(draw, names, photos.photograph,
+                                    photos.photo_from_bytes)
 
+
+def test_the_picker_draws_its_first_state_then_each_change():
     calls = []
-    widget = interactive.photo_picker(
+    widget = picker(
         lambda crop, query, title: calls.append((crop.copy(), query, title)),
-        names=["clock", "camera"])
+        ["clock", "camera"])
     first = photo.crop_at(photos.photograph("clock", 384), 0.5, 0.5, 32)[0]
     assert len(calls) == 1 and calls[0][1] == 4 * 8 + 4
     np.testing.assert_array_equal(calls[0][0], first)
@@ -605,14 +534,13 @@ def test_the_picker_draws_its_first_state_then_each_change():
 
 def test_an_upload_is_drawn_and_a_bad_one_is_explained(rng):
     calls = []
-    widget = interactive.photo_picker(
-        lambda crop, query, title: calls.append(crop.copy()),
-        names=["clock"])
+    widget = picker(lambda crop, query, title: calls.append(crop.copy()),
+                    ["clock"])
     grey = (rng.random((100, 150)) * 255).astype(np.uint8)
     upload(widget, "mine.png", encoded(grey))
     menu = control(widget, "photograph")
     assert len(menu.options) == 2 and menu.value == menu.options[-1]
-    want = photo.crop_at(photo.photo_from_bytes(encoded(grey), 384, 32),
+    want = photo.crop_at(photos.photo_from_bytes(encoded(grey), 384, 32),
                          0.5, 0.5, 32)[0]
     np.testing.assert_array_equal(calls[-1], want)
     drawn = len(calls)

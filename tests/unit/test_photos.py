@@ -1,13 +1,14 @@
 """Photographs from installed packages, split by photograph, cropped from a
-seed; and scenes of digits pasted on them, with exact masks and boxes."""
+seed; scenes of digits pasted on them, with exact masks and boxes; and
+uploaded files decoded as the packaged photographs are, or refused."""
 
 import numpy as np
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
-from selfattention import photos
-from selfattention.data import mnist_digits
-from selfattention_models import scenes
+from selfattention_models import photos, scenes
+from selfattention_models.mnist import mnist_digits
+from support import encoded, hostile_files
 
 FEW = ("astronaut", "coins", "text")          # small, quick to load
 
@@ -137,3 +138,34 @@ def test_the_default_split_passes_the_strict_check_of_a_library_call():
         _validate._state.depth -= 1
     assert by_default == photos.split_photographs(names=list(photos.NAMES))
     assert set(by_default[0]) | set(by_default[1]) == set(photos.NAMES)
+
+
+# ------------------------------------------------------ uploads
+@pytest.mark.parametrize("name", ["camera", "astronaut"])
+def test_an_uploaded_photograph_is_what_the_package_gives(name):
+    from selfattention_models.photos import _load
+
+    got = photos.photo_from_bytes(encoded(_load(name)), 384, 32)
+    np.testing.assert_allclose(got, photos.photograph(name, 384), atol=1e-12)
+
+
+def test_transparency_lies_over_white_and_16_bits_read_as_8():
+    rng = np.random.default_rng(7)
+    grey = (rng.random((60, 90)) * 255).astype(np.uint8)
+    eight = photos.photo_from_bytes(encoded(grey), 64, 32)
+    sixteen = photos.photo_from_bytes(
+        encoded(grey.astype(np.uint16) * 257), 64, 32)   # 255 -> 65535
+    np.testing.assert_allclose(sixteen, eight, atol=1e-12)
+    rgba = np.dstack([np.repeat(grey[..., None], 3, 2),
+                      np.full_like(grey, 255)])
+    rgba[:, :45, 3] = 0                                    # left half clear
+    seen = photos.photo_from_bytes(encoded(rgba), 60, 32)  # not resized
+    np.testing.assert_allclose(seen[:, :45], 1.0, atol=1e-12)
+    opaque = photos.photo_from_bytes(encoded(grey), 60, 32)
+    np.testing.assert_allclose(seen[:, 45:], opaque[:, 45:], atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", list(hostile_files()))
+def test_a_file_it_cannot_use_is_refused_with_a_value_error(kind):
+    with pytest.raises(ValueError):
+        photos.photo_from_bytes(hostile_files()[kind], 384, 32)

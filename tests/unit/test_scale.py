@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from selfattention import data
 from selfattention.attention import softmax
 from selfattention_models import scale as sc
+from selfattention_models.mnist import mnist_digits
 from selfattention_models import trained
 from selfattention_training import scale
 from selfattention_training.scale import train_variant
@@ -68,7 +68,7 @@ def test_variants_share_their_initial_weights():
 
 
 def test_tokens_are_the_patches_of_the_digit():
-    images = data.mnist_digits()[0][:3]
+    images = mnist_digits()[0][:3]
     X = scale.digit_tokens(images)
     assert X.shape == (3, 16, 49)
     np.testing.assert_array_equal(X[1, 6].reshape(7, 7),
@@ -120,7 +120,7 @@ def test_committed_curves_have_the_shapes_the_chapter_reads():
     np.testing.assert_array_equal(runs["shown"],
                                   scale._test_rows()[:scale.SHOWN])
     np.testing.assert_array_equal(runs["shown_images"],
-                                  data.mnist_digits()[0][runs["shown"]]
+                                  mnist_digits()[0][runs["shown"]]
                                   .astype(np.float32))
 
 

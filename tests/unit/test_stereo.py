@@ -7,6 +7,7 @@ import torch
 
 from selfattention import interactive, stereo
 from selfattention.attention import softmax
+from selfattention_models import motorcycle
 from selfattention_models import stereo_matcher as sm
 from selfattention_training import stereo as training
 
@@ -15,13 +16,20 @@ def features(rng, H=3, W=12, D=4):
     return rng.standard_normal((H, W, D)), rng.standard_normal((H, W, D))
 
 
+def masked_row_scores(F_left, F_right, max_disp):
+    """One row's scores as attention sees them: ``Q Kᵀ`` of the left and
+    right rows' features (W, D), ``-inf`` where the epipolar mask says no."""
+    S = F_left @ F_right.T                              # (W, W)
+    return np.where(stereo.epipolar_mask(len(S), max_disp), S, -np.inf)
+
+
 # ------------------------------------------------------------ the volume
 def test_volume_is_masked_qk_read_along_the_diagonals():
     rng = np.random.default_rng(0)
     FL, FR = features(rng)
     C = stereo.disparity_volume(FL, FR, 5)
     for y in range(3):
-        S = stereo.masked_row_attention_scores(FL[y], FR[y], 5)   # (W, W)
+        S = masked_row_scores(FL[y], FR[y], 5)                    # (W, W)
         for x in range(12):
             for d in range(6):
                 if x - d >= 0:                # a matrix product's sum
@@ -48,15 +56,6 @@ def test_volume_larger_than_the_row_and_mismatched_maps():
         stereo.disparity_volume(FL, FR[:, :3], 2)
     with pytest.raises(ValueError, match="max_disp"):
         stereo.disparity_volume(FL, FR, -1)
-
-
-def test_row_scores_need_two_rows_of_one_shape():
-    rng = np.random.default_rng(2)
-    FL, FR = rng.random((7, 4)), rng.random((7, 4))
-    assert stereo.masked_row_attention_scores(FL, FR, 2).shape == (7, 7)
-    for right in (FR[:6], FR[:, :3]):
-        with pytest.raises(ValueError):
-            stereo.masked_row_attention_scores(FL, right, 2)
 
 
 def test_torch_band_scores_agree_with_the_numpy_volume():
@@ -293,7 +292,7 @@ def test_stereo_explorer_refuses_mismatched_inputs():
 def test_the_right_match_of_left_pixel_x_is_x_minus_d():
     """The sign convention, checked on the images: the true disparity
     predicts the right image at x - d far better than at x + d."""
-    pair = stereo.half_resolution_pair()
+    pair = motorcycle.half_resolution_pair()
     gl, gr = pair.left.mean(-1), pair.right.mean(-1)
     ys, xs = np.nonzero(np.isfinite(pair.disparity))
     d = pair.disparity[ys, xs]
@@ -308,7 +307,7 @@ def test_the_right_match_of_left_pixel_x_is_x_minus_d():
     held = pair.held_out
     assert len(held) == 50 and len(pair.blocks) == 5
     gap = np.abs(held[:, None] - pair.train_rows[None, :]).min()
-    assert gap > stereo.MARGIN                 # never next to training rows
+    assert gap > motorcycle.MARGIN                 # never next to training rows
 
 
 # ------------------------------------------------------------ the encoder

@@ -7,11 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selfattention import patches, vit
+from selfattention_models.digits import digit_split
+from selfattention_training.digits import train
 
 
 @pytest.fixture(scope="module")
 def data():
-    return vit.digit_split()
+    return digit_split()
 
 
 def fresh_model(seed=0, **options):
@@ -36,14 +38,14 @@ def test_split_is_stratified_disjoint_and_reproducible(data):
         n_test = np.sum(data.y_test == digit)
         n_all = n_test + np.sum(data.y_train == digit)
         assert n_test / n_all == pytest.approx(0.25, abs=0.01)
-    again = vit.digit_split()
+    again = digit_split()
     assert np.array_equal(again.X_test, data.X_test)
     assert np.array_equal(again.y_train, data.y_train)
-    assert not np.array_equal(vit.digit_split(seed=1).y_test, data.y_test)
+    assert not np.array_equal(digit_split(seed=1).y_test, data.y_test)
 
 
 def test_split_holds_the_fraction_asked_for():
-    small = vit.digit_split(test_fraction=0.1)
+    small = digit_split(test_fraction=0.1)
     assert len(small.y_test) == 180 and len(small.y_train) == 1617
     assert set(small.y_test) == set(range(10))
 
@@ -57,7 +59,7 @@ def test_split_holds_the_fraction_asked_for():
 ])
 def test_split_names_the_bad_argument(kwargs, error, name):
     with pytest.raises(error, match=rf"\b{name}\b"):
-        vit.digit_split(**kwargs)
+        digit_split(**kwargs)
 
 
 def test_shuffle_patches_permutes_each_image_separately():
@@ -202,13 +204,13 @@ def test_training_is_deterministic_and_leaves_global_state_alone(data):
     torch.manual_seed(123)
     expected_draw = torch.rand(3)
     torch.manual_seed(123)
-    a = vit.train(data, epochs=1, threads=2)
+    a = train(data, epochs=1, threads=2)
     assert torch.equal(torch.rand(3), expected_draw)   # caller's stream intact
     assert torch.get_num_threads() == threads
-    b = vit.train(data, epochs=1, threads=2)
+    b = train(data, epochs=1, threads=2)
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.equal(p, q)
-    c = vit.train(data, epochs=1, seed=1)
+    c = train(data, epochs=1, seed=1)
     assert not torch.equal(a.head.weight, c.head.weight)
     assert len(a.losses) == 1 and not a.training
     assert next(a.parameters()).dtype == torch.float64
@@ -216,10 +218,10 @@ def test_training_is_deterministic_and_leaves_global_state_alone(data):
 
 @pytest.mark.slow
 def test_training_learns_and_position_is_optional(data):
-    model = vit.train(data, epochs=6)
+    model = train(data, epochs=6)
     assert model.losses[-1] < model.losses[0]
     assert vit.accuracy(model, data.X_test, data.y_test) > 0.5
-    assert vit.train(data, position=False, epochs=1).pos is None
+    assert train(data, position=False, epochs=1).pos is None
 
 
 @pytest.mark.parametrize("kwargs, error, name", [
@@ -233,4 +235,4 @@ def test_training_learns_and_position_is_optional(data):
 def test_training_names_the_bad_argument(data, kwargs, error, name):
     kwargs = {"data": data, **kwargs}
     with pytest.raises(error, match=rf"\b{name}\b"):
-        vit.train(**kwargs)
+        train(**kwargs)

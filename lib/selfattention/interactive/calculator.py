@@ -31,12 +31,6 @@ def _calculator_rows(image_size: int, patch_size: int, heads: int,
              f"{per_head / _VIT_ENTRIES:,.2f}")]
 
 
-def _calculator_caption(image_size, patch_size, heads, dtype, rows) -> str:
-    return (f"{image_size} × {image_size} pixels in {patch_size} × "
-            f"{patch_size} patches: {rows[0][1]} tokens, {rows[1][1]} score "
-            f"entries per head, {rows[2][1]} for {heads} head(s) in {dtype}")
-
-
 def _offered_side(value, name):
     """An integer side that the calculator's menu offers."""
     side = positive_int()(value, name)
@@ -49,15 +43,11 @@ _SIDE = Constraint(_offered_side, "one of " + ", ".join(map(str, _SIDES)),
                                     ("224", TypeError)])
 
 
-def _patch_divides_side(image_size, patch_size) -> None:
-    """The patch side divides the image side."""
-    divides("patch_size", patch_size, (image_size,), "image_size")
-
-
 @boundary(image_size=_SIDE, patch_size=positive_int(),
           heads=integer(1, 16, what="a number of heads"),
           dtype=one_of(*(name for name, _ in _DTYPES)),
-          checks=(_patch_divides_side,))
+          checks=(lambda image_size, patch_size: divides(
+              "patch_size", patch_size, (image_size,), "image_size"),))
 def cost_calculator(image_size=224, patch_size=16, heads=1,
                     dtype="float32"):
     """A kernel-free calculator: patch size → tokens, entries, bytes."""
@@ -70,9 +60,8 @@ def cost_calculator(image_size=224, patch_size=16, heads=1,
             f"{label(v)}</option>" for v in values)
 
     def menu(text, key, choices):
-        return f'<label>{text} <select {_OWN_KEYS} data-in="{key}">' \
-               f'{choices}</select>' \
-               "</label>\n"
+        return (f'<label>{text} <select {_OWN_KEYS} data-in="{key}">'
+                f"{choices}</select></label>\n")
 
     patches = [p for p in range(1, image_size + 1) if image_size % p == 0]
     table = "".join(
@@ -96,8 +85,10 @@ def cost_calculator(image_size=224, patch_size=16, heads=1,
         uid=uid, css_class="sa-cost", testid="cost-calculator",
         title="What attention over one image costs", max_width=560,
         body=body,
-        caption=_calculator_caption(image_size, patch_size, heads, dtype,
-                                    rows),
+        caption=f"{image_size} × {image_size} pixels in {patch_size} × "
+                f"{patch_size} patches: {rows[0][1]} tokens, {rows[1][1]} "
+                f"score entries per head, {rows[2][1]} for {heads} head(s) in "
+                f"{dtype}",
         caption_testid="cost-caption",
         help_text="Choose an image size, a patch size, a number of heads "
                   "and a number type; the table and the sentence below "

@@ -5,9 +5,6 @@ disparity (:ref:`ch-matching`).
 
 from __future__ import annotations
 
-import base64
-import io
-
 import numpy as np
 
 from .. import _stills
@@ -35,12 +32,8 @@ _STYLE = ("<style>.sa-stereo .sa-move{margin:4px 0 0 0}.sa-stereo .sa-move "
 def _hex_rows(levels, chunk: int = 32) -> list[str]:
     """Rows of values 0 … 255 as hex strings, a space every ``chunk``
     values (no long run without a space, see :func:`_payload`)."""
-    rows = []
-    for row in np.asarray(levels, dtype=int):
-        text = "".join(f"{v:02x}" for v in row)
-        rows.append(" ".join(text[i:i + 2 * chunk]
-                             for i in range(0, len(text), 2 * chunk)))
-    return rows
+    return [bytes(row).hex(" ", -chunk)
+            for row in np.asarray(levels, dtype=np.uint8)]
 
 
 def _stereo_caption(levels, truth, row: int, image_row: int, c: int) -> str:
@@ -94,16 +87,9 @@ def _marks(shape, x, y, w, h) -> np.ndarray:
 def _layers(marks: np.ndarray, image: np.ndarray) -> str:
     """A ``style`` value with two backgrounds: the RGBA ``marks`` over the
     RGB ``image``; the script keeps the image and draws its own marks."""
-    def png(rgb, mode):
-        from PIL import Image
-
-        out = io.BytesIO()
-        Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8), mode).save(
-            out, format="PNG", optimize=False, compress_level=9)
-        return base64.b64encode(out.getvalue()).decode("ascii")
-    return (f"background-image:url(data:image/png;base64,{png(marks, 'RGBA')})"
-            f",url(data:image/png;base64,{png(image, 'RGB')});"
-            "background-size:100% 100%")
+    return ("background-image:url(data:image/png;base64,"
+            f"{_stills._png(marks, 'RGBA')}),url(data:image/png;base64,"
+            f"{_stills._png(image)});background-size:100% 100%")
 
 
 @boundary(left=floats(ndim=2), right=floats(ndim=2),
@@ -114,42 +100,21 @@ def _layers(marks: np.ndarray, image: np.ndarray) -> str:
 def stereo_explorer(left, right, weights, truth, step=5, query=(0, 0),
                     image_rows=None, title="", scale=1, vmax=None):
     """A kernel-free figure: pick a left pixel, see its weights on the
-    candidates of its right row (:ref:`ch-matching`).
+    candidates of its right row (:ref:`ch-matching`); returns
+    ``IPython.display.HTML``, self-contained and byte-stable (images and
+    weights stored as levels 0 … 255).
 
-    Parameters
-    ----------
-    left, right : array_like, shape (H, W)
-        The two images, grey values roughly in [0, 1].
-    weights : array_like, shape (h, W, D + 1)
-        For each left pixel of the rows ``image_rows``, its weights on the
-        right pixels ``x − d`` of its row, ``d = 0 … D`` (each sums to 1).
-    truth : array_like, shape (h, W)
-        True disparity of those pixels, NaN where unknown.
-    step : int
-        Queries are every ``step``-th of those rows and every ``step``-th
-        column.
-    query : (int, int)
-        Row (0 … h − 1, a row of ``image_rows``) and column of the query
-        selected when the page loads; moved to the nearest query.
-    image_rows : array_like of int, shape (h,), optional
-        The image rows that ``weights`` and ``truth`` describe, such as the
-        held-out rows (runs of consecutive rows are shown as blocks).
-        Default: every row, ``h = H``.
-    title : str
-        Title above the figure, and the name of its group.
-    scale : int
-        Screen pixels per image pixel of the two images.
-    vmax : float, optional
-        Top of the colour scale and of the bars (larger weights are drawn
-        at it); by default the first round number at or above the largest
-        weight.
-
-    Returns
-    -------
-    IPython.display.HTML
-        Self-contained HTML and JavaScript. The images and the weights are
-        stored as levels 0 … 255 (weights to 1/255), so the HTML is byte for
-        byte stable for the same inputs.
+    ``left`` and ``right`` (H, W) hold grey values roughly in [0, 1];
+    ``weights`` (h, W, D + 1) give each left pixel of the rows
+    ``image_rows`` (by default every row, h = H; runs of consecutive rows
+    show as blocks) its weights on the right pixels ``x − d``, d = 0 … D,
+    each summing to 1, and ``truth`` (h, W) its true disparity, NaN where
+    unknown. Queries are every ``step``-th of those rows and columns;
+    ``query`` (row of ``image_rows``, column) is moved to the nearest and
+    selected first. ``title`` stands above the figure and names its group;
+    ``scale`` gives screen pixels per image pixel; ``vmax`` the top of the
+    colour scale and bars (larger weights drawn at it), by default the
+    first round number at or above the largest weight.
     """
     H, W = left.shape
     image_rows = np.arange(H) if image_rows is None else image_rows

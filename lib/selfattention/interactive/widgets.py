@@ -2,8 +2,6 @@
 (:ref:`ch-transformer`).
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 

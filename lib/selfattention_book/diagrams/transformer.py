@@ -106,9 +106,10 @@ def vit_pipeline():
     """:ref:`ch-transformer`: image → patches → W_E, + E, class token → L
     blocks →
     class token → head."""
-    from selfattention import data, patches
+    from selfattention import patches
+    from selfattention_models.mnist import mnist_digits
 
-    images, _ = data.mnist_digits()
+    images, _ = mnist_digits()
     img, p = images[0], VIT_PATCH
     side = img.shape[0] // p                              # 7 patches a side
     fig, ax = _canvas(2.55)

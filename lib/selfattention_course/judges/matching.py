@@ -10,6 +10,7 @@ import functools
 import numpy as np
 from selfattention import stereo
 from selfattention.matching import displacements
+from selfattention_models.motorcycle import half_resolution_pair
 from selfattention_exercises.core import (NotDone, Opaque, Wrong,
                                           expect_shape,
                                           returned_arrays,
@@ -194,7 +195,7 @@ BAND_ROWS, ROWS_PER_CASE, NOISE = 24, 5, 0.02
 def _window_cases(rng):
     # Two distinct windows per run, so that one of them is not the
     # chapter's 5; each on a band of its own.
-    pair = stereo.half_resolution_pair()
+    pair = half_resolution_pair()
     H = pair.disparity.shape[0]
     cases = []
     for k in rng.choice(WINDOWS, 2, replace=False):
@@ -234,7 +235,7 @@ def window_scores(left, right, truth, k, rows, context=True,
 @functools.lru_cache(maxsize=None)
 def held_out_scores(k):
     """:func:`window_scores` on the chapter's held-out rows of the pair."""
-    pair = stereo.half_resolution_pair()
+    pair = half_resolution_pair()
     return window_scores(pair.left, pair.right, pair.disparity, k,
                          pair.held_out)
 
@@ -256,7 +257,7 @@ def _window_judge(out, left, right, truth, k, rows):
     given = functools.partial(window_scores, left, right, truth)
     if _same_scores(got, given(k, rows)):
         return None
-    pair = stereo.half_resolution_pair()
+    pair = half_resolution_pair()
     slips = [
         ("no-context", functools.partial(given, k, rows, context=False),
          "the features come from the chosen rows stacked into one image, "
