@@ -39,7 +39,7 @@ SANDBOX = ("tests/e2e/test_hostile_grading.py",
 #: Rough seconds of the longest groups on two cores (``--durations=0``),
 #: for their order only; any other group counts as one second.
 SECONDS = {
-    "sandbox": 330,
+    "sandbox": 150,
     "tests/e2e/test_browser.py": 210,
     "tests/e2e/test_clients.py": 190,
     "tests/e2e/test_layout.py": 120,
