@@ -21,8 +21,8 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: help install lint book slides pdf test sweep unit execute notebooks train assignments grade written gradescope sample-gradebook bench serve clean
 
 help:  ## List the commands
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
-	  awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
+	  awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
 
 install: $(STAMP)  ## Create .venv with the pinned versions (done on first use)
 	@test -x /usr/bin/chromium || echo "Note: the browser check" \

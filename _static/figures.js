@@ -6,7 +6,7 @@
  * 1. Its text never shrinks under 9 CSS px. Each figure says the size of its
  *    smallest text: a PNG in a tEXt chunk (scripts/figure_text.py, written
  *    at `make execute`), a diagram's SVG in its description
- *    (selfattention.diagrams.to_svg). Where the column is too narrow to
+ *    (selfattention_book.diagrams.to_svg). Where the column is too narrow to
  *    show that text at 9 px (a phone), the figure keeps the width that does
  *    and its box scrolls sideways, with the scroll shadow of layout.js.
  * 2. It opens full size on a tap, a click, or Enter or Space: it sits in a

@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib
+import importlib.util
 import json
 import pkgutil
 import re
@@ -545,6 +546,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(appendices/instructors/exercises.md) "
                              "instead of writing files")
     args = parser.parse_args(argv)
+    if importlib.util.find_spec("selfattention_book") is None:
+        parser.error("this command runs in a checkout of the book (make "
+                     "install there; it writes the student notebooks with "
+                     "the book's own tooling, which the package leaves out)")
     chapters = args.chapters or sorted(Path("chapters").glob("*.ipynb"))
     if not chapters:
         parser.error("no chapter notebooks given or found in chapters/")

@@ -365,3 +365,19 @@ def test_the_sample_gradebook_on_the_instructors_page_is_current():
         assert float(row["max_points"]) == want, row
         assert float(row["points"]) <= want
     assert all(row["diagnosis"] for row in rows)        # every row names one
+
+
+def test_outside_a_checkout_the_command_says_where_it_runs(monkeypatch,
+                                                           tmp_path, capsys):
+    """An install without the book's tooling (the wheel leaves it out)
+    stops before writing anything, saying that the command needs a
+    checkout."""
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None
+                        if name == "selfattention_book" else found(name, *a))
+    with pytest.raises(SystemExit) as stop:
+        asg.main(["--out", str(tmp_path / "out")])
+    assert stop.value.code == 2 and capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

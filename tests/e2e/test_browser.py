@@ -812,7 +812,8 @@ MAX_OUTPUT_CHARS = 80
 #   pixels. A PNG says the size of its smallest text in its own pixels (a
 #   tEXt chunk written by scripts/figure_text.py at `make execute`); a
 #   diagram's SVG says it in points at a width it names (its description,
-#   selfattention.diagrams.to_svg); each scales with the width it is drawn at.
+#   selfattention_book.diagrams.to_svg); each scales with the width it is
+#   drawn at.
 #   A picture that says neither is "unmeasured";
 # * uncaptioned: a figure (an image in the article, outside the kernel-free
 #   explorers, which say what they show in their own live text) not inside a

@@ -46,9 +46,6 @@ from selfattention_course.sandbox import Bubblewrap, Limits
 from support import (REVIEW_CODES, class_of_routes, executed, printed,
                      rows_of, run_bpf)
 
-# Sandboxed notebook runs: make test runs them, make unit does not.
-pytestmark = pytest.mark.slow
-
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = 2
 BACKEND = Bubblewrap()               # its jobs run as uid_base, uid_base + 1
@@ -57,17 +54,20 @@ BACKEND = Bubblewrap()               # its jobs run as uid_base, uid_base + 1
 # not a skip.
 NO_SANDBOX = not BACKEND.works() and not os.environ.get("CI")
 
-#: The routes that ``make sweep`` grades, in a class of their own: those of
-#: a kind that ``make test``'s class already holds (the judge's helpers
-#: reached through a dict, the library reached through a module in a list,
-#: code run from strings), and the slow ones (endless cells and answers, the
-#: processor hog, floods), whose limits tests/e2e/test_written.py and the
-#: fork bomb also meet in ``make test``.
+#: The routes that ``make sweep`` grades, in a class of their own, each a
+#: variant of a route of ``make test``'s class: the judge's helpers reached
+#: through other objects (judge-dict), the library through other modules
+#: (module-in-list) or other strings (global-exec, encoded-setup), the
+#: tripwire's other gaps, a reference in PyTorch's fast path (beside
+#: layer-attention), an endless cell and a processor hog (beside the
+#: endless answer, the fork bomb and tests/e2e/test_written.py's notebook
+#: that runs into its cell limit), the flood of output (beside
+#: rich-output). Each class has its honest student and its untouched
+#: notebook.
 SWEPT = frozenset({
-    "co-filename", "computed-name", "cpu-hog", "cwd-module",
-    "endless-answer", "endless-cell", "fast-path", "huge-output",
-    "input-transformer", "judge-attribute", "judge-registry",
-    "judge-reshaped", "layer-attention", "oracle", "profile-off",
+    "co-filename", "computed-name", "cpu-hog", "endless-cell",
+    "fast-path", "huge-output", "input-transformer", "judge-attribute",
+    "judge-registry", "judge-reshaped", "oracle", "profile-off",
     "pydoc-locate", "recompiled-source", "reference-dict",
     "shifted-shown-cell", "shortcut-sdpa", "sympy-exec", "thread",
     "torch-module-in-list", "torchscript-string"})
@@ -287,7 +287,10 @@ def grade_class(tmp_path_factory, swept: bool) -> dict:
             "key": key, "info": json.loads((out / "run.json").read_text())}
 
 
-def test_the_honest_student_scores_full_marks(run):
+def test_the_honest_student_scores_full_marks(each_run):
+    """In each class, beside the hostile notebooks (the hog, the fork bomb,
+    the endless ones) and graded again alone if one of them starved it."""
+    run = each_run
     for label in AUTO:
         row = run["book"]["honest", label]
         assert row.points == row.max_points > 0, row.feedback
@@ -308,7 +311,8 @@ def test_honest_habits_score_full_marks(run, student):
         assert row.code == "correct"
 
 
-def test_the_untouched_notebook_scores_zero(run):
+def test_the_untouched_notebook_scores_zero(each_run):
+    run = each_run
     for label in AUTO:
         row = run["book"]["untouched", label]
         assert row.points == 0 and row.code == "not-done"
@@ -423,9 +427,12 @@ def test_the_instructors_keyring_is_out_of_reach(run):
 def test_classmates_of_the_hog_are_graded_fairly(swept):
     run = swept
     # Whoever ran beside it and was starved into a time limit was graded
-    # again alone (see the test of the retry below): every notebook that
-    # is not hostile still gets its expected rows (the tests above).
-    assert isinstance(run["info"]["graded_again_alone"], int)
+    # again alone (tests/e2e/test_hostile_sandbox.py tests the rule): the
+    # honest student of its class has full marks, the untouched notebook
+    # its zero (the tests above, on each class).
+    honest = run["graded"]["honest"]
+    assert honest.total == sum(r.max_points for r in honest.rows) > 0
+    assert not honest.cut_short or run["info"]["graded_again_alone"] >= 1
     # The hog itself forks: its rows are for review.
     assert rows_of(run, "cpu-hog")[0].code in REVIEW_CODES
 
@@ -565,9 +572,7 @@ def test_every_notebook_ends_within_its_time_limit(each_run):
         assert g.seconds <= limit, (g.student, g.seconds)
 
 
-@pytest.mark.sweep
-def test_a_module_written_beside_the_notebook_is_not_imported(swept):
-    run = swept
+def test_a_module_written_beside_the_notebook_is_not_imported(run):
     # The write succeeded (the folder is the notebook's to write in); the
     # import did not find it.
     assert printed(run, "cwd-module").split() == ["cwd", "import", "refused"]
@@ -799,6 +804,7 @@ def test_an_executed_notebook_keeps_text_and_bitmaps_only():
     assert "removed" in kept[1].data["text/plain"]
 
 
+@pytest.mark.slow                   # it runs the runner (no sandbox)
 def test_the_hidden_cases_go_to_the_runner_and_to_no_file(tmp_path):
     from selfattention_course import wire
     from selfattention_course.sandbox import Unisolated
@@ -869,9 +875,11 @@ def test_the_syscall_filter_refuses_the_keyrings_only(machine):
     assert seccomp_program("sparc") is None
 
 
-# Every test of the graded run is slow (sandboxed notebooks); the tests
-# above that need no sandbox stay in the fast lane.
+# Every test of a graded class is slow (sandboxed notebooks): make test runs
+# them, make unit does not; the tests above that need no sandbox stay in the
+# fast lane.
+GRADED = {"run", "swept", "run_of", "each_run"}
 for _name, _test in list(globals().items()):
     if _name.startswith("test_") and \
-            "run" in inspect.signature(_test).parameters:
+            GRADED & set(inspect.signature(_test).parameters):
         globals()[_name] = pytest.mark.slow(_test)
