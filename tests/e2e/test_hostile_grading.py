@@ -430,9 +430,9 @@ def test_classmates_of_the_hog_are_graded_fairly(swept):
     # again alone (tests/e2e/test_hostile_sandbox.py tests the rule): the
     # honest student of its class has full marks, the untouched notebook
     # its zero (the tests above, on each class).
-    honest = run["graded"]["honest"]
-    assert honest.total == sum(r.max_points for r in honest.rows) > 0
-    assert not honest.cut_short or run["info"]["graded_again_alone"] >= 1
+    for label in AUTO:
+        row = run["book"]["honest", label]
+        assert row.points == row.max_points > 0, row.feedback
     # The hog itself forks: its rows are for review.
     assert rows_of(run, "cpu-hog")[0].code in REVIEW_CODES
 
